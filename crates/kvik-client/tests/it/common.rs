@@ -1,0 +1,304 @@
+//! Test harness: real kvik-server and redis-server processes on ephemeral ports, and fake
+//! servers that misbehave on purpose.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The kvik-server binary next to the test executable's directory (<target>/release/).
+pub fn kvik_server_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let bin = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .map(|p| p.join("kvik-server"))
+        .expect("target dir");
+    assert!(
+        bin.exists(),
+        "kvik-server binary not found at {}: build it first with \
+         `cargo build --release -p kvik-server` (same CARGO_TARGET_DIR), or run \
+         `cargo test --release --workspace` / `make test`",
+        bin.display()
+    );
+    bin
+}
+
+/// A running server process, killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Server {
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// kvik-server on a fresh data directory.
+    pub fn kvik(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(kvik_server_bin())
+            .arg("--port")
+            .arg("0")
+            .arg("--dir")
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn kvik-server");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            let mut sent = false;
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if !sent {
+                    if let Some(rest) = line.split("ready to accept connections on port ").nth(1) {
+                        let port: u16 = rest
+                            .split_whitespace()
+                            .next()
+                            .and_then(|p| p.parse().ok())
+                            .expect("port in ready line");
+                        let _ = tx.send(port);
+                        sent = true;
+                    }
+                }
+            }
+        });
+        match rx.recv_timeout(START_TIMEOUT) {
+            Ok(port) => Server {
+                child,
+                port,
+                _dir: Some(dir),
+            },
+            Err(_) => {
+                let _ = child.kill();
+                panic!("kvik-server did not report ready within {START_TIMEOUT:?}");
+            }
+        }
+    }
+
+    /// redis-server with persistence off.
+    pub fn redis(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(dir.path())
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (Debian's redis-server)");
+        let s = Server {
+            child,
+            port,
+            _dir: Some(dir),
+        };
+        wait_ping(port, extra);
+        s
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_ping(port: u16, extra: &[&str]) {
+    let pass = extra
+        .windows(2)
+        .find(|w| w[0] == "--requirepass")
+        .map(|w| w[1].to_string());
+    let start = Instant::now();
+    loop {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let req = match &pass {
+                Some(p) => format!(
+                    "*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n*1\r\n$4\r\nPING\r\n",
+                    p.len()
+                ),
+                None => "*1\r\n$4\r\nPING\r\n".to_string(),
+            };
+            if s.write_all(req.as_bytes()).is_ok() {
+                let mut buf = [0u8; 64];
+                let mut got = Vec::new();
+                while let Ok(n) = s.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                    if got.windows(5).any(|w| w == b"+PONG") {
+                        return;
+                    }
+                }
+            }
+        }
+        assert!(
+            start.elapsed() < START_TIMEOUT,
+            "redis-server on {port} never answered PING"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How a fake server misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fake {
+    /// Accepts and reads, never answers.
+    Silent,
+    /// Reads one request, then closes.
+    CloseAfterRequest,
+    /// Reads one request, writes the start of a reply, then closes.
+    PartialReplyThenClose,
+}
+
+/// A misbehaving server on an ephemeral port; stops on drop.
+pub struct FakeServer {
+    pub port: u16,
+    pub accepted: Arc<AtomicUsize>,
+    pub requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl FakeServer {
+    pub fn start(kind: Fake) -> FakeServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let conns = Arc::new(Mutex::new(Vec::new()));
+        let (st, ac, rq, cs) = (
+            stop.clone(),
+            accepted.clone(),
+            requests.clone(),
+            conns.clone(),
+        );
+        std::thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        s.set_nonblocking(false).unwrap();
+                        ac.fetch_add(1, Ordering::SeqCst);
+                        cs.lock().unwrap().push(s.try_clone().unwrap());
+                        let rq = rq.clone();
+                        std::thread::spawn(move || serve(s, kind, rq));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        FakeServer {
+            port,
+            accepted,
+            requests,
+            stop,
+            conns,
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+fn serve(mut s: TcpStream, kind: Fake, requests: Arc<AtomicUsize>) {
+    let mut buf = [0u8; 64 * 1024];
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                requests.fetch_add(1, Ordering::SeqCst);
+                match kind {
+                    Fake::Silent => {}
+                    Fake::CloseAfterRequest => {
+                        let _ = s.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    Fake::PartialReplyThenClose => {
+                        let _ = s.write_all(b"*3\r\n$5\r\nvalue\r\n$5\r\nva");
+                        std::thread::sleep(Duration::from_millis(20));
+                        let _ = s.shutdown(Shutdown::Both);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// A minimal executor for runtime-independence tests.
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    struct ThreadWaker(std::thread::Thread);
+    impl Wake for ThreadWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "future did not complete in 30 s");
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}

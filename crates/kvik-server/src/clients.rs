@@ -1,0 +1,91 @@
+//! The registry of connected clients, for CLIENT LIST / INFO / KILL and `maxclients`.
+//!
+//! Each connection has one [`ClientInfo`], shared between its I/O thread (which updates buffer
+//! sizes and activity times) and commands on any thread that list or kill clients. Fields are
+//! atomics or small mutexes: the I/O thread never waits on a command to update them.
+
+use crate::net::IoHandle;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Sentinel for "no command yet" in [`ClientInfo::last_cmd`].
+pub const NO_CMD: usize = usize::MAX;
+
+#[derive(Debug)]
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub created_ms: u64,
+    pub name: Mutex<Option<Vec<u8>>>,
+    pub db: AtomicU16,
+    /// 2 or 3.
+    pub resp: AtomicU8,
+    /// Command table id of the last command run, or [`NO_CMD`].
+    pub last_cmd: AtomicUsize,
+    pub last_interaction_ms: AtomicU64,
+    /// Bytes in the query buffer and in the output buffer, as of the last I/O event.
+    pub qbuf: AtomicUsize,
+    pub obuf: AtomicUsize,
+    /// Set by CLIENT KILL; the owning I/O thread closes the connection when it sees it.
+    pub killed: AtomicBool,
+    /// The owning I/O thread, to wake it after setting `killed`.
+    pub io: Arc<IoHandle>,
+}
+
+impl ClientInfo {
+    /// Marks the client for closing and wakes its I/O thread.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.io.notify_kill(self.id);
+    }
+
+    pub fn name_string(&self) -> String {
+        self.name
+            .lock()
+            .as_deref()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct ClientRegistry {
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    next_id: AtomicU64,
+}
+
+impl ClientRegistry {
+    /// A new, unique client id (ids start at 1, as in Redis, and are never reused).
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub fn add(&self, info: Arc<ClientInfo>) {
+        self.clients.lock().insert(info.id, info);
+    }
+
+    pub fn remove(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A snapshot of every connected client, ordered by id.
+    pub fn snapshot(&self) -> Vec<Arc<ClientInfo>> {
+        self.clients.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientInfo>> {
+        self.clients.lock().get(&id).cloned()
+    }
+}

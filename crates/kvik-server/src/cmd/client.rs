@@ -1,0 +1,377 @@
+//! CLIENT: connection introspection and control (ID SETNAME GETNAME LIST INFO KILL NO-EVICT
+//! NO-TOUCH SETINFO REPLY HELP), over the shared [`ClientInfo`] records of the client registry.
+//!
+//! kvik has no client pause, tracking or eviction; those subcommands are unknown, and NO-EVICT /
+//! NO-TOUCH are accepted and change nothing (kvik never evicts clients, and key access times are
+//! not kept).
+
+use super::admin::help_reply;
+use super::ctx::{Args, CmdError, CmdResult, Ctx};
+use super::spec::{CommandSpec, Flags, KeySpec};
+use crate::clients::{ClientInfo, NO_CMD};
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+const SUB: Flags = Flags::NOSCRIPT.union(Flags::LOADING).union(Flags::STALE);
+const ADMIN_SUB: Flags = SUB.union(Flags::ADMIN);
+const ACL: &[&str] = &["slow", "connection"];
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous", "connection"];
+
+static SUBS: &[CommandSpec] = &[
+    CommandSpec::new("id", 2, SUB, KeySpec::NONE, client_id)
+        .acl(ACL)
+        .group("connection")
+        .doc("Returns the unique client ID of the connection.", "5.0.0", "O(1)"),
+    CommandSpec::new("setname", 3, SUB, KeySpec::NONE, client_setname)
+        .acl(ACL)
+        .group("connection")
+        .doc("Sets the connection name.", "2.6.9", "O(1)"),
+    CommandSpec::new("getname", 2, SUB, KeySpec::NONE, client_getname)
+        .acl(ACL)
+        .group("connection")
+        .doc("Returns the name of the connection.", "2.6.9", "O(1)"),
+    CommandSpec::new("list", -2, ADMIN_SUB, KeySpec::NONE, client_list)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc("Lists open connections.", "2.4.0", "O(N) where N is the number of client connections"),
+    CommandSpec::new("info", 2, SUB, KeySpec::NONE, client_info)
+        .acl(ACL)
+        .group("connection")
+        .doc("Returns information about the connection.", "6.2.0", "O(1)"),
+    CommandSpec::new("kill", -3, ADMIN_SUB, KeySpec::NONE, client_kill)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc("Terminates open connections.", "2.4.0", "O(N) where N is the number of client connections"),
+    CommandSpec::new("no-evict", 3, ADMIN_SUB, KeySpec::NONE, client_on_off)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc("Sets the client eviction mode of the connection.", "7.0.0", "O(1)"),
+    CommandSpec::new("no-touch", 3, SUB, KeySpec::NONE, client_on_off)
+        .acl(ACL)
+        .group("connection")
+        .doc(
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+            "7.2.0",
+            "O(1)",
+        ),
+    CommandSpec::new("setinfo", 4, SUB, KeySpec::NONE, client_setinfo)
+        .acl(ACL)
+        .group("connection")
+        .doc("Sets information specific to the client or connection.", "7.2.0", "O(1)"),
+    CommandSpec::new("reply", 3, SUB, KeySpec::NONE, client_reply)
+        .acl(ACL)
+        .group("connection")
+        .doc("Instructs the server whether to reply to commands.", "3.2.0", "O(1)"),
+    CommandSpec::new("help", 2, Flags::LOADING.union(Flags::STALE), KeySpec::NONE, client_help)
+        .acl(ACL)
+        .group("connection")
+        .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+];
+
+pub static COMMANDS: &[CommandSpec] = &[
+    // The container has no flags of its own in Redis 7.0 (COMMAND INFO CLIENT shows none); each
+    // subcommand carries NOSCRIPT / LOADING / STALE (and ADMIN where Redis has it).
+    CommandSpec::new("client", -2, Flags::empty(), KeySpec::NONE, super::spec::container)
+        .acl(&["slow"])
+        .group("connection")
+        .doc("A container for client connection commands.", "2.4.0", "Depends on subcommand.")
+        .subs(SUBS),
+];
+
+/// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
+/// order. Fields kvik does not track (pub/sub, MULTI, memory breakdown) show Redis's idle values.
+pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
+    let cmd = match c.last_cmd.load(Relaxed) {
+        NO_CMD => "NULL".to_string(),
+        id => super::table().entry(id).full_name.clone(),
+    };
+    let obuf = c.obuf.load(Relaxed);
+    let mut s = String::with_capacity(300);
+    let _ = write!(
+        s,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 \
+         multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} \
+         tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+        c.id,
+        c.addr,
+        c.laddr,
+        c.fd,
+        c.name_string(),
+        now_ms.saturating_sub(c.created_ms) / 1000,
+        now_ms.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000,
+        c.db.load(Relaxed),
+        c.qbuf.load(Relaxed),
+        obuf,
+        cmd,
+        c.resp.load(Relaxed),
+    );
+    s
+}
+
+fn client_id(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    ctx.out.int(ctx.session.id() as i64);
+    Ok(())
+}
+
+fn client_setname(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let name = &args[2];
+    super::conn::validate_client_name(name)?;
+    // An empty name removes the name, as in Redis.
+    *ctx.session.client.name.lock() = (!name.is_empty()).then(|| name.to_vec());
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_getname(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    let name = ctx.session.client.name.lock().clone();
+    ctx.out.bulk_or_null(name.as_deref());
+    Ok(())
+}
+
+/// Client types of Redis's `getClientTypeByName`; kvik's clients are all "normal".
+fn type_is_normal(name: &[u8]) -> Result<bool, CmdError> {
+    let lower = name.to_ascii_lowercase();
+    match &lower[..] {
+        b"normal" => Ok(true),
+        b"slave" | b"replica" | b"pubsub" | b"master" => Ok(false),
+        _ => Err(CmdError::err(format_args!(
+            "Unknown client type '{}'",
+            String::from_utf8_lossy(name)
+        ))),
+    }
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|pubsub] | [ID id [id ...]]
+fn client_list(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let clients = ctx.server.clients.snapshot();
+    let selected: Vec<_> = if args.len() == 4 && args[2].eq_ignore_ascii_case(b"type") {
+        if type_is_normal(&args[3])? {
+            clients
+        } else {
+            Vec::new()
+        }
+    } else if args.len() > 3 && args[2].eq_ignore_ascii_case(b"id") {
+        let mut ids = Vec::new();
+        for a in &args[3..] {
+            ids.push(kvik_resp::parse_i64(a).ok_or_else(|| CmdError::err("Invalid client ID"))?);
+        }
+        clients
+            .into_iter()
+            .filter(|c| ids.contains(&(c.id as i64)))
+            .collect()
+    } else if args.len() == 2 {
+        clients
+    } else {
+        return Err(CmdError::syntax());
+    };
+    let mut text = String::new();
+    for c in selected {
+        text.push_str(&client_line(&c, ctx.now_ms));
+        text.push('\n');
+    }
+    ctx.out.verbatim(text.as_bytes());
+    Ok(())
+}
+
+fn client_info(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    let mut line = client_line(&ctx.session.client, ctx.now_ms);
+    line.push('\n');
+    ctx.out.verbatim(line.as_bytes());
+    Ok(())
+}
+
+/// The filters of CLIENT KILL's option form.
+#[derive(Default)]
+struct KillFilter {
+    id: Option<u64>,
+    addr: Option<Vec<u8>>,
+    laddr: Option<Vec<u8>>,
+    /// False when TYPE named a type no kvik client has.
+    type_matches: Option<bool>,
+    skipme: bool,
+}
+
+impl KillFilter {
+    fn parse(args: &Args) -> Result<KillFilter, CmdError> {
+        let mut f = KillFilter {
+            skipme: true,
+            ..Default::default()
+        };
+        let mut i = 2;
+        while i < args.len() {
+            if i + 1 >= args.len() {
+                return Err(CmdError::syntax());
+            }
+            let (opt, v) = (&args[i], &args[i + 1]);
+            if opt.eq_ignore_ascii_case(b"id") {
+                match kvik_resp::parse_i64(v) {
+                    Some(n) if n >= 1 => f.id = Some(n as u64),
+                    _ => return Err(CmdError::err("client-id should be greater than 0")),
+                }
+            } else if opt.eq_ignore_ascii_case(b"type") {
+                f.type_matches = Some(type_is_normal(v)?);
+            } else if opt.eq_ignore_ascii_case(b"addr") {
+                f.addr = Some(v.to_vec());
+            } else if opt.eq_ignore_ascii_case(b"laddr") {
+                f.laddr = Some(v.to_vec());
+            } else if opt.eq_ignore_ascii_case(b"user") {
+                if !v.eq_ignore_ascii_case(b"default") {
+                    return Err(CmdError::err(format_args!(
+                        "No such user '{}'",
+                        String::from_utf8_lossy(v)
+                    )));
+                }
+            } else if opt.eq_ignore_ascii_case(b"skipme") {
+                f.skipme = if v.eq_ignore_ascii_case(b"yes") {
+                    true
+                } else if v.eq_ignore_ascii_case(b"no") {
+                    false
+                } else {
+                    return Err(CmdError::syntax());
+                };
+            } else {
+                return Err(CmdError::syntax());
+            }
+            i += 2;
+        }
+        Ok(f)
+    }
+
+    fn matches(&self, c: &ClientInfo) -> bool {
+        self.type_matches != Some(false)
+            && self.id.is_none_or(|id| id == c.id)
+            && self.addr.as_deref().is_none_or(|a| a == c.addr.as_bytes())
+            && self.laddr.as_deref().is_none_or(|a| a == c.laddr.as_bytes())
+    }
+}
+
+/// CLIENT KILL ip:port (old form: OK or "No such client") or CLIENT KILL <filter> <value> ...
+/// (new form: the number of clients killed). Killing the calling client closes it after the
+/// reply, as Redis does.
+fn client_kill(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let me = ctx.session.id();
+    let clients = ctx.server.clients.snapshot();
+    if args.len() == 3 {
+        let target = clients
+            .iter()
+            .find(|c| c.addr.as_bytes() == &args[2][..])
+            .ok_or_else(|| CmdError::err("No such client"))?;
+        if target.id == me {
+            ctx.session.close_after_reply = true;
+        } else {
+            target.kill();
+        }
+        ctx.out.ok();
+        return Ok(());
+    }
+    let filter = KillFilter::parse(args)?;
+    let mut killed = 0;
+    for c in clients.iter().filter(|c| filter.matches(c)) {
+        if c.id == me {
+            if filter.skipme {
+                continue;
+            }
+            ctx.session.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+        killed += 1;
+    }
+    ctx.out.int(killed);
+    Ok(())
+}
+
+/// CLIENT NO-EVICT / NO-TOUCH on|off: accepted, no effect in kvik.
+fn client_on_off(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    if args[2].eq_ignore_ascii_case(b"on") || args[2].eq_ignore_ascii_case(b"off") {
+        ctx.out.ok();
+        Ok(())
+    } else {
+        Err(CmdError::syntax())
+    }
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2; redis-py and others send it on connect).
+/// Validated as Redis does and accepted; kvik's CLIENT LIST keeps Redis 7.0's fields, which do
+/// not include the library.
+fn client_setinfo(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let attr = &args[2];
+    let what = if attr.eq_ignore_ascii_case(b"lib-name") {
+        "lib-name"
+    } else if attr.eq_ignore_ascii_case(b"lib-ver") {
+        "lib-ver"
+    } else {
+        return Err(CmdError::err(format_args!(
+            "Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    };
+    if args[3].iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::err(format_args!(
+            "{what} cannot contain spaces, newlines or special characters."
+        )));
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: only ON, the default, is supported.
+fn client_reply(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let mode = &args[2];
+    if mode.eq_ignore_ascii_case(b"on") {
+        ctx.out.ok();
+        Ok(())
+    } else if mode.eq_ignore_ascii_case(b"off") || mode.eq_ignore_ascii_case(b"skip") {
+        Err(CmdError::err("CLIENT REPLY OFF and SKIP are not supported by kvik"))
+    } else {
+        Err(CmdError::syntax())
+    }
+}
+
+fn client_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    help_reply(
+        ctx.out,
+        "CLIENT",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "    * ID <client-id> [<client-id> ...]",
+            "      Return clients with the given ids.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection (kvik: ON only).",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <LIB-NAME|LIB-VER> <value>",
+            "    Set client library name or version (accepted, not shown).",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction (no effect in kvik).",
+            "NO-TOUCH (ON|OFF)",
+            "    Do not touch the LRU/LFU of accessed keys (no effect in kvik).",
+        ],
+    );
+    Ok(())
+}

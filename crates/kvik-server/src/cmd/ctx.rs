@@ -1,0 +1,184 @@
+//! What a command handler works with: its arguments, the connection's session, the shared server,
+//! a reply writer, and the error type whose text is Redis's own.
+
+use crate::server::Server;
+use crate::session::Session;
+use crate::storage::encoding::{Kind, Meta};
+use crate::storage::{Storage, StorageError};
+use bytes::Bytes;
+use kvik_resp::{encode, Proto};
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+
+/// A command's arguments; `args[0]` is the command name as the client sent it.
+pub type Args = [Bytes];
+
+/// Result of a handler: `Ok` once it has written its reply.
+pub type CmdResult = Result<(), CmdError>;
+
+/// An error reply. The text is complete, prefix included ("ERR ...", "WRONGTYPE ..."), so the
+/// dispatcher writes it as is and INFO errorstats can count it by prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdError(pub Cow<'static, str>);
+
+impl CmdError {
+    /// "ERR " followed by `msg`.
+    pub fn err(msg: impl std::fmt::Display) -> CmdError {
+        CmdError(Cow::Owned(format!("ERR {msg}")))
+    }
+    pub const fn full(text: &'static str) -> CmdError {
+        CmdError(Cow::Borrowed(text))
+    }
+    pub const fn syntax() -> CmdError {
+        CmdError::full("ERR syntax error")
+    }
+    pub const fn not_integer() -> CmdError {
+        CmdError::full("ERR value is not an integer or out of range")
+    }
+    pub const fn not_float() -> CmdError {
+        CmdError::full("ERR value is not a valid float")
+    }
+    pub const fn wrong_type() -> CmdError {
+        CmdError::full("WRONGTYPE Operation against a key holding the wrong kind of value")
+    }
+    pub const fn no_such_key() -> CmdError {
+        CmdError::full("ERR no such key")
+    }
+    pub const fn overflow() -> CmdError {
+        CmdError::full("ERR increment or decrement would overflow")
+    }
+    pub const fn db_out_of_range() -> CmdError {
+        CmdError::full("ERR DB index is out of range")
+    }
+    pub const fn noauth() -> CmdError {
+        CmdError::full("NOAUTH Authentication required.")
+    }
+    /// "ERR wrong number of arguments for 'name' command".
+    pub fn wrong_args(name: &str) -> CmdError {
+        CmdError::err(format_args!(
+            "wrong number of arguments for '{name}' command"
+        ))
+    }
+    /// The error prefix (first word), as INFO errorstats groups errors.
+    pub fn prefix(&self) -> &str {
+        self.0.split(' ').next().unwrap_or("ERR")
+    }
+}
+
+impl From<StorageError> for CmdError {
+    fn from(e: StorageError) -> CmdError {
+        tracing::error!(error = %e, "storage error");
+        CmdError::err(format_args!("storage error: {e}"))
+    }
+}
+
+/// The reply being built for one run of commands; replies are appended in command order.
+#[derive(Debug)]
+pub struct Reply {
+    pub buf: Vec<u8>,
+    pub proto: Proto,
+}
+
+impl Reply {
+    pub fn new(proto: Proto) -> Reply {
+        Reply {
+            buf: Vec::with_capacity(256),
+            proto,
+        }
+    }
+    pub fn ok(&mut self) {
+        self.buf.extend_from_slice(b"+OK\r\n");
+    }
+    pub fn simple(&mut self, s: &str) {
+        encode::simple(&mut self.buf, s.as_bytes());
+    }
+    pub fn error(&mut self, text: &str) {
+        encode::error(&mut self.buf, text.as_bytes());
+    }
+    pub fn int(&mut self, n: i64) {
+        encode::integer(&mut self.buf, n);
+    }
+    pub fn bulk(&mut self, b: &[u8]) {
+        encode::bulk(&mut self.buf, b);
+    }
+    /// A bulk string, or the null bulk string for `None`.
+    pub fn bulk_or_null(&mut self, b: Option<&[u8]>) {
+        match b {
+            Some(b) => self.bulk(b),
+            None => self.null(),
+        }
+    }
+    pub fn null(&mut self) {
+        encode::null(&mut self.buf, self.proto);
+    }
+    pub fn null_array(&mut self) {
+        encode::null_array(&mut self.buf, self.proto);
+    }
+    pub fn array(&mut self, n: usize) {
+        encode::array_header(&mut self.buf, n);
+    }
+    pub fn map(&mut self, pairs: usize) {
+        encode::map_header(&mut self.buf, pairs, self.proto);
+    }
+    pub fn set(&mut self, n: usize) {
+        encode::set_header(&mut self.buf, n, self.proto);
+    }
+    pub fn double(&mut self, d: f64) {
+        encode::double(&mut self.buf, d, self.proto);
+    }
+    pub fn boolean(&mut self, b: bool) {
+        encode::boolean(&mut self.buf, b, self.proto);
+    }
+    pub fn verbatim(&mut self, text: &[u8]) {
+        encode::verbatim(&mut self.buf, b"txt", text, self.proto);
+    }
+}
+
+/// Everything a handler may touch while it runs one command.
+pub struct Ctx<'a> {
+    pub server: &'a Server,
+    pub session: &'a mut Session,
+    pub out: &'a mut Reply,
+    /// Time the command started, in Unix ms: one clock reading per command, so expiry decisions
+    /// within a command are consistent (Redis does the same with its cached mstime).
+    pub now_ms: u64,
+}
+
+impl<'a> Ctx<'a> {
+    /// The storage, borrowed for the server's lifetime rather than the context's, so a handler
+    /// can hold it (and a key lock from it) while it writes its reply.
+    pub fn storage(&self) -> &'a Storage {
+        &self.server.storage
+    }
+
+    /// The session's selected database.
+    pub fn db(&self) -> u16 {
+        self.session.db
+    }
+
+    /// Looks a key up for reading: counts a keyspace hit or miss, as Redis's lookupKeyRead.
+    pub fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        let meta = self.storage().get_live(self.db(), key, self.now_ms)?;
+        let stats = &self.server.stats;
+        if meta.is_some() {
+            stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(meta)
+    }
+
+    /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock.
+    pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        Ok(self.storage().get_live(self.db(), key, self.now_ms)?)
+    }
+
+    /// A string key's value for reading; WRONGTYPE if the key holds another type.
+    pub fn read_string(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+        match self.lookup_read(key)? {
+            None => Ok(None),
+            Some(m) if m.kind == Kind::String => Ok(Some(m.value)),
+            Some(_) => Err(CmdError::wrong_type()),
+        }
+    }
+}

@@ -1,0 +1,880 @@
+//! Keyspace commands that work on keys of any type: DEL, EXISTS, EXPIRE and its family, TTL,
+//! RENAME, COPY, MOVE, KEYS, SCAN, RANDOMKEY, OBJECT and friends.
+//!
+//! Every key is one record in the meta column family, so most of these commands are one point
+//! read and, for writes, one WriteBatch under the stripe locks of the keys they touch (held from
+//! the read to the commit). Commands that copy a key (RENAME, COPY, MOVE) copy its [`Meta`]; a
+//! string's value and expiry are inline, so that is the whole key. A collection's members live in
+//! the data column family under its version and will need copying too: see
+//! [`write_copy`], the one place that copies a key.
+//!
+//! Expired keys are invisible to every command here: reads go through `ctx.lookup_*` or
+//! [`Storage::get_live`], and scans skip records whose expiry has passed.
+
+use super::ctx::{Args, CmdError, CmdResult, Ctx};
+use super::spec::{container, CacheEffect, CommandSpec, Flags, KeySpec};
+use crate::glob;
+use crate::slot::key_slot;
+use crate::storage::encoding::{db_prefix, Kind, Meta};
+use crate::storage::{Batch, Storage};
+
+const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
+const WRITE_FAST: Flags = Flags::WRITE.union(Flags::FAST);
+
+/// The key of OBJECT's subcommands: `OBJECT ENCODING <key>`.
+const SECOND: KeySpec = KeySpec {
+    first: 2,
+    last: 2,
+    step: 1,
+};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("del", -2, Flags::WRITE, KeySpec::ALL, del)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "slow"])
+        .group("generic")
+        .doc("Deletes one or more keys.", "1.0.0", "O(N) where N is the number of keys that will be removed."),
+    CommandSpec::new("unlink", -2, WRITE_FAST, KeySpec::ALL, del)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc(
+            "Asynchronously deletes one or more keys.",
+            "4.0.0",
+            "O(1) for each key removed regardless of its size.",
+        ),
+    CommandSpec::new("exists", -2, READ_FAST, KeySpec::ALL, exists)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Determines whether one or more keys exist.", "1.0.0", "O(N) where N is the number of keys to check."),
+    CommandSpec::new("type", 2, READ_FAST, KeySpec::ONE, type_)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Determines the type of value stored at a key.", "1.0.0", "O(1)"),
+    CommandSpec::new("touch", -2, READ_FAST, KeySpec::ALL, touch)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc(
+            "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+            "3.2.1",
+            "O(N) where N is the number of keys that will be touched.",
+        ),
+    CommandSpec::new("expire", -3, WRITE_FAST, KeySpec::ONE, expire)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Sets the expiration time of a key in seconds.", "1.0.0", "O(1)"),
+    CommandSpec::new("pexpire", -3, WRITE_FAST, KeySpec::ONE, pexpire)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Sets the expiration time of a key in milliseconds.", "2.6.0", "O(1)"),
+    CommandSpec::new("expireat", -3, WRITE_FAST, KeySpec::ONE, expireat)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Sets the expiration time of a key to a Unix timestamp.", "1.2.0", "O(1)"),
+    CommandSpec::new("pexpireat", -3, WRITE_FAST, KeySpec::ONE, pexpireat)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0", "O(1)"),
+    CommandSpec::new("ttl", 2, READ_FAST, KeySpec::ONE, ttl)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Returns the expiration time in seconds of a key.", "1.0.0", "O(1)"),
+    CommandSpec::new("pttl", 2, READ_FAST, KeySpec::ONE, pttl)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Returns the expiration time in milliseconds of a key.", "2.6.0", "O(1)"),
+    CommandSpec::new("expiretime", 2, READ_FAST, KeySpec::ONE, expiretime)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Returns the expiration time of a key as a Unix timestamp.", "7.0.0", "O(1)"),
+    CommandSpec::new("pexpiretime", 2, READ_FAST, KeySpec::ONE, pexpiretime)
+        .acl(&["keyspace", "read", "fast"])
+        .group("generic")
+        .doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", "O(1)"),
+    CommandSpec::new("persist", 2, WRITE_FAST, KeySpec::ONE, persist)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Removes the expiration time of a key.", "2.2.0", "O(1)"),
+    CommandSpec::new("rename", 3, Flags::WRITE, KeySpec::TWO, rename)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "slow"])
+        .group("generic")
+        .doc("Renames a key and overwrites the destination.", "1.0.0", "O(1)"),
+    CommandSpec::new("renamenx", 3, WRITE_FAST, KeySpec::TWO, renamenx)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Renames a key only when the target key name doesn't exist.", "1.0.0", "O(1)"),
+    CommandSpec::new("copy", -3, Flags::WRITE.union(Flags::DENYOOM), KeySpec::TWO, copy)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "slow"])
+        .group("generic")
+        .doc(
+            "Copies the value of a key to a new key.",
+            "6.2.0",
+            "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+        ),
+    CommandSpec::new("move", 3, WRITE_FAST, KeySpec::ONE, move_)
+        .cache(CacheEffect::Invalidate)
+        .acl(&["keyspace", "write", "fast"])
+        .group("generic")
+        .doc("Moves a key to another database.", "1.0.0", "O(1)"),
+    CommandSpec::new("keys", 2, Flags::READONLY, KeySpec::NONE, keys)
+        .acl(&["keyspace", "read", "slow", "dangerous"])
+        .group("generic")
+        .doc(
+            "Returns all key names that match a pattern.",
+            "1.0.0",
+            "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+        ),
+    CommandSpec::new("scan", -2, Flags::READONLY, KeySpec::NONE, scan)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc(
+            "Iterates over the key names in the database.",
+            "2.8.0",
+            "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        ),
+    CommandSpec::new("randomkey", 1, Flags::READONLY, KeySpec::NONE, randomkey)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc("Returns a random key name from the database.", "1.0.0", "O(1)"),
+    CommandSpec::new("object", -2, Flags::empty(), KeySpec::NONE, container)
+        .acl(&["slow"])
+        .group("generic")
+        .doc("A container for object introspection commands.", "2.2.3", "Depends on subcommand.")
+        .subs(OBJECT_SUBCOMMANDS),
+];
+
+static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("encoding", 3, Flags::READONLY, SECOND, object_encoding)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc(
+            "Returns the internal encoding of a Redis object.",
+            "2.2.3",
+            "O(1)",
+        ),
+    CommandSpec::new("freq", 3, Flags::READONLY, SECOND, object_freq)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc(
+            "Returns the logarithmic access frequency counter of a Redis object.",
+            "4.0.0",
+            "O(1)",
+        ),
+    CommandSpec::new("idletime", 3, Flags::READONLY, SECOND, object_idletime)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc(
+            "Returns the time since the last access to a Redis object.",
+            "2.2.3",
+            "O(1)",
+        ),
+    CommandSpec::new("refcount", 3, Flags::READONLY, SECOND, object_refcount)
+        .acl(&["keyspace", "read", "slow"])
+        .group("generic")
+        .doc(
+            "Returns the reference count of a value of a key.",
+            "2.2.3",
+            "O(1)",
+        ),
+    CommandSpec::new(
+        "help",
+        2,
+        Flags::LOADING.union(Flags::STALE),
+        KeySpec::NONE,
+        object_help,
+    )
+    .acl(&["keyspace", "slow"])
+    .group("generic")
+    .doc(
+        "Returns helpful text about the different subcommands.",
+        "6.2.0",
+        "O(1)",
+    ),
+];
+
+/* ---- Existence, type, deletion ---- */
+
+/// Deletes `keys` (all in the session's database) and returns how many existed. Deleting a
+/// collection only removes its metadata: its members become stale and the compaction filter
+/// drops them, so DEL is O(1) per key whatever the key's size.
+pub fn delete_keys(ctx: &mut Ctx<'_>, keys: &[bytes::Bytes]) -> Result<i64, CmdError> {
+    let storage = &ctx.server.storage;
+    let db = ctx.db();
+    let _guard = storage.lock(db, keys);
+    let mut batch = Batch::default();
+    let mut removed = 0;
+    let mut seen = std::collections::HashSet::new();
+    for key in keys {
+        if !seen.insert(key) {
+            continue;
+        }
+        if ctx.lookup_write(key)?.is_some() {
+            removed += 1;
+        }
+        batch.delete_meta(storage, db, key);
+    }
+    storage.commit(batch)?;
+    Ok(removed)
+}
+
+/// DEL and UNLINK: kvik's DEL is already O(1) per key (see [`delete_keys`]), so UNLINK is DEL.
+fn del(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let n = delete_keys(ctx, &args[1..])?;
+    ctx.out.int(n);
+    Ok(())
+}
+
+/// Counts the arguments naming an existing key; a key given twice counts twice, as in Redis.
+fn count_existing(ctx: &mut Ctx<'_>, keys: &Args) -> Result<i64, CmdError> {
+    let mut n = 0;
+    for key in keys {
+        if ctx.lookup_read(key)?.is_some() {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn exists(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let n = count_existing(ctx, &args[1..])?;
+    ctx.out.int(n);
+    Ok(())
+}
+
+/// TOUCH: Redis updates the keys' access time; kvik keeps none, so TOUCH only counts.
+fn touch(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let n = count_existing(ctx, &args[1..])?;
+    ctx.out.int(n);
+    Ok(())
+}
+
+fn type_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let name = ctx
+        .lookup_read(&args[1])?
+        .map_or("none", |m| m.kind.type_name());
+    ctx.out.simple(name);
+    Ok(())
+}
+
+/* ---- Expiry ---- */
+
+/// The options of the EXPIRE family.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+struct ExpireFlags {
+    /// NX: only if the key has no expiry.
+    nx: bool,
+    /// XX: only if the key has an expiry.
+    xx: bool,
+    /// GT: only if the new expiry is later than the current one (no expiry counts as infinite).
+    gt: bool,
+    /// LT: only if the new expiry is earlier than the current one.
+    lt: bool,
+}
+
+impl ExpireFlags {
+    fn parse(opts: &Args) -> Result<ExpireFlags, CmdError> {
+        let mut f = ExpireFlags::default();
+        for opt in opts {
+            match opt.to_ascii_uppercase().as_slice() {
+                b"NX" => f.nx = true,
+                b"XX" => f.xx = true,
+                b"GT" => f.gt = true,
+                b"LT" => f.lt = true,
+                _ => {
+                    return Err(CmdError::err(format_args!(
+                        "Unsupported option {}",
+                        String::from_utf8_lossy(opt)
+                    )))
+                }
+            }
+        }
+        if f.nx && (f.xx || f.gt || f.lt) {
+            return Err(CmdError::full(
+                "ERR NX and XX, GT or LT options at the same time are not compatible",
+            ));
+        }
+        if f.gt && f.lt {
+            return Err(CmdError::full(
+                "ERR GT and LT options at the same time are not compatible",
+            ));
+        }
+        Ok(f)
+    }
+
+    /// Whether a key whose expiry is `current` (None: persistent) takes the new expiry `when`.
+    fn allow(self, current: Option<i64>, when: i64) -> bool {
+        if self.nx && current.is_some() {
+            return false;
+        }
+        if self.xx && current.is_none() {
+            return false;
+        }
+        if self.gt && current.is_none_or(|c| when <= c) {
+            return false;
+        }
+        if self.lt && current.is_some_and(|c| when >= c) {
+            return false;
+        }
+        true
+    }
+}
+
+/// The shared body of EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT: `args[2]` counts `unit_ms`
+/// milliseconds, relative to now unless `absolute`. Replies 1 if the expiry was set (or the key
+/// deleted because the time has already passed), 0 if the key is missing or a condition failed.
+///
+/// As in Redis: options are checked before the number, negative times are accepted (they delete
+/// the key), and only an overflow of the conversion to absolute milliseconds is "invalid expire
+/// time in '<command>' command".
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    args: &Args,
+    unit_ms: i64,
+    absolute: bool,
+    command: &str,
+) -> CmdResult {
+    let flags = ExpireFlags::parse(&args[3..])?;
+    let n = kvik_resp::parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
+    let invalid = || CmdError::err(format_args!("invalid expire time in '{command}' command"));
+    let base = if absolute { 0 } else { ctx.now_ms as i64 };
+    let when = n
+        .checked_mul(unit_ms)
+        .and_then(|ms| ms.checked_add(base))
+        .ok_or_else(invalid)?;
+
+    let storage = &ctx.server.storage;
+    let db = ctx.db();
+    let key = &args[1];
+    let _guard = storage.lock(db, &[key]);
+    let Some(mut meta) = ctx.lookup_write(key)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    let current = (meta.expire_at_ms != 0).then_some(meta.expire_at_ms as i64);
+    if !flags.allow(current, when) {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    let mut batch = Batch::default();
+    if when <= ctx.now_ms as i64 {
+        // Already in the past: the key goes now (a collection's members become stale).
+        batch.delete_meta(storage, db, key);
+    } else {
+        meta.expire_at_ms = when as u64;
+        batch.put_meta(storage, db, key, &meta);
+    }
+    storage.commit(batch)?;
+    ctx.out.int(1);
+    Ok(())
+}
+
+fn expire(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, 1000, false, "expire")
+}
+
+fn pexpire(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, 1, false, "pexpire")
+}
+
+fn expireat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, 1000, true, "expireat")
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    expire_generic(ctx, args, 1, true, "pexpireat")
+}
+
+/// The shared body of TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for a key
+/// without expiry, else the remaining time (TTL rounds to the nearest second, as Redis does) or
+/// the absolute expiry (EXPIRETIME truncates to the second).
+fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], millis: bool, absolute: bool) -> CmdResult {
+    let reply = match ctx.lookup_read(key)? {
+        None => -2,
+        Some(m) if m.expire_at_ms == 0 => -1,
+        Some(m) => {
+            let at = m.expire_at_ms as i64;
+            match (absolute, millis) {
+                (true, true) => at,
+                (true, false) => at / 1000,
+                (false, _) => {
+                    let left = (at - ctx.now_ms as i64).max(0);
+                    if millis {
+                        left
+                    } else {
+                        (left + 500) / 1000
+                    }
+                }
+            }
+        }
+    };
+    ctx.out.int(reply);
+    Ok(())
+}
+
+fn ttl(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    ttl_generic(ctx, &args[1], false, false)
+}
+
+fn pttl(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    ttl_generic(ctx, &args[1], true, false)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    ttl_generic(ctx, &args[1], false, true)
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    ttl_generic(ctx, &args[1], true, true)
+}
+
+fn persist(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let storage = &ctx.server.storage;
+    let db = ctx.db();
+    let key = &args[1];
+    let _guard = storage.lock(db, &[key]);
+    let reply = match ctx.lookup_write(key)? {
+        Some(mut meta) if meta.expire_at_ms != 0 => {
+            meta.expire_at_ms = 0;
+            let mut batch = Batch::default();
+            batch.put_meta(storage, db, key, &meta);
+            storage.commit(batch)?;
+            1
+        }
+        _ => 0,
+    };
+    ctx.out.int(reply);
+    Ok(())
+}
+
+/* ---- Renaming, copying, moving ---- */
+
+/// Adds to `batch` the writes that make `dst` in database `dst_db` a copy of `meta` (the record
+/// of `src` in `src_db`), value and expiry included, replacing whatever `dst` held.
+///
+/// A string is entirely inside its meta record, so this is one put.
+// collections: a collection's members live in the data CF under (db, key, version). RENAME, COPY
+// and MOVE of a hash/list/set/zset must (1) give the destination a fresh version, so members of a
+// collection that `dst` held before stay stale and never mix with the copied ones, and (2) copy
+// every member from data_prefix(src_db, src, meta.version) to data_prefix(dst_db, dst, new
+// version) (and the score CF entries of a zset) in this same batch. RENAME and MOVE may then drop
+// the source's members or leave them to the compaction filter. Until collections exist, only the
+// meta record is copied, which is the whole key.
+fn write_copy(batch: &mut Batch, storage: &Storage, dst_db: u16, dst: &[u8], meta: &Meta) {
+    batch.put_meta(storage, dst_db, dst, meta);
+}
+
+fn rename(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    if rename_generic(ctx, &args[1], &args[2], false)? {
+        ctx.out.ok();
+    } else {
+        ctx.out.int(0);
+    }
+    Ok(())
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let done = rename_generic(ctx, &args[1], &args[2], true)?;
+    ctx.out.int(done as i64);
+    Ok(())
+}
+
+/// RENAME (`nx` false) and RENAMENX: moves `src` to `dst`, keeping its expiry. Returns whether it
+/// renamed; "ERR no such key" if `src` does not exist. Renaming a key to itself succeeds without
+/// a write for RENAME and reports 0 for RENAMENX, as in Redis.
+fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result<bool, CmdError> {
+    let storage = &ctx.server.storage;
+    let db = ctx.db();
+    let _guard = storage.lock(db, &[src, dst]);
+    let Some(meta) = ctx.lookup_write(src)? else {
+        return Err(CmdError::no_such_key());
+    };
+    if src == dst {
+        return Ok(!nx);
+    }
+    if nx && ctx.lookup_write(dst)?.is_some() {
+        return Ok(false);
+    }
+    let mut batch = Batch::default();
+    write_copy(&mut batch, storage, db, dst, &meta);
+    batch.delete_meta(storage, db, src);
+    storage.commit(batch)?;
+    Ok(true)
+}
+
+/// Parses a database index argument as Redis does: an integer that fits a C int, else "value is
+/// not an integer", then within `databases`, else "DB index is out of range".
+fn parse_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u16, CmdError> {
+    let n = kvik_resp::parse_i64(arg)
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or(CmdError::not_integer())?;
+    if n < 0 || n >= ctx.server.config.databases() as i32 {
+        return Err(CmdError::db_out_of_range());
+    }
+    Ok(n as u16)
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]
+fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let src_db = ctx.db();
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        let opt = args[i].to_ascii_uppercase();
+        match opt.as_slice() {
+            b"REPLACE" => replace = true,
+            b"DB" if i + 1 < args.len() => {
+                dst_db = parse_db(ctx, &args[i + 1])?;
+                i += 1;
+            }
+            _ => return Err(CmdError::syntax()),
+        }
+        i += 1;
+    }
+    let (src, dst) = (&args[1][..], &args[2][..]);
+    if src_db == dst_db && src == dst {
+        return Err(CmdError::full(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let storage = &ctx.server.storage;
+    let _guard = storage.lock_in([(src_db, src), (dst_db, dst)].into_iter());
+    let Some(meta) = ctx.lookup_read(src)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    if !replace && storage.get_live(dst_db, dst, ctx.now_ms)?.is_some() {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    let mut batch = Batch::default();
+    write_copy(&mut batch, storage, dst_db, dst, &meta);
+    storage.commit(batch)?;
+    ctx.out.int(1);
+    Ok(())
+}
+
+/// MOVE key db: 1 if moved, 0 if the key is missing here or already exists there.
+fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let src_db = ctx.db();
+    let dst_db = parse_db(ctx, &args[2])?;
+    if dst_db == src_db {
+        return Err(CmdError::full(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let key = &args[1][..];
+    let storage = &ctx.server.storage;
+    let _guard = storage.lock_in([(src_db, key), (dst_db, key)].into_iter());
+    let Some(meta) = ctx.lookup_write(key)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
+    if storage.get_live(dst_db, key, ctx.now_ms)?.is_some() {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    let mut batch = Batch::default();
+    write_copy(&mut batch, storage, dst_db, key, &meta);
+    batch.delete_meta(storage, src_db, key);
+    storage.commit(batch)?;
+    ctx.out.int(1);
+    Ok(())
+}
+
+/* ---- Iterating the keyspace ---- */
+
+/// KEYS pattern: every live key of the database that matches, in storage order.
+fn keys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let pattern = &args[1][..];
+    let all = pattern == b"*";
+    let now = ctx.now_ms;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    ctx.storage()
+        .scan_meta(ctx.db(), None, usize::MAX, |key, meta| {
+            if !meta.is_expired(now) && (all || glob::matches(pattern, key)) {
+                found.push(key.to_vec());
+            }
+            true
+        })?;
+    ctx.out.array(found.len());
+    for key in &found {
+        ctx.out.bulk(key);
+    }
+    Ok(())
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+///
+/// COUNT (default 10) bounds the records visited by one call, expired and filtered ones
+/// included, so a call may return fewer keys than COUNT, or none, before the iteration ends.
+///
+/// Difference from Redis: a Redis cursor encodes a position in its hash table, so any integer is
+/// accepted. kvik's position is a RocksDB key, which clients could not carry (redis-py and
+/// redis-cli parse cursors as integers); each reply's cursor is therefore a number that the
+/// server maps to the last key visited (`Server::scan_cursors`). A cursor that was never handed
+/// out for this database, or was forgotten (the table keeps the most recent ones), gets
+/// "ERR invalid cursor" instead of restarting silently. The guarantees are Redis's: a key present
+/// for the whole iteration is returned exactly once (keys are visited in storage order).
+fn scan(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let invalid_cursor = || CmdError::full("ERR invalid cursor");
+    let cursor: u64 = std::str::from_utf8(&args[1])
+        .ok()
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(invalid_cursor)?;
+    let mut count: usize = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let opt = args[i].to_ascii_uppercase();
+        let Some(value) = args.get(i + 1) else {
+            return Err(CmdError::syntax());
+        };
+        match opt.as_slice() {
+            b"COUNT" => {
+                let n = kvik_resp::parse_i64(value).ok_or(CmdError::not_integer())?;
+                if n < 1 {
+                    return Err(CmdError::syntax());
+                }
+                count = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+            // "*" matches everything: skip the matching, as Redis does.
+            b"MATCH" => pattern = (&value[..] != b"*").then_some(&value[..]),
+            b"TYPE" => type_name = Some(&value[..]),
+            _ => return Err(CmdError::syntax()),
+        }
+        i += 2;
+    }
+    let db = ctx.db();
+    let after = match cursor {
+        0 => None,
+        c => Some(
+            ctx.server
+                .scan_cursors
+                .lock()
+                .get(db, c)
+                .ok_or_else(invalid_cursor)?,
+        ),
+    };
+    let now = ctx.now_ms;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let last = ctx
+        .storage()
+        .scan_meta(db, after.as_deref(), count, |key, meta| {
+            let wanted = !meta.is_expired(now)
+                && pattern.is_none_or(|p| glob::matches(p, key))
+                && type_name
+                    .is_none_or(|t| t.eq_ignore_ascii_case(meta.kind.type_name().as_bytes()));
+            if wanted {
+                found.push(key.to_vec());
+            }
+            true
+        })?;
+    let next = match last {
+        Some(position) => ctx.server.scan_cursors.lock().insert(db, position),
+        None => 0,
+    };
+    ctx.out.array(2);
+    ctx.out.bulk(next.to_string().as_bytes());
+    ctx.out.array(found.len());
+    for key in &found {
+        ctx.out.bulk(key);
+    }
+    Ok(())
+}
+
+/// RANDOMKEY: a random live key, or nil if the database has none.
+///
+/// Keys are stored as db | slot | key, so the search starts at a random slot and takes the first
+/// live key at or after it; if there is none up to the end of the database, it wraps to the start
+/// once and stops at the starting slot. Keys that follow a run of empty slots are more likely to
+/// be picked, as keys in long hash-table chains are less likely in Redis: random, not uniform.
+fn randomkey(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    let db = ctx.db();
+    let now = ctx.now_ms;
+    let storage = &ctx.server.storage;
+    let slot: u16 = rand::random::<u16>() % crate::slot::SLOTS;
+    let mut found: Option<Vec<u8>> = None;
+    if slot > 0 {
+        // Seeks to db|slot: the first key of that slot or later. (The only key whose raw key is
+        // exactly db|slot would be the empty key, whose slot is 0.)
+        let mut start = db_prefix(db).to_vec();
+        start.extend_from_slice(&slot.to_be_bytes());
+        storage.scan_meta(db, Some(&start), usize::MAX, |key, meta| {
+            if meta.is_expired(now) {
+                return true;
+            }
+            found = Some(key.to_vec());
+            false
+        })?;
+    }
+    if found.is_none() {
+        storage.scan_meta(db, None, usize::MAX, |key, meta| {
+            if slot > 0 && key_slot(key) >= slot {
+                return false;
+            }
+            if meta.is_expired(now) {
+                return true;
+            }
+            found = Some(key.to_vec());
+            false
+        })?;
+    }
+    ctx.out.bulk_or_null(found.as_deref());
+    Ok(())
+}
+
+/* ---- OBJECT ---- */
+
+/// Values 0..SHARED_INTEGERS are shared objects in Redis (OBJECT REFCOUNT reports INT_MAX).
+const SHARED_INTEGERS: i64 = 10_000;
+/// Redis's refcount of a shared object.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+/// The integer a string value would be stored as by Redis ("int" encoding), if any.
+fn int_encoded(value: &[u8]) -> Option<i64> {
+    if value.len() > 20 {
+        return None;
+    }
+    kvik_resp::parse_i64(value)
+}
+
+/// The encoding Redis 7.0 would report for `meta`, from what the metadata tells.
+fn encoding_name(meta: &Meta) -> &'static str {
+    match meta.kind {
+        Kind::String if int_encoded(&meta.value).is_some() => "int",
+        Kind::String if meta.value.len() <= 44 => "embstr",
+        Kind::String => "raw",
+        // collections: these follow Redis 7.0's default thresholds on the length only; once
+        // collections exist, take member sizes into account (hash/zset values over 64 bytes are
+        // "hashtable"/"skiplist") and report "intset" for small all-integer sets.
+        Kind::Hash if meta.len <= 128 => "listpack",
+        Kind::Hash => "hashtable",
+        Kind::List => "quicklist",
+        Kind::Set => "hashtable",
+        Kind::ZSet if meta.len <= 128 => "listpack",
+        Kind::ZSet => "skiplist",
+    }
+}
+
+fn object_encoding(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let meta = ctx.lookup_read(&args[2])?;
+    ctx.out
+        .bulk_or_null(meta.as_ref().map(|m| encoding_name(m).as_bytes()));
+    Ok(())
+}
+
+/// OBJECT FREQ: kvik has no LFU maxmemory policy (it does not track access frequency), so an
+/// existing key always gets Redis's error for "no LFU policy selected"; a missing key gets nil.
+fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    if ctx.lookup_read(&args[2])?.is_none() {
+        ctx.out.null();
+        return Ok(());
+    }
+    Err(CmdError::full(
+        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
+         that when switching between policies at runtime LRU and LFU data will take some time to \
+         adjust.",
+    ))
+}
+
+/// OBJECT IDLETIME: always 0 for an existing key. kvik does not track when a key was last
+/// accessed (that would turn every read into a write on disk), so every key looks just used.
+fn object_idletime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    match ctx.lookup_read(&args[2])? {
+        Some(_) => ctx.out.int(0),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+/// OBJECT REFCOUNT: values are never shared in kvik, so 1; except that an integer string in
+/// 0..10000 reports INT_MAX, as Redis's shared integer objects do.
+fn object_refcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    match ctx.lookup_read(&args[2])? {
+        Some(m) => {
+            let shared = m.kind == Kind::String
+                && int_encoded(&m.value).is_some_and(|n| (0..SHARED_INTEGERS).contains(&n));
+            ctx.out.int(if shared { SHARED_REFCOUNT } else { 1 });
+        }
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+fn object_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    const LINES: &[&str] = &[
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the internal representation Redis would use for the value of <key>.",
+        "FREQ <key>",
+        "    Return the logarithmic access frequency counter of <key> (needs an LFU",
+        "    maxmemory policy, which kvik does not have).",
+        "IDLETIME <key>",
+        "    Return the seconds since <key> was last accessed (kvik does not track access",
+        "    time: always 0).",
+        "REFCOUNT <key>",
+        "    Return the number of references to the value of <key>.",
+        "HELP",
+        "    Print this help.",
+    ];
+    ctx.out.array(LINES.len());
+    for line in LINES {
+        ctx.out.simple(line);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expire_flags_follow_redis_rules() {
+        let f = |opts: &[&str]| {
+            let v: Vec<bytes::Bytes> = opts
+                .iter()
+                .map(|s| bytes::Bytes::from(s.to_string()))
+                .collect();
+            ExpireFlags::parse(&v)
+        };
+        assert!(f(&["nx", "xx"]).is_err());
+        assert!(f(&["gt", "LT"]).is_err());
+        assert_eq!(f(&["foo"]).unwrap_err().0, "ERR Unsupported option foo");
+        let gt = f(&["GT"]).unwrap();
+        assert!(!gt.allow(None, 5));
+        assert!(!gt.allow(Some(5), 5));
+        assert!(gt.allow(Some(5), 6));
+        let lt = f(&["lt"]).unwrap();
+        assert!(lt.allow(None, 5));
+        assert!(!lt.allow(Some(5), 5));
+        assert!(lt.allow(Some(5), 4));
+        let nx = f(&["nx"]).unwrap();
+        assert!(nx.allow(None, 1) && !nx.allow(Some(1), 2));
+        let xx = f(&["xx"]).unwrap();
+        assert!(!xx.allow(None, 1) && xx.allow(Some(1), 2));
+    }
+
+    #[test]
+    fn string_encodings_match_redis() {
+        let enc = |v: &[u8]| encoding_name(&Meta::string(v.to_vec(), 0));
+        assert_eq!(enc(b"12345"), "int");
+        assert_eq!(enc(b"-9223372036854775808"), "int");
+        assert_eq!(enc(b"9223372036854775808"), "embstr");
+        assert_eq!(enc(b"01"), "embstr");
+        assert_eq!(enc(b" 1"), "embstr");
+        assert_eq!(enc(b""), "embstr");
+        assert_eq!(enc(&[b'a'; 44]), "embstr");
+        assert_eq!(enc(&[b'a'; 45]), "raw");
+    }
+}

@@ -1,0 +1,281 @@
+//! The command table and the dispatcher.
+//!
+//! Each family module (`string`, `keys`, `conn`, `admin`) exports a `COMMANDS` slice of
+//! [`CommandSpec`]s; [`table()`] joins them once into a [`CommandTable`] with a numeric id per
+//! command and subcommand (the index of its statistics). [`execute`] runs one command the same
+//! way wherever it runs: resolve the spec (unknown command, subcommand, arity), check auth, run the
+//! handler, render its error, and account stats and slowlog.
+
+pub mod admin;
+pub mod client;
+pub mod conn;
+pub mod ctx;
+pub mod keys;
+pub mod spec;
+pub mod string;
+
+use crate::server::Server;
+use crate::session::Session;
+use ctx::{Args, CmdError, Ctx, Reply};
+use spec::{CommandSpec, Flags};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// One resolved command or subcommand.
+#[derive(Debug)]
+pub struct Entry {
+    pub spec: &'static CommandSpec,
+    /// "get", or "config|get" for a subcommand (Redis's full name, used in errors and stats).
+    pub full_name: String,
+    /// Index into per-command statistics.
+    pub id: usize,
+    /// For containers: subcommand name -> entry id.
+    subs: HashMap<&'static str, usize>,
+}
+
+#[derive(Debug)]
+pub struct CommandTable {
+    entries: Vec<Entry>,
+    top: HashMap<&'static str, usize>,
+}
+
+/// Longest command or subcommand name that can exist; longer names are unknown without lookup.
+const MAX_NAME: usize = 32;
+
+impl CommandTable {
+    fn build(families: &[&'static [CommandSpec]]) -> CommandTable {
+        let mut table = CommandTable {
+            entries: Vec::new(),
+            top: HashMap::new(),
+        };
+        for spec in families.iter().flat_map(|f| f.iter()) {
+            let id = table.push(spec, spec.name.to_string());
+            let prev = table.top.insert(spec.name, id);
+            assert!(prev.is_none(), "duplicate command {}", spec.name);
+            for sub in spec.subcommands {
+                let sid = table.push(sub, format!("{}|{}", spec.name, sub.name));
+                table.entries[id].subs.insert(sub.name, sid);
+            }
+        }
+        table
+    }
+
+    fn push(&mut self, spec: &'static CommandSpec, full_name: String) -> usize {
+        let id = self.entries.len();
+        self.entries.push(Entry {
+            spec,
+            full_name,
+            id,
+            subs: HashMap::new(),
+        });
+        id
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn entry(&self, id: usize) -> &Entry {
+        &self.entries[id]
+    }
+
+    /// Top-level commands, in table order.
+    pub fn top_level(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(|e| !e.full_name.contains('|'))
+    }
+
+    /// The subcommand entries of a container.
+    pub fn subcommands<'a>(&'a self, e: &'a Entry) -> impl Iterator<Item = &'a Entry> {
+        e.spec.subcommands.iter().map(move |s| &self.entries[e.subs[s.name]])
+    }
+
+    /// Finds a top-level command by name, case-insensitively, without allocating.
+    pub fn lookup(&self, name: &[u8]) -> Option<&Entry> {
+        let mut buf = [0u8; MAX_NAME];
+        let lower = lowercase_into(name, &mut buf)?;
+        let id = *self.top.get(std::str::from_utf8(lower).ok()?)?;
+        Some(&self.entries[id])
+    }
+
+    fn lookup_sub(&self, container: &Entry, name: &[u8]) -> Option<&Entry> {
+        let mut buf = [0u8; MAX_NAME];
+        let lower = lowercase_into(name, &mut buf)?;
+        let id = *container.subs.get(std::str::from_utf8(lower).ok()?)?;
+        Some(&self.entries[id])
+    }
+
+    /// Resolves `args` to the entry that runs them, with Redis's rejection errors.
+    pub fn resolve(&self, args: &Args) -> Result<&Entry, CmdError> {
+        let Some(entry) = self.lookup(&args[0]) else {
+            return Err(unknown_command(args));
+        };
+        if entry.spec.subcommands.is_empty() {
+            return if entry.spec.arity_ok(args.len()) {
+                Ok(entry)
+            } else {
+                Err(CmdError::wrong_args(&entry.full_name))
+            };
+        }
+        if args.len() < 2 {
+            return Err(CmdError::wrong_args(&entry.full_name));
+        }
+        let Some(sub) = self.lookup_sub(entry, &args[1]) else {
+            return Err(CmdError::err(format_args!(
+                "unknown subcommand '{}'. Try {} HELP.",
+                truncated(&args[1], 128),
+                entry.spec.name.to_ascii_uppercase()
+            )));
+        };
+        if sub.spec.arity_ok(args.len()) {
+            Ok(sub)
+        } else {
+            Err(CmdError::wrong_args(&sub.full_name))
+        }
+    }
+}
+
+fn lowercase_into<'b>(name: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
+    if name.len() > MAX_NAME {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    Some(&buf[..name.len()])
+}
+
+fn truncated(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(max)]).into_owned()
+}
+
+/// Redis's "unknown command" error, quoting the first arguments (at most ~128 bytes of them).
+fn unknown_command(args: &Args) -> CmdError {
+    let mut quoted = String::new();
+    for a in &args[1..] {
+        if quoted.len() >= 128 {
+            break;
+        }
+        let room = 128 - quoted.len();
+        quoted.push_str(&format!("'{}' ", truncated(a, room)));
+    }
+    CmdError::err(format_args!(
+        "unknown command '{}', with args beginning with: {}",
+        truncated(&args[0], 128),
+        quoted
+    ))
+}
+
+/// The command table, built on first use.
+pub fn table() -> &'static CommandTable {
+    static TABLE: OnceLock<CommandTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        CommandTable::build(&[
+            conn::COMMANDS,
+            string::COMMANDS,
+            keys::COMMANDS,
+            admin::COMMANDS,
+            client::COMMANDS,
+        ])
+    })
+}
+
+/// Runs one command and appends its reply to `out`.
+///
+/// The same function runs on a worker and (for cache hits) on an I/O thread, so every check the
+/// pool path makes is made on both.
+pub fn execute(server: &Server, session: &mut Session, out: &mut Reply, args: &Args) {
+    let start = Instant::now();
+    let stats = &server.stats;
+    let entry = match table().resolve(args) {
+        Ok(e) => e,
+        Err(e) => {
+            stats.record_rejected(None, &e);
+            out.error(&e.0);
+            return;
+        }
+    };
+    if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
+        let e = CmdError::noauth();
+        stats.record_rejected(Some(entry.id), &e);
+        out.error(&e.0);
+        return;
+    }
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let mark = out.buf.len();
+    let now_ms = crate::clock::unix_ms();
+    let result = {
+        let mut ctx = Ctx {
+            server,
+            session,
+            out,
+            now_ms,
+        };
+        (entry.spec.handler)(&mut ctx, args)
+    };
+    let elapsed = start.elapsed();
+    if let Err(e) = &result {
+        out.buf.truncate(mark);
+        out.error(&e.0);
+    }
+    stats.record_call(entry.id, elapsed, result.as_ref().err());
+    if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
+        server.slowlog.maybe_record(server, session, args, elapsed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spec::CacheEffect;
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let t = table();
+        for e in t.entries.iter() {
+            let s = e.spec;
+            assert!(s.arity != 0, "{} has arity 0", e.full_name);
+            assert_eq!(s.name, s.name.to_ascii_lowercase(), "{}", e.full_name);
+            assert!(s.name.len() <= MAX_NAME);
+            assert!(
+                !(s.flags.contains(Flags::WRITE) && s.flags.contains(Flags::READONLY)),
+                "{} is both write and readonly",
+                e.full_name
+            );
+            if s.flags.contains(Flags::WRITE) {
+                assert_ne!(
+                    s.cache,
+                    CacheEffect::None,
+                    "write command {} must declare its cache effect",
+                    e.full_name
+                );
+            }
+            if s.keys.first > 0 {
+                assert!(s.keys.step >= 1, "{}", e.full_name);
+            }
+            assert!(!s.summary.is_empty(), "{} has no summary", e.full_name);
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive_and_bounded() {
+        let t = table();
+        assert_eq!(t.lookup(b"GeT").unwrap().full_name, "get");
+        assert!(t.lookup(b"nosuchcommand").is_none());
+        assert!(t.lookup(&[b'a'; 100]).is_none());
+    }
+
+    #[test]
+    fn unknown_command_error_matches_redis() {
+        let args: Vec<bytes::Bytes> = vec!["foo".into(), "a".into(), "b".into()];
+        assert_eq!(
+            unknown_command(&args).0,
+            "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! The shape of one command table entry.
+//!
+//! A [`CommandSpec`] is declarative data: name, arity, flags, key positions, how the command
+//! changes the hot cache, and its handler. The dispatcher derives from it the arity check, the
+//! auth check, routing (I/O thread or worker pool), key extraction (cluster slots, locks) and the
+//! COMMAND INFO / DOCS / COUNT replies. Nothing about a command is decided anywhere else.
+
+use super::ctx::{Args, CmdResult, Ctx};
+
+bitflags::bitflags! {
+    /// Command flags, named and meant as Redis's `CMD_*` flags (COMMAND INFO prints them).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Flags: u32 {
+        /// May modify the keyspace.
+        const WRITE = 1 << 0;
+        /// Only reads the keyspace.
+        const READONLY = 1 << 1;
+        /// May grow memory; refused when the server is out of memory.
+        const DENYOOM = 1 << 2;
+        /// Administrative command.
+        const ADMIN = 1 << 3;
+        /// Constant or O(log N) time: a candidate for answering on the I/O thread.
+        const FAST = 1 << 4;
+        /// Allowed before AUTH.
+        const NO_AUTH = 1 << 5;
+        /// Allowed while loading.
+        const LOADING = 1 << 6;
+        /// Allowed on a stale replica.
+        const STALE = 1 << 7;
+        /// Never recorded in the slowlog.
+        const SKIP_SLOWLOG = 1 << 8;
+        /// Not allowed inside MULTI.
+        const NO_MULTI = 1 << 9;
+        /// Key positions are not given by first/last/step alone.
+        const MOVABLE_KEYS = 1 << 10;
+        /// May block the client.
+        const BLOCKING = 1 << 11;
+        /// Not allowed from scripts.
+        const NOSCRIPT = 1 << 12;
+        /// Part of the pub/sub family.
+        const PUBSUB = 1 << 13;
+        /// Allowed while the server is busy.
+        const ALLOW_BUSY = 1 << 14;
+        /// No key argument is required.
+        const NO_MANDATORY_KEYS = 1 << 15;
+    }
+}
+
+impl Flags {
+    /// The names Redis prints in COMMAND INFO, in Redis's order.
+    pub fn names(self) -> Vec<&'static str> {
+        const NAMES: &[(Flags, &str)] = &[
+            (Flags::WRITE, "write"),
+            (Flags::READONLY, "readonly"),
+            (Flags::DENYOOM, "denyoom"),
+            (Flags::ADMIN, "admin"),
+            (Flags::PUBSUB, "pubsub"),
+            (Flags::NOSCRIPT, "noscript"),
+            (Flags::BLOCKING, "blocking"),
+            (Flags::LOADING, "loading"),
+            (Flags::STALE, "stale"),
+            (Flags::SKIP_SLOWLOG, "skip_slowlog"),
+            (Flags::FAST, "fast"),
+            (Flags::NO_AUTH, "no_auth"),
+            (Flags::NO_MULTI, "no_multi"),
+            (Flags::ALLOW_BUSY, "allow_busy"),
+            (Flags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
+            (Flags::MOVABLE_KEYS, "movablekeys"),
+        ];
+        NAMES
+            .iter()
+            .filter(|(f, _)| self.contains(*f))
+            .map(|(_, n)| *n)
+            .collect()
+    }
+}
+
+/// How a command changes the hot cache (issue: embedded cache). Every command that writes must
+/// declare one; a test walks the table so no write command can forget it (each cache bug
+/// reported in Pika was a write that forgot its cache update).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheEffect {
+    /// Reads, or touches no key.
+    None,
+    /// Rewrites the cached entries of the keys it writes (only keys already cached).
+    Update,
+    /// Drops the cached entries of the keys it touches.
+    Invalidate,
+    /// Drops the whole cache (FLUSHDB, FLUSHALL, SWAPDB).
+    Flush,
+}
+
+/// Where the keys are in the argument vector, as Redis's legacy (first, last, step) triple:
+/// `last` < 0 counts from the end; `first` = 0 means no keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    pub first: i32,
+    pub last: i32,
+    pub step: i32,
+}
+
+impl KeySpec {
+    pub const NONE: KeySpec = KeySpec {
+        first: 0,
+        last: 0,
+        step: 0,
+    };
+    pub const ONE: KeySpec = KeySpec {
+        first: 1,
+        last: 1,
+        step: 1,
+    };
+    pub const ALL: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 1,
+    };
+    pub const PAIRS: KeySpec = KeySpec {
+        first: 1,
+        last: -1,
+        step: 2,
+    };
+    pub const TWO: KeySpec = KeySpec {
+        first: 1,
+        last: 2,
+        step: 1,
+    };
+
+    /// Positions of the keys in `argc` arguments.
+    pub fn positions(self, argc: usize) -> impl Iterator<Item = usize> {
+        let first = self.first.max(0) as usize;
+        let last = if self.last < 0 {
+            argc as i64 + self.last as i64
+        } else {
+            self.last as i64
+        };
+        let last = if self.first == 0 {
+            -1
+        } else {
+            last.min(argc as i64 - 1)
+        };
+        let step = self.step.max(1) as usize;
+        (first..=(last.max(0) as usize))
+            .step_by(step)
+            .filter(move |_| last >= first as i64 && first > 0)
+    }
+}
+
+/// Handler of a container (CONFIG, CLIENT ...): never called, the dispatcher runs the
+/// subcommand's handler instead.
+pub fn container(_: &mut Ctx<'_>, _: &Args) -> CmdResult {
+    Err(super::ctx::CmdError::syntax())
+}
+
+/// Signature of a command handler: it reads `args` (args[0] is the command name), does the work,
+/// and writes exactly one reply into `ctx.out`, or returns an error that the dispatcher renders
+/// (discarding anything half-written).
+pub type Handler = fn(&mut Ctx<'_>, &Args) -> CmdResult;
+
+/// One command (or subcommand) of the table.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name; for subcommands, the subcommand's own name ("get" of CONFIG GET).
+    pub name: &'static str,
+    /// Redis arity: N means exactly N arguments including the name, -N means at least N.
+    pub arity: i32,
+    pub flags: Flags,
+    pub keys: KeySpec,
+    pub cache: CacheEffect,
+    /// ACL categories, without '@' (COMMAND INFO prints them with it).
+    pub acl: &'static [&'static str],
+    /// COMMAND DOCS group ("string", "generic", "connection", "server", ...).
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub complexity: &'static str,
+    pub handler: Handler,
+    /// Subcommands; when non-empty, `handler` is only called for a known subcommand's spec.
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    /// A spec with the common defaults: no cache effect, group "generic", no docs, no
+    /// subcommands. Chain the `const fn` setters below to fill in the rest.
+    pub const fn new(
+        name: &'static str,
+        arity: i32,
+        flags: Flags,
+        keys: KeySpec,
+        handler: Handler,
+    ) -> CommandSpec {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            keys,
+            cache: CacheEffect::None,
+            acl: &[],
+            group: "generic",
+            summary: "",
+            since: "1.0.0",
+            complexity: "O(1)",
+            handler,
+            subcommands: &[],
+        }
+    }
+    pub const fn cache(mut self, cache: CacheEffect) -> CommandSpec {
+        self.cache = cache;
+        self
+    }
+    pub const fn acl(mut self, acl: &'static [&'static str]) -> CommandSpec {
+        self.acl = acl;
+        self
+    }
+    pub const fn group(mut self, group: &'static str) -> CommandSpec {
+        self.group = group;
+        self
+    }
+    /// COMMAND DOCS fields: summary, since (Redis version), complexity.
+    pub const fn doc(
+        mut self,
+        summary: &'static str,
+        since: &'static str,
+        complexity: &'static str,
+    ) -> CommandSpec {
+        self.summary = summary;
+        self.since = since;
+        self.complexity = complexity;
+        self
+    }
+    pub const fn subs(mut self, subcommands: &'static [CommandSpec]) -> CommandSpec {
+        self.subcommands = subcommands;
+        self
+    }
+
+    /// True if `argc` arguments satisfy the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        (a >= 0 && argc == a as usize) || (a < 0 && argc >= (-a) as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_positions_follow_first_last_step() {
+        let v: Vec<usize> = KeySpec::ONE.positions(2).collect();
+        assert_eq!(v, vec![1]);
+        let v: Vec<usize> = KeySpec::ALL.positions(4).collect();
+        assert_eq!(v, vec![1, 2, 3]);
+        let v: Vec<usize> = KeySpec::PAIRS.positions(5).collect();
+        assert_eq!(v, vec![1, 3]);
+        assert_eq!(KeySpec::NONE.positions(3).count(), 0);
+        assert_eq!(KeySpec::ONE.positions(1).count(), 0);
+    }
+}

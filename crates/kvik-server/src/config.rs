@@ -1,0 +1,482 @@
+//! Settings: one table ([`SETTINGS`]) drives the command line, the config file, CONFIG GET and
+//! CONFIG SET, so a setting is declared exactly once.
+//!
+//! Names and value syntax follow redis.conf where Redis has the same knob (`port`, `appendfsync`,
+//! `client-output-buffer-limit`, memory sizes such as `512mb` ...). Precedence: built-in default,
+//! then the config file, then `--name value` flags. Values live in atomics or small locks so a
+//! running server reads them without coordination; settings marked immutable refuse CONFIG SET.
+
+use crate::storage::FsyncPolicy;
+use parking_lot::RwLock;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+
+/// The output buffer limit of one client class (`client-output-buffer-limit <class> hard soft
+/// secs`); 0 means no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+#[derive(Debug)]
+pub struct Config {
+    pub port: AtomicU64,
+    pub bind: RwLock<Vec<String>>,
+    pub dir: RwLock<PathBuf>,
+    pub io_threads: AtomicU64,
+    pub workers: AtomicU64,
+    pub databases: AtomicU64,
+    pub requirepass: RwLock<Option<String>>,
+    pub appendfsync: RwLock<FsyncPolicy>,
+    pub maxclients: AtomicU64,
+    pub timeout: AtomicU64,
+    pub proto_max_bulk_len: AtomicU64,
+    pub client_query_buffer_limit: AtomicU64,
+    /// All three classes as given (normal, replica, pubsub); kvik applies `normal`.
+    pub client_output_buffer_limit: RwLock<[OutputLimit; 3]>,
+    pub loglevel: RwLock<String>,
+    pub logfile: RwLock<String>,
+    pub slowlog_log_slower_than: AtomicI64,
+    pub slowlog_max_len: AtomicU64,
+    pub hz: AtomicU64,
+    pub active_expire: AtomicBool,
+}
+
+/// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
+/// and write it.
+pub struct Setting {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub mutable: bool,
+    pub help: &'static str,
+    pub get: fn(&Config) -> String,
+    pub set: fn(&Config, &str) -> Result<(), String>,
+}
+
+fn parse_u64(v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+/// A memory size as redis.conf writes it: `1024`, `100k` (1000), `100kb` (1024), `5mb`, `1gb`.
+pub fn parse_memory(v: &str) -> Result<u64, String> {
+    let lower = v.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| "argument must be a memory value".to_string())?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return Err("argument must be a memory value".into()),
+    };
+    n.checked_mul(mul)
+        .ok_or_else(|| "argument must be a memory value".into())
+}
+
+fn parse_output_limits(v: &str, current: [OutputLimit; 3]) -> Result<[OutputLimit; 3], String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if words.is_empty() || words.len() % 4 != 0 {
+        return Err("wrong number of arguments".into());
+    }
+    let mut limits = current;
+    for chunk in words.chunks(4) {
+        let class = match chunk[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "replica" | "slave" => 1,
+            "pubsub" => 2,
+            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+        };
+        limits[class] = OutputLimit {
+            hard: parse_memory(chunk[1])?,
+            soft: parse_memory(chunk[2])?,
+            soft_secs: parse_u64(chunk[3])?,
+        };
+    }
+    Ok(limits)
+}
+
+fn show_output_limits(l: &[OutputLimit; 3]) -> String {
+    ["normal", "replica", "pubsub"]
+        .iter()
+        .zip(l.iter())
+        .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_secs))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Log levels in Redis's words, mapped onto tracing's.
+pub const LOG_LEVELS: &[(&str, &str)] = &[
+    ("debug", "debug"),
+    ("verbose", "debug"),
+    ("notice", "info"),
+    ("warning", "warn"),
+    ("nothing", "off"),
+];
+
+/// Every setting kvik knows.
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "port",
+        default: "6379",
+        mutable: false,
+        help: "TCP port to listen on (0 picks a free port and logs it)",
+        get: |c| c.port.load(Relaxed).to_string(),
+        set: |c, v| {
+            let p = parse_u64(v)?;
+            if p > 65535 {
+                return Err("argument must be between 0 and 65535 inclusive".into());
+            }
+            c.port.store(p, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "bind",
+        default: "127.0.0.1",
+        mutable: false,
+        help: "addresses to listen on, separated by spaces",
+        get: |c| c.bind.read().join(" "),
+        set: |c, v| {
+            let addrs: Vec<String> = v.split_whitespace().map(String::from).collect();
+            if addrs.is_empty() {
+                return Err("bind needs at least one address".into());
+            }
+            *c.bind.write() = addrs;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "dir",
+        default: "./kvik-data",
+        mutable: false,
+        help: "directory of the database (created if missing)",
+        get: |c| c.dir.read().display().to_string(),
+        set: |c, v| {
+            *c.dir.write() = PathBuf::from(v);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "io-threads",
+        default: "2",
+        mutable: false,
+        help: "number of I/O threads (event loops)",
+        get: |c| c.io_threads.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.io_threads, v, 1, 128),
+    },
+    Setting {
+        name: "workers",
+        default: "4",
+        mutable: false,
+        help: "number of worker threads that run commands against storage",
+        get: |c| c.workers.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.workers, v, 1, 1024),
+    },
+    Setting {
+        name: "databases",
+        default: "16",
+        mutable: false,
+        help: "number of logical databases (SELECT 0..n-1)",
+        get: |c| c.databases.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.databases, v, 1, 65535),
+    },
+    Setting {
+        name: "requirepass",
+        default: "",
+        mutable: true,
+        help: "password clients must AUTH with (empty: none)",
+        get: |c| c.requirepass.read().clone().unwrap_or_default(),
+        set: |c, v| {
+            *c.requirepass.write() = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+    },
+    Setting {
+        name: "appendfsync",
+        default: "everysec",
+        mutable: true,
+        help: "WAL sync policy: always (before each reply), everysec, no",
+        get: |c| c.appendfsync.read().name().to_string(),
+        set: |c, v| {
+            *c.appendfsync.write() =
+                FsyncPolicy::parse(v).ok_or("argument(s) must be one of the following: always, everysec, no")?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "maxclients",
+        default: "10000",
+        mutable: true,
+        help: "maximum number of connected clients",
+        get: |c| c.maxclients.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.maxclients, v, 1, u32::MAX as u64),
+    },
+    Setting {
+        name: "timeout",
+        default: "0",
+        mutable: true,
+        help: "close a client idle for this many seconds (0: never)",
+        get: |c| c.timeout.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.timeout, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "proto-max-bulk-len",
+        default: "512mb",
+        mutable: true,
+        help: "largest bulk string a client may send",
+        get: |c| c.proto_max_bulk_len.load(Relaxed).to_string(),
+        set: |c, v| {
+            let n = parse_memory(v)?;
+            if n < 1024 * 1024 {
+                return Err("argument must be a memory value bigger than 1mb".into());
+            }
+            c.proto_max_bulk_len.store(n, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "client-query-buffer-limit",
+        default: "1gb",
+        mutable: true,
+        help: "largest query buffer of one client before it is disconnected",
+        get: |c| c.client_query_buffer_limit.load(Relaxed).to_string(),
+        set: |c, v| {
+            let n = parse_memory(v)?;
+            if n < 1024 * 1024 {
+                return Err("argument must be a memory value bigger than 1mb".into());
+            }
+            c.client_query_buffer_limit.store(n, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "client-output-buffer-limit",
+        default: "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60",
+        mutable: true,
+        help: "<class> <hard> <soft> <soft-seconds> ...: disconnect clients whose output grows past it",
+        get: |c| show_output_limits(&c.client_output_buffer_limit.read()),
+        set: |c, v| {
+            let current = *c.client_output_buffer_limit.read();
+            *c.client_output_buffer_limit.write() = parse_output_limits(v, current)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "loglevel",
+        default: "notice",
+        mutable: true,
+        help: "debug, verbose, notice, warning or nothing",
+        get: |c| c.loglevel.read().clone(),
+        set: |c, v| {
+            let v = v.to_ascii_lowercase();
+            if !LOG_LEVELS.iter().any(|(n, _)| *n == v) {
+                return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
+            }
+            *c.loglevel.write() = v;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "logfile",
+        default: "",
+        mutable: false,
+        help: "log file path (empty: standard output)",
+        get: |c| c.logfile.read().clone(),
+        set: |c, v| {
+            *c.logfile.write() = v.to_string();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "slowlog-log-slower-than",
+        default: "10000",
+        mutable: true,
+        help: "log commands slower than this many microseconds (-1: off, 0: all)",
+        get: |c| c.slowlog_log_slower_than.load(Relaxed).to_string(),
+        set: |c, v| {
+            let n: i64 = v.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            c.slowlog_log_slower_than.store(n, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "slowlog-max-len",
+        default: "128",
+        mutable: true,
+        help: "number of slowlog entries kept",
+        get: |c| c.slowlog_max_len.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.slowlog_max_len, v, 0, i64::MAX as u64),
+    },
+    Setting {
+        name: "hz",
+        default: "10",
+        mutable: true,
+        help: "timer frequency for background tasks (active expiry, stats)",
+        get: |c| c.hz.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.hz, v, 1, 500),
+    },
+    Setting {
+        name: "active-expire",
+        default: "yes",
+        mutable: true,
+        help: "run the active expiry cycle (lazy and compaction-time expiry always run)",
+        get: |c| if c.active_expire.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.active_expire.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+];
+
+fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
+    let n = parse_u64(v)?;
+    if n < min || n > max {
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    a.store(n, Relaxed);
+    Ok(())
+}
+
+/// Finds a setting by name, case-insensitively.
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+impl Default for Config {
+    /// The built-in defaults of every setting.
+    fn default() -> Config {
+        let c = Config {
+            port: AtomicU64::new(0),
+            bind: RwLock::new(Vec::new()),
+            dir: RwLock::new(PathBuf::new()),
+            io_threads: AtomicU64::new(0),
+            workers: AtomicU64::new(0),
+            databases: AtomicU64::new(0),
+            requirepass: RwLock::new(None),
+            appendfsync: RwLock::new(FsyncPolicy::Everysec),
+            maxclients: AtomicU64::new(0),
+            timeout: AtomicU64::new(0),
+            proto_max_bulk_len: AtomicU64::new(0),
+            client_query_buffer_limit: AtomicU64::new(0),
+            client_output_buffer_limit: RwLock::new([OutputLimit::default(); 3]),
+            loglevel: RwLock::new(String::new()),
+            logfile: RwLock::new(String::new()),
+            slowlog_log_slower_than: AtomicI64::new(0),
+            slowlog_max_len: AtomicU64::new(0),
+            hz: AtomicU64::new(0),
+            active_expire: AtomicBool::new(true),
+        };
+        for s in SETTINGS {
+            (s.set)(&c, s.default).expect("defaults are valid");
+        }
+        c
+    }
+}
+
+impl Config {
+    /// Applies `name value` as read from a config file or the command line.
+    pub fn apply(&self, name: &str, value: &str) -> Result<(), String> {
+        let s = setting(name).ok_or_else(|| format!("unknown setting '{name}'"))?;
+        (s.set)(self, value).map_err(|e| format!("'{name}': {e}"))
+    }
+
+    /// Applies a redis.conf-style file: one `name value ...` per line, `#` comments, quoted
+    /// values as in redis.conf.
+    pub fn load_file(&self, text: &str) -> Result<(), String> {
+        for (n, line) in text.lines().enumerate() {
+            let words = split_config_line(line)
+                .ok_or_else(|| format!("line {}: unbalanced quotes: {line}", n + 1))?;
+            let Some((name, rest)) = words.split_first() else {
+                continue;
+            };
+            self.apply(name, &rest.join(" "))
+                .map_err(|e| format!("line {}: {e}\n>>> {line}", n + 1))?;
+        }
+        Ok(())
+    }
+
+    pub fn databases(&self) -> u16 {
+        self.databases.load(Relaxed) as u16
+    }
+}
+
+/// Splits a config line into words with the same quoting rules as an inline command.
+fn split_config_line(line: &str) -> Option<Vec<String>> {
+    let trimmed = line.trim();
+    if trimmed.is_empty() || trimmed.starts_with('#') {
+        return Some(Vec::new());
+    }
+    let mut buf = trimmed.as_bytes().to_vec();
+    buf.extend_from_slice(b"\r\n");
+    let limits = kvik_resp::Limits {
+        max_inline_len: buf.len() + 1,
+        ..Default::default()
+    };
+    match kvik_resp::RequestParser::new().parse(&buf, &limits) {
+        Ok(Some(kvik_resp::Request {
+            args: kvik_resp::RequestArgs::Inline(args),
+            ..
+        })) => Some(
+            args.into_iter()
+                .map(|a| String::from_utf8_lossy(&a).into_owned())
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_and_show() {
+        let c = Config::default();
+        assert_eq!((setting("port").unwrap().get)(&c), "6379");
+        assert_eq!((setting("proto-max-bulk-len").unwrap().get)(&c), "536870912");
+        assert_eq!(
+            (setting("client-output-buffer-limit").unwrap().get)(&c),
+            "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+    }
+
+    #[test]
+    fn config_file_overrides_defaults() {
+        let c = Config::default();
+        c.load_file("# comment\nport 7000\n\nrequirepass \"se cret\"\nclient-output-buffer-limit normal 1mb 512kb 10\n")
+            .unwrap();
+        assert_eq!(c.port.load(Relaxed), 7000);
+        assert_eq!(c.requirepass.read().as_deref(), Some("se cret"));
+        assert_eq!(c.client_output_buffer_limit.read()[0].hard, 1024 * 1024);
+        assert!(c.load_file("nosuch 1").unwrap_err().contains("unknown setting"));
+        assert!(c.load_file("port abc").is_err());
+    }
+
+    #[test]
+    fn memory_units_follow_redis_conf() {
+        assert_eq!(parse_memory("100k"), Ok(100_000));
+        assert_eq!(parse_memory("100KB"), Ok(102_400));
+        assert_eq!(parse_memory("1gb"), Ok(1 << 30));
+        assert!(parse_memory("1tb").is_err());
+        assert!(parse_memory("-1").is_err());
+    }
+}

@@ -1,0 +1,69 @@
+//! The kvik-server binary: `kvik-server [config-file] [--name value ...]`, as redis-server.
+
+use clap::{Arg, ArgAction, Command};
+use kvik_server::config::{Config, SETTINGS};
+use std::process::ExitCode;
+
+/// The command line is generated from the settings table: every setting is a `--name value` flag.
+fn cli() -> Command {
+    let mut cmd = Command::new("kvik-server")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("kvik: a Redis-protocol key-value server on RocksDB")
+        .after_help("Settings given as flags override the config file, which overrides the defaults.")
+        .arg(
+            Arg::new("config-file")
+                .help("redis.conf-style file: one `name value` per line")
+                .value_name("CONFIG-FILE"),
+        );
+    for s in SETTINGS {
+        cmd = cmd.arg(
+            Arg::new(s.name)
+                .long(s.name)
+                .value_name("VALUE")
+                .help(format!("{} [default: {:?}]", s.help, s.default))
+                .action(ArgAction::Set)
+                .allow_hyphen_values(true),
+        );
+    }
+    cmd
+}
+
+fn load_config() -> Result<Config, String> {
+    let matches = cli().get_matches();
+    let config = Config::default();
+    if let Some(path) = matches.get_one::<String>("config-file") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {path}: {e}"))?;
+        config
+            .load_file(&text)
+            .map_err(|e| format!("config file {path}: {e}"))?;
+    }
+    for s in SETTINGS {
+        if let Some(v) = matches.get_one::<String>(s.name) {
+            config.apply(s.name, v)?;
+        }
+    }
+    Ok(config)
+}
+
+fn main() -> ExitCode {
+    let config = match load_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("kvik-server: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = kvik_server::logging::init(&config.loglevel.read(), &config.logfile.read()) {
+        eprintln!("kvik-server: {e}");
+        return ExitCode::from(1);
+    }
+    match kvik_server::server::run(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("kvik-server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! One client connection as its I/O thread sees it: socket, query buffer and request parser,
+//! output buffer, and the session while no job holds it.
+//!
+//! Memory per connection is bounded: the query buffer by `client-query-buffer-limit` (and by not
+//! reading while a job runs or while output is backed up), the output buffer by backpressure
+//! (no new commands are parsed or run while more than [`OUTPUT_BACKPRESSURE`] bytes wait to be
+//! sent, and a job stops once its own replies pass that size, leaving the rest of its commands
+//! in [`Conn::leftover`]) and by `client-output-buffer-limit`.
+
+use crate::clients::ClientInfo;
+use crate::config::OutputLimit;
+use crate::session::Session;
+use bytes::{Bytes, BytesMut};
+use kvik_resp::{Limits, ProtocolError, RequestArgs, RequestParser};
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes read per `read` call.
+const READ_CHUNK: usize = 16 * 1024;
+/// Most bytes read from one connection per turn of the event loop, so one client cannot starve
+/// the others on its thread.
+pub const READ_BUDGET: usize = 256 * 1024;
+/// While more output than this waits, the connection's requests are left unparsed (and its
+/// socket unread): a client that pipelines and never reads is slowed by TCP, not by our memory.
+pub const OUTPUT_BACKPRESSURE: usize = 1024 * 1024;
+/// Most commands handed to the pool in one job.
+pub const MAX_RUN: usize = 1024;
+/// Capacity of a drained output buffer above which it is given back to the allocator.
+const KEEP_WBUF: usize = 64 * 1024;
+
+/// Outcome of reading the socket.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// Drained the socket (WouldBlock).
+    Drained,
+    /// Read the budget's worth; more may be waiting.
+    MoreWaiting,
+    /// The peer closed its side.
+    Eof,
+}
+
+pub struct Conn {
+    pub stream: TcpStream,
+    pub client: Arc<ClientInfo>,
+    rbuf: BytesMut,
+    parser: RequestParser,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// `None` while a pool job runs this connection's commands.
+    pub session: Option<Session>,
+    /// Set by QUIT, protocol errors and limits: flush what is queued, then close.
+    pub close_after_write: bool,
+    /// The peer closed; finish what was read, then close.
+    pub peer_closed: bool,
+    /// The socket failed, or the output limit was broken: queued output is dropped and the
+    /// connection closes as soon as no job holds it.
+    pub write_failed: bool,
+    /// A protocol error found after the commands before it, reported once they have run.
+    pub pending_error: Option<ProtocolError>,
+    /// Commands parsed but not yet run: the tail of a job that stopped early because its
+    /// replies passed [`OUTPUT_BACKPRESSURE`]. They run, in order, before anything new is parsed.
+    pub leftover: Vec<Vec<Bytes>>,
+    /// When the output buffer first exceeded the soft limit.
+    soft_limit_since: Option<Instant>,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, client: Arc<ClientInfo>, session: Session) -> Conn {
+        Conn {
+            stream,
+            client,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            parser: RequestParser::new(),
+            wbuf: Vec::new(),
+            wpos: 0,
+            session: Some(session),
+            close_after_write: false,
+            peer_closed: false,
+            write_failed: false,
+            pending_error: None,
+            leftover: Vec::new(),
+            soft_limit_since: None,
+        }
+    }
+
+    pub fn in_pool(&self) -> bool {
+        self.session.is_none()
+    }
+
+    /// Bytes of output not yet written to the socket.
+    pub fn pending_output(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+
+    pub fn query_len(&self) -> usize {
+        self.rbuf.len()
+    }
+
+    /// Reads what the socket has, up to [`READ_BUDGET`]. Returns the bytes read and the outcome.
+    pub fn read(&mut self) -> io::Result<(usize, ReadOutcome)> {
+        if self.rbuf.is_empty() && self.rbuf.capacity() > READ_BUDGET + READ_CHUNK {
+            // Give back the memory of a big request that is gone (Redis shrinks idle query
+            // buffers the same way).
+            self.rbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        let mut total = 0;
+        while total < READ_BUDGET {
+            let len = self.rbuf.len();
+            self.rbuf.resize(len + READ_CHUNK, 0);
+            match self.stream.read(&mut self.rbuf[len..]) {
+                Ok(0) => {
+                    self.rbuf.truncate(len);
+                    return Ok((total, ReadOutcome::Eof));
+                }
+                Ok(n) => {
+                    self.rbuf.truncate(len + n);
+                    total += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.rbuf.truncate(len);
+                    return Ok((total, ReadOutcome::Drained));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.rbuf.truncate(len);
+                }
+                Err(e) => {
+                    self.rbuf.truncate(len);
+                    return Err(e);
+                }
+            }
+        }
+        Ok((total, ReadOutcome::MoreWaiting))
+    }
+
+    /// Parses up to `max` complete requests from the query buffer. A protocol error stops
+    /// parsing and is kept in `pending_error` (the requests before it still run, as in Redis).
+    pub fn parse_run(&mut self, limits: &Limits, max: usize) -> Vec<Vec<Bytes>> {
+        let mut run = Vec::new();
+        while run.len() < max && self.pending_error.is_none() {
+            match self.parser.parse(&self.rbuf, limits) {
+                Ok(Some(req)) => {
+                    let chunk = self.rbuf.split_to(req.consumed).freeze();
+                    let args: Vec<Bytes> = match req.args {
+                        RequestArgs::Spans(spans) => {
+                            spans.into_iter().map(|r| chunk.slice(r)).collect()
+                        }
+                        RequestArgs::Inline(args) => args.into_iter().map(Bytes::from).collect(),
+                    };
+                    if !args.is_empty() {
+                        run.push(args);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => self.pending_error = Some(e),
+            }
+        }
+        run
+    }
+
+    /// Queues reply bytes.
+    pub fn queue_output(&mut self, bytes: &[u8]) {
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        }
+        self.wbuf.extend_from_slice(bytes);
+    }
+
+    /// Writes queued output until the socket would block. Returns bytes written.
+    pub fn flush(&mut self) -> io::Result<usize> {
+        let mut total = 0;
+        while self.wpos < self.wbuf.len() {
+            match self.stream.write(&self.wbuf[self.wpos..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.wpos += n;
+                    total += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+            if self.wbuf.capacity() > KEEP_WBUF {
+                self.wbuf = Vec::new();
+            }
+        }
+        Ok(total)
+    }
+
+    /// True if the output buffer broke the configured limit (hard, or soft for too long).
+    pub fn output_over_limit(&mut self, limit: OutputLimit) -> bool {
+        let pending = self.pending_output() as u64;
+        if limit.hard > 0 && pending >= limit.hard {
+            return true;
+        }
+        if limit.soft > 0 && pending >= limit.soft {
+            let since = *self.soft_limit_since.get_or_insert_with(Instant::now);
+            return since.elapsed().as_secs() >= limit.soft_secs;
+        }
+        self.soft_limit_since = None;
+        false
+    }
+}

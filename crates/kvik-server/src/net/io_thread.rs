@@ -1,0 +1,466 @@
+//! One I/O thread: a mio event loop over its connections (and, on thread 0, the listeners).
+//!
+//! The request path, top to bottom, is [`IoThread::drive`]: read the socket, parse every complete
+//! request, hand the run to the pool (the connection reads nothing more until the job's
+//! [`Completion`] comes back), then write the replies. This thread never touches storage and never
+//! blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
+//! socket was drained (read budget, job in flight, output backpressure) is driven again
+//! explicitly when the obstacle goes away.
+//!
+//! A connection is closed only while no job holds its session; a close decided while a job runs
+//! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
+
+use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE};
+use super::{Completion, IoHandle, IoMsg};
+use crate::clients::{ClientInfo, NO_CMD};
+use crate::cmd::{self, ctx::Reply};
+use crate::pool::Pool;
+use crate::server::Server;
+use crate::session::Session;
+use bytes::Bytes;
+use crossbeam_channel::Receiver;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const WAKER: Token = Token(usize::MAX);
+/// Listener tokens count down from here; connection tokens count up from 0.
+const LISTENER_BASE: usize = usize::MAX - 1;
+
+pub struct IoThread {
+    index: usize,
+    poll: Poll,
+    inbox: Receiver<IoMsg>,
+    handles: Vec<Arc<IoHandle>>,
+    listeners: Vec<TcpListener>,
+    server: Arc<Server>,
+    pool: Arc<dyn Pool>,
+    conns: HashMap<Token, Conn>,
+    next_token: usize,
+    next_owner: usize,
+    /// Connections to drive again without waiting for an event (see the module doc).
+    again: Vec<Token>,
+}
+
+impl IoThread {
+    pub fn new(
+        index: usize,
+        poll: Poll,
+        inbox: Receiver<IoMsg>,
+        handles: Vec<Arc<IoHandle>>,
+        mut listeners: Vec<TcpListener>,
+        server: Arc<Server>,
+        pool: Arc<dyn Pool>,
+    ) -> std::io::Result<IoThread> {
+        for (i, l) in listeners.iter_mut().enumerate() {
+            poll.registry()
+                .register(l, Token(LISTENER_BASE - i), Interest::READABLE)?;
+        }
+        Ok(IoThread {
+            index,
+            poll,
+            inbox,
+            handles,
+            listeners,
+            server,
+            pool,
+            conns: HashMap::new(),
+            next_token: 0,
+            next_owner: 0,
+            again: Vec::new(),
+        })
+    }
+
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut last_tick = Instant::now();
+        loop {
+            let timeout = if self.again.is_empty() {
+                Duration::from_millis(100)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    tracing::error!(error = %e, "poll failed");
+                }
+                continue;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {}
+                    t if t.0 > LISTENER_BASE - self.listeners.len() && t != WAKER => {
+                        self.accept(LISTENER_BASE - t.0)
+                    }
+                    t => {
+                        if event.is_writable() || event.is_write_closed() || event.is_error() {
+                            self.on_writable(t);
+                        }
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.drive(t);
+                        }
+                    }
+                }
+            }
+            self.drain_inbox();
+            for t in std::mem::take(&mut self.again) {
+                self.drive(t);
+            }
+            if last_tick.elapsed() >= Duration::from_secs(1) {
+                last_tick = Instant::now();
+                self.close_idle();
+            }
+            if self.server.is_shutting_down() && self.shutdown_step() {
+                return;
+            }
+        }
+    }
+
+    /// Accepts every pending connection on listener `i` and deals them out round-robin.
+    fn accept(&mut self, i: usize) {
+        loop {
+            let (stream, addr) = match self.listeners[i].accept() {
+                Ok(s) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    return;
+                }
+            };
+            let stats = &self.server.stats;
+            let max = self.server.config.maxclients.load(Relaxed) as usize;
+            if self.server.is_shutting_down() {
+                continue; // dropping the socket closes it
+            }
+            if self.server.clients.len() >= max {
+                stats.rejected_connections.fetch_add(1, Relaxed);
+                let mut s = stream;
+                let _ = std::io::Write::write_all(&mut s, b"-ERR max number of clients reached\r\n");
+                continue;
+            }
+            stats.total_connections_received.fetch_add(1, Relaxed);
+            let _ = stream.set_nodelay(true);
+            let owner = self.next_owner % self.handles.len();
+            self.next_owner += 1;
+            if owner == self.index {
+                self.adopt(stream, addr);
+            } else {
+                self.handles[owner].send(IoMsg::NewConn(stream, addr));
+            }
+        }
+    }
+
+    /// Registers a new connection on this thread.
+    fn adopt(&mut self, mut stream: TcpStream, addr: SocketAddr) {
+        let token = Token(self.next_token);
+        self.next_token = (self.next_token + 1) % (LISTENER_BASE - 64);
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            tracing::warn!(error = %e, "cannot register connection");
+            return;
+        }
+        let server = &self.server;
+        let info = Arc::new(ClientInfo {
+            id: server.clients.next_id(),
+            addr: addr.to_string(),
+            laddr: stream.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
+            created_ms: crate::clock::unix_ms(),
+            name: Default::default(),
+            db: Default::default(),
+            resp: 2.into(),
+            last_cmd: NO_CMD.into(),
+            last_interaction_ms: crate::clock::unix_ms().into(),
+            qbuf: Default::default(),
+            obuf: Default::default(),
+            killed: Default::default(),
+            io: self.handles[self.index].clone(),
+        });
+        server.clients.add(info.clone());
+        let authenticated = server.config.requirepass.read().is_none();
+        let session = Session::new(info.clone(), authenticated);
+        self.conns.insert(token, Conn::new(stream, info, session));
+        self.again.push(token);
+    }
+
+    fn drain_inbox(&mut self) {
+        while let Ok(msg) = self.inbox.try_recv() {
+            match msg {
+                IoMsg::NewConn(stream, addr) => self.adopt(stream, addr),
+                IoMsg::Done(done) => self.complete(done),
+                IoMsg::Kill(id) => {
+                    let token = self
+                        .conns
+                        .iter()
+                        .find(|(_, c)| c.client.id == id)
+                        .map(|(t, _)| *t);
+                    if let Some(t) = token {
+                        self.again.push(t);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The request path for one connection: read, parse, hand to the pool, write.
+    fn drive(&mut self, token: Token) {
+        let server = self.server.clone();
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return;
+        };
+        if conn.client.killed.load(Relaxed) && !conn.in_pool() {
+            return self.close(token);
+        }
+        let home = &self.handles[self.index];
+        loop {
+            if conn.in_pool() || conn.close_after_write {
+                break;
+            }
+            if server.is_shutting_down() {
+                break; // no new command starts; shutdown_step closes the connection
+            }
+            if conn.pending_output() > OUTPUT_BACKPRESSURE {
+                break; // resumed by on_writable once the client reads
+            }
+            if !conn.leftover.is_empty() {
+                let run = std::mem::take(&mut conn.leftover);
+                let session = conn.session.take().expect("not in pool");
+                submit_run(&server, &self.pool, home, token, session, run);
+                break;
+            }
+            let session = conn.session.as_ref().expect("not in pool");
+            let limits = kvik_resp::Limits {
+                max_bulk_len: server.config.proto_max_bulk_len.load(Relaxed),
+                authenticated: session.authenticated,
+                ..Default::default()
+            };
+            // Before AUTH succeeds, one request at a time: the pre-authentication limits must
+            // apply only to requests that really arrive before authentication, as in Redis.
+            let max_run = if session.authenticated { MAX_RUN } else { 1 };
+            let run = conn.parse_run(&limits, max_run);
+            if !run.is_empty() {
+                let session = conn.session.take().expect("not in pool");
+                submit_run(&server, &self.pool, home, token, session, run);
+                break;
+            }
+            if let Some(e) = conn.pending_error.take() {
+                let mut msg = b"ERR ".to_vec();
+                msg.extend_from_slice(&e.message_bytes());
+                let mut out = Vec::new();
+                kvik_resp::encode::error(&mut out, &msg);
+                tracing::debug!(client = %conn.client.addr, error = %e, "closing client after a protocol error");
+                conn.queue_output(&out);
+                conn.close_after_write = true;
+                break;
+            }
+            if conn.peer_closed {
+                conn.close_after_write = true;
+                break;
+            }
+            if conn.query_len() as u64 > server.config.client_query_buffer_limit.load(Relaxed) {
+                tracing::warn!(client = %conn.client.addr, qbuf = conn.query_len(), "closing client that reached max query buffer length");
+                conn.close_after_write = true;
+                break;
+            }
+            match conn.read() {
+                Ok((n, outcome)) => {
+                    server.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+                    if n > 0 {
+                        conn.client
+                            .last_interaction_ms
+                            .store(crate::clock::unix_ms(), Relaxed);
+                    }
+                    match outcome {
+                        ReadOutcome::Eof => conn.peer_closed = true,
+                        ReadOutcome::MoreWaiting => {
+                            // Parse what we have on the next turn, after the other connections
+                            // of this thread had theirs.
+                            self.again.push(token);
+                            break;
+                        }
+                        ReadOutcome::Drained if n == 0 => break,
+                        ReadOutcome::Drained => {}
+                    }
+                }
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.close_after_write = true;
+                    conn.write_failed = true;
+                    break;
+                }
+            }
+        }
+        conn.client.qbuf.store(conn.query_len(), Relaxed);
+        self.write_out(token);
+    }
+
+    /// Flushes a connection's output, enforces its output limit, and closes it if it is done.
+    fn write_out(&mut self, token: Token) {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return;
+        };
+        let limit = self.server.config.client_output_buffer_limit.read()[0];
+        if !conn.write_failed {
+            match conn.flush() {
+                Ok(n) => {
+                    self.server.stats.net_output_bytes.fetch_add(n as u64, Relaxed);
+                    if n > 0 {
+                        conn.client
+                            .last_interaction_ms
+                            .store(crate::clock::unix_ms(), Relaxed);
+                    }
+                }
+                Err(_) => {
+                    conn.peer_closed = true;
+                    conn.close_after_write = true;
+                    conn.write_failed = true;
+                }
+            }
+        }
+        conn.client.obuf.store(conn.pending_output(), Relaxed);
+        if !conn.close_after_write && conn.output_over_limit(limit) {
+            tracing::warn!(client = %conn.client.addr, obuf = conn.pending_output(), "client scheduled to be closed for overcoming of output buffer limits");
+            conn.close_after_write = true;
+            conn.write_failed = true; // drop what is queued: the client is not reading it
+        }
+        let done = conn.close_after_write && (conn.pending_output() == 0 || conn.write_failed);
+        if done && !conn.in_pool() {
+            self.close(token);
+        }
+    }
+
+    fn on_writable(&mut self, token: Token) {
+        let was_backed_up = self
+            .conns
+            .get(&token)
+            .is_some_and(|c| c.pending_output() > OUTPUT_BACKPRESSURE);
+        self.write_out(token);
+        let relieved = self
+            .conns
+            .get(&token)
+            .is_some_and(|c| c.pending_output() <= OUTPUT_BACKPRESSURE);
+        if was_backed_up && relieved {
+            self.again.push(token);
+        }
+    }
+
+    /// A pool job finished: take the session back, queue the replies, carry on.
+    fn complete(&mut self, done: Completion) {
+        let Some(conn) = self.conns.get_mut(&done.token) else {
+            return;
+        };
+        if !conn.write_failed {
+            conn.queue_output(&done.reply.buf);
+        }
+        if done.session.close_after_reply {
+            conn.close_after_write = true;
+        } else {
+            conn.leftover = done.rest;
+        }
+        conn.session = Some(done.session);
+        if conn.client.killed.load(Relaxed) {
+            return self.close(done.token);
+        }
+        self.drive(done.token);
+    }
+
+    fn close(&mut self, token: Token) {
+        if let Some(mut conn) = self.conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            self.server.clients.remove(conn.client.id);
+        }
+    }
+
+    /// Closes clients idle for longer than `timeout` seconds.
+    fn close_idle(&mut self) {
+        let timeout = self.server.config.timeout.load(Relaxed);
+        if timeout == 0 {
+            return;
+        }
+        let now = crate::clock::unix_ms();
+        let idle: Vec<Token> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                !c.in_pool()
+                    && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed)) > timeout * 1000
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for t in idle {
+            self.close(t);
+        }
+    }
+
+    /// One step of shutdown; true when this thread may exit. Listeners close first; connections
+    /// whose runs are still in the pool are waited for so their replies go out.
+    fn shutdown_step(&mut self) -> bool {
+        for mut l in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        if self.conns.values().any(|c| c.in_pool()) {
+            return false;
+        }
+        let tokens: Vec<Token> = self.conns.keys().copied().collect();
+        for t in tokens {
+            if let Some(c) = self.conns.get_mut(&t) {
+                if !c.write_failed {
+                    let _ = c.flush();
+                }
+            }
+            self.close(t);
+        }
+        true
+    }
+}
+
+/// Hands a run of one connection's commands to the pool. The job runs them in order and posts
+/// the replies and the session back to the owning I/O thread. It stops early after QUIT (the rest
+/// is dropped) or once its replies pass [`OUTPUT_BACKPRESSURE`] (the rest goes back with the
+/// completion and runs when the client has read enough), so a pipeline of big reads cannot make
+/// one job's output unbounded.
+fn submit_run(
+    server: &Arc<Server>,
+    pool: &Arc<dyn Pool>,
+    home: &Arc<IoHandle>,
+    token: Token,
+    mut session: Session,
+    run: Vec<Vec<Bytes>>,
+) {
+    let server = server.clone();
+    let home = home.clone();
+    pool.submit(Box::new(move || {
+        let mut reply = Reply::new(session.proto);
+        let mut run = run.into_iter();
+        for args in run.by_ref() {
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                cmd::execute(&server, &mut session, &mut reply, &args)
+            }));
+            if ok.is_err() {
+                tracing::error!(command = %String::from_utf8_lossy(&args[0]), "command panicked");
+                reply.error("ERR internal error while running the command");
+            }
+            if session.close_after_reply || reply.buf.len() > OUTPUT_BACKPRESSURE {
+                break;
+            }
+        }
+        let rest = if session.close_after_reply {
+            Vec::new()
+        } else {
+            run.collect()
+        };
+        home.send(IoMsg::Done(Completion {
+            token,
+            session,
+            reply,
+            rest,
+        }));
+    }));
+}

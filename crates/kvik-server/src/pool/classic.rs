@@ -1,0 +1,117 @@
+//! The classic pool: one FIFO queue under a mutex, workers parked on a condvar.
+//!
+//! Simple and fair, and the baseline every other pool is measured against (`pool-mode
+//! classic`). Every submit and every take contends on the one mutex, which is what the lock-free
+//! pool removes.
+
+use super::{Job, Pool};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::thread::JoinHandle;
+
+/// Jobs queued beyond this make `submit` wait (backpressure instead of unbounded memory).
+const MAX_QUEUED: usize = 1 << 16;
+
+struct State {
+    queue: VecDeque<Job>,
+    stopping: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a job is queued or the pool stops.
+    has_work: Condvar,
+    /// Signalled when a job is taken, for producers waiting on a full queue.
+    has_room: Condvar,
+}
+
+pub struct ClassicPool {
+    shared: std::sync::Arc<Shared>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl ClassicPool {
+    pub fn new(threads: usize) -> ClassicPool {
+        let shared = std::sync::Arc::new(Shared {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                stopping: false,
+            }),
+            has_work: Condvar::new(),
+            has_room: Condvar::new(),
+        });
+        let workers = (0..threads.max(1))
+            .map(|i| {
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("kvik-worker-{i}"))
+                    .spawn(move || worker_loop(&shared))
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        ClassicPool {
+            shared,
+            workers: Mutex::new(workers),
+        }
+    }
+}
+
+fn worker_loop(shared: &Shared) {
+    loop {
+        let job = {
+            let mut state = shared.state.lock();
+            loop {
+                if let Some(job) = state.queue.pop_front() {
+                    break job;
+                }
+                if state.stopping {
+                    return;
+                }
+                shared.has_work.wait(&mut state);
+            }
+        };
+        shared.has_room.notify_one();
+        job();
+    }
+}
+
+impl Pool for ClassicPool {
+    fn submit(&self, job: Job) {
+        let mut state = self.shared.state.lock();
+        while state.queue.len() >= MAX_QUEUED && !state.stopping {
+            self.shared.has_room.wait(&mut state);
+        }
+        state.queue.push_back(job);
+        drop(state);
+        self.shared.has_work.notify_one();
+    }
+
+    fn shutdown(&self) {
+        self.shared.state.lock().stopping = true;
+        self.shared.has_work.notify_all();
+        for w in self.workers.lock().drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn runs_every_job_once_and_drains_on_shutdown() {
+        let pool = ClassicPool::new(4);
+        let count = Arc::new(AtomicUsize::new(0));
+        for _ in 0..10_000 {
+            let c = count.clone();
+            pool.submit(Box::new(move || {
+                c.fetch_add(1, Ordering::Relaxed);
+            }));
+        }
+        pool.shutdown();
+        assert_eq!(count.load(Ordering::Relaxed), 10_000);
+    }
+}

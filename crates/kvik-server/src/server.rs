@@ -1,0 +1,204 @@
+//! The server: shared state, startup, background timer, and orderly shutdown.
+//!
+//! [`run`] opens storage, starts the worker pool and the I/O threads, then waits. Shutdown (SIGTERM,
+//! SIGINT or SHUTDOWN) goes: stop accepting, let every run of commands already in the pool
+//! finish and its replies go out, stop the pool, sync the WAL, exit 0.
+
+use crate::clients::ClientRegistry;
+use crate::cmd;
+use crate::config::Config;
+use crate::net::{self, IoHandle};
+use crate::pool::classic::ClassicPool;
+use crate::pool::Pool;
+use crate::stats::slowlog::SlowLog;
+use crate::stats::Stats;
+use crate::storage::expire::ActiveExpiry;
+use crate::storage::{FsyncPolicy, Storage};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Most records the active expiry cycle visits per timer tick.
+const ACTIVE_EXPIRE_BUDGET: usize = 2000;
+/// Most SCAN cursors remembered at once; the oldest are forgotten first.
+const MAX_SCAN_CURSORS: usize = 16 * 1024;
+
+/// State shared by every thread.
+pub struct Server {
+    pub config: Config,
+    pub storage: Storage,
+    pub stats: Stats,
+    pub slowlog: SlowLog,
+    pub clients: ClientRegistry,
+    pub started: Instant,
+    /// 40 hex characters, new at each start (INFO run_id).
+    pub run_id: String,
+    /// The TCP port actually bound (differs from the setting when that is 0).
+    pub port: std::sync::atomic::AtomicU16,
+    pub scan_cursors: Mutex<ScanCursors>,
+    shutting_down: AtomicBool,
+    io_handles: OnceLock<Vec<Arc<IoHandle>>>,
+}
+
+/// SCAN's cursor table: Redis cursors are integers, while kvik's position in the keyspace is a
+/// RocksDB key, so each cursor handed out maps to the last key it returned.
+#[derive(Default)]
+pub struct ScanCursors {
+    map: HashMap<u64, (u16, Vec<u8>)>,
+    order: std::collections::VecDeque<u64>,
+}
+
+impl ScanCursors {
+    /// Remembers `position` (a raw meta key of database `db`) and returns its cursor.
+    pub fn insert(&mut self, db: u16, position: Vec<u8>) -> u64 {
+        let mut id: u64 = rand::random::<u64>() >> 1;
+        while id == 0 || self.map.contains_key(&id) {
+            id = rand::random::<u64>() >> 1;
+        }
+        if self.order.len() >= MAX_SCAN_CURSORS {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+        self.map.insert(id, (db, position));
+        self.order.push_back(id);
+        id
+    }
+
+    /// The position behind `cursor`, if it was handed out for database `db` and not yet forgotten.
+    pub fn get(&self, db: u16, cursor: u64) -> Option<Vec<u8>> {
+        self.map
+            .get(&cursor)
+            .filter(|(d, _)| *d == db)
+            .map(|(_, p)| p.clone())
+    }
+}
+
+impl Server {
+    pub fn new(config: Config, storage: Storage) -> Server {
+        let run_id: String = (0..40)
+            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap())
+            .collect();
+        Server {
+            config,
+            storage,
+            stats: Stats::new(cmd::table().len()),
+            slowlog: SlowLog::default(),
+            clients: ClientRegistry::default(),
+            started: Instant::now(),
+            run_id,
+            port: Default::default(),
+            scan_cursors: Mutex::new(ScanCursors::default()),
+            shutting_down: AtomicBool::new(false),
+            io_handles: OnceLock::new(),
+        }
+    }
+
+    /// Starts an orderly shutdown; returns at once.
+    pub fn request_shutdown(&self) {
+        if !self.shutting_down.swap(true, Ordering::SeqCst) {
+            tracing::info!("shutdown requested");
+        }
+        for h in self.io_handles.get().into_iter().flatten() {
+            h.wake();
+        }
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Applies a setting's side effects after CONFIG SET changed it.
+    pub fn config_changed(&self, name: &str) {
+        if name.eq_ignore_ascii_case("appendfsync") {
+            self.storage.set_fsync_policy(*self.config.appendfsync.read());
+        }
+        if name.eq_ignore_ascii_case("loglevel") {
+            crate::logging::set_level(&self.config.loglevel.read());
+        }
+    }
+}
+
+/// Runs the server until it is shut down.
+pub fn run(config: Config) -> Result<(), String> {
+    let dir = config.dir.read().clone();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
+    let storage = Storage::open(&dir).map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
+    storage.set_fsync_policy(*config.appendfsync.read());
+    let workers = config.workers.load(Ordering::Relaxed) as usize;
+    let server = Arc::new(Server::new(config, storage));
+
+    let pool: Arc<dyn Pool> = Arc::new(ClassicPool::new(workers));
+    let net = net::start(server.clone(), pool.clone())?;
+    let _ = server.io_handles.set(net.handles.clone());
+    install_signal_handlers(server.clone())?;
+    let timer = spawn_timer(server.clone());
+
+    tracing::info!(
+        "kvik {} ready to accept connections on port {} (data in {})",
+        env!("CARGO_PKG_VERSION"),
+        server.port.load(Ordering::Relaxed),
+        dir.display()
+    );
+    net.join();
+    pool.shutdown();
+    let _ = timer.join();
+    server
+        .storage
+        .sync_wal()
+        .map_err(|e| format!("final WAL sync failed: {e}"))?;
+    tracing::info!("kvik is now ready to exit, bye bye...");
+    Ok(())
+}
+
+fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    std::thread::Builder::new()
+        .name("kvik-signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                tracing::info!(signal = sig, "received signal, shutting down");
+                server.request_shutdown();
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The timer thread: active expiry and stats at `hz`, WAL sync every second with `everysec`.
+/// Timed work never rides on the worker pool's lists.
+fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("kvik-timer".into())
+        .spawn(move || {
+            let mut expiry = ActiveExpiry::default();
+            let mut last_sync = Instant::now();
+            while !server.is_shutting_down() {
+                let hz = server.config.hz.load(Ordering::Relaxed).max(1);
+                std::thread::sleep(Duration::from_millis(1000 / hz));
+                let now = crate::clock::unix_ms();
+                server.stats.sample_ops(now);
+                if server.config.active_expire.load(Ordering::Relaxed) {
+                    match expiry.run(&server.storage, server.config.databases(), ACTIVE_EXPIRE_BUDGET) {
+                        Ok(n) => {
+                            server.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
+                        }
+                        Err(e) => tracing::warn!(error = %e, "active expiry failed"),
+                    }
+                }
+                if server.storage.fsync_policy() == FsyncPolicy::Everysec
+                    && last_sync.elapsed() >= Duration::from_secs(1)
+                {
+                    if let Err(e) = server.storage.sync_wal() {
+                        tracing::warn!(error = %e, "WAL sync failed");
+                    }
+                    last_sync = Instant::now();
+                }
+            }
+        })
+        .expect("spawn timer thread")
+}

@@ -1,0 +1,494 @@
+//! INFO: Redis's sections and field names, filled from kvik's counters.
+//!
+//! [`render`] builds the reply text for a list of section arguments exactly as Redis lays it
+//! out: sections in Redis's fixed order whatever order they were asked in, each opened by a
+//! `# Name` header, `name:value` lines ending in CRLF, and one empty line between sections.
+//! Fields that have no meaning for kvik (forks, RDB saves, replication backlog) keep Redis's names
+//! with the values a Redis that never did the thing would show, so tools that parse INFO find
+//! every field they expect. kvik's own numbers carry a `kvik_` prefix.
+
+use crate::server::Server;
+use crate::storage::{FsyncPolicy, Storage, StorageResult};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The Redis version kvik reports. Clients gate features on it (RESP3, newer commands), so it
+/// names the Redis release whose semantics kvik follows.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// Every section, in the order Redis prints them.
+const ORDER: &[Section] = &[
+    Section::Server,
+    Section::Clients,
+    Section::Memory,
+    Section::Persistence,
+    Section::Stats,
+    Section::Replication,
+    Section::Cpu,
+    Section::Modules,
+    Section::Commandstats,
+    Section::Errorstats,
+    Section::Cluster,
+    Section::Keyspace,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Section {
+    Server,
+    Clients,
+    Memory,
+    Persistence,
+    Stats,
+    Replication,
+    Cpu,
+    Modules,
+    Commandstats,
+    Errorstats,
+    Cluster,
+    Keyspace,
+}
+
+impl Section {
+    fn name(self) -> &'static str {
+        match self {
+            Section::Server => "server",
+            Section::Clients => "clients",
+            Section::Memory => "memory",
+            Section::Persistence => "persistence",
+            Section::Stats => "stats",
+            Section::Replication => "replication",
+            Section::Cpu => "cpu",
+            Section::Modules => "modules",
+            Section::Commandstats => "commandstats",
+            Section::Errorstats => "errorstats",
+            Section::Cluster => "cluster",
+            Section::Keyspace => "keyspace",
+        }
+    }
+
+    fn header(self) -> &'static str {
+        match self {
+            Section::Server => "Server",
+            Section::Clients => "Clients",
+            Section::Memory => "Memory",
+            Section::Persistence => "Persistence",
+            Section::Stats => "Stats",
+            Section::Replication => "Replication",
+            Section::Cpu => "CPU",
+            Section::Modules => "Modules",
+            Section::Commandstats => "Commandstats",
+            Section::Errorstats => "Errorstats",
+            Section::Cluster => "Cluster",
+            Section::Keyspace => "Keyspace",
+        }
+    }
+
+    /// In Redis's "default" set (what INFO without arguments prints).
+    fn is_default(self) -> bool {
+        self != Section::Commandstats
+    }
+}
+
+/// The sections asked for by INFO's arguments (case-insensitive; "default", "all" and
+/// "everything" as Redis; unknown names select nothing).
+fn selected(args: &[&[u8]]) -> Vec<Section> {
+    if args.is_empty() {
+        return ORDER.iter().copied().filter(|s| s.is_default()).collect();
+    }
+    let mut want = [false; ORDER.len()];
+    for a in args {
+        let a = String::from_utf8_lossy(a).to_ascii_lowercase();
+        for (i, s) in ORDER.iter().enumerate() {
+            let hit = match a.as_str() {
+                "all" | "everything" => true,
+                "default" => s.is_default(),
+                name => name == s.name(),
+            };
+            want[i] |= hit;
+        }
+    }
+    ORDER
+        .iter()
+        .zip(want)
+        .filter(|(_, w)| *w)
+        .map(|(s, _)| *s)
+        .collect()
+}
+
+/// The INFO reply text for `args` (the arguments after INFO).
+pub fn render(server: &Server, args: &[&[u8]]) -> String {
+    let mut out = String::with_capacity(4096);
+    for (i, section) in selected(args).into_iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        let _ = write!(out, "# {}\r\n", section.header());
+        let mut w = Lines(&mut out);
+        match section {
+            Section::Server => server_section(server, &mut w),
+            Section::Clients => clients_section(server, &mut w),
+            Section::Memory => memory_section(server, &mut w),
+            Section::Persistence => persistence_section(server, &mut w),
+            Section::Stats => stats_section(server, &mut w),
+            Section::Replication => replication_section(server, &mut w),
+            Section::Cpu => cpu_section(&mut w),
+            Section::Modules => {}
+            Section::Commandstats => commandstats_section(server, &mut w),
+            Section::Errorstats => {
+                for (prefix, n) in server.stats.error_counts() {
+                    w.field(&format!("errorstat_{prefix}"), format_args!("count={n}"));
+                }
+            }
+            Section::Cluster => w.field("cluster_enabled", 0),
+            Section::Keyspace => keyspace_section(server, &mut w),
+        }
+    }
+    out
+}
+
+/// Appends `name:value\r\n` lines.
+struct Lines<'a>(&'a mut String);
+
+impl Lines<'_> {
+    fn field(&mut self, name: &str, value: impl std::fmt::Display) {
+        let _ = write!(self.0, "{name}:{value}\r\n");
+    }
+}
+
+fn server_section(server: &Server, w: &mut Lines<'_>) {
+    let uptime = server.started.elapsed().as_secs();
+    let hz = server.config.hz.load(Relaxed);
+    w.field("redis_version", REDIS_VERSION);
+    w.field("redis_git_sha1", "00000000");
+    w.field("redis_git_dirty", 0);
+    w.field("redis_build_id", "0");
+    w.field("redis_mode", "standalone");
+    w.field("kvik_version", env!("CARGO_PKG_VERSION"));
+    w.field("os", os_name());
+    w.field("arch_bits", usize::BITS);
+    w.field("monotonic_clock", "POSIX clock_gettime");
+    w.field("multiplexing_api", "epoll");
+    w.field("atomicvar_api", "c11-builtin");
+    w.field("gcc_version", "0.0.0");
+    w.field("process_id", std::process::id());
+    w.field("process_supervised", "no");
+    w.field("run_id", &server.run_id);
+    w.field("tcp_port", server.port.load(Relaxed));
+    w.field("server_time_usec", crate::clock::unix_us());
+    w.field("uptime_in_seconds", uptime);
+    w.field("uptime_in_days", uptime / 86400);
+    w.field("hz", hz);
+    w.field("configured_hz", hz);
+    w.field("lru_clock", (crate::clock::unix_ms() / 1000) & ((1 << 24) - 1));
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    w.field("executable", exe);
+    // kvik does not remember the config file's path; Redis prints an empty value without one.
+    w.field("config_file", "");
+    w.field("io_threads_active", 0);
+}
+
+/// "Linux 6.1.0 x86_64", as Redis prints uname.
+fn os_name() -> String {
+    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "unknown".into();
+        }
+        let s = |f: &[libc::c_char]| {
+            std::ffi::CStr::from_ptr(f.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        };
+        format!("{} {} {}", s(&u.sysname), s(&u.release), s(&u.machine))
+    }
+}
+
+fn clients_section(server: &Server, w: &mut Lines<'_>) {
+    let clients = server.clients.snapshot();
+    let max_in = clients.iter().map(|c| c.qbuf.load(Relaxed)).max().unwrap_or(0);
+    let max_out = clients.iter().map(|c| c.obuf.load(Relaxed)).max().unwrap_or(0);
+    w.field("connected_clients", clients.len());
+    w.field("cluster_connections", 0);
+    w.field("maxclients", server.config.maxclients.load(Relaxed));
+    w.field("client_recent_max_input_buffer", max_in);
+    w.field("client_recent_max_output_buffer", max_out);
+    w.field("blocked_clients", 0);
+    w.field("tracking_clients", 0);
+    w.field("clients_in_timeout_table", 0);
+}
+
+/// Highest `used_memory` INFO has reported (Redis's used_memory_peak).
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+/// Resident set size of this process in bytes, from /proc/self/statm.
+fn rss_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * page.max(1) as u64
+}
+
+/// Total physical memory in bytes (0 if unknown).
+fn total_system_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    if pages <= 0 || page <= 0 {
+        0
+    } else {
+        pages as u64 * page as u64
+    }
+}
+
+/// Redis's bytesToHuman: "1023B", "1.50K", "12.25M" ...
+pub fn bytes_to_human(n: u64) -> String {
+    const UNITS: &[(f64, &str)] = &[
+        (1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0, "E"),
+        (1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0, "P"),
+        (1024.0 * 1024.0 * 1024.0 * 1024.0, "T"),
+        (1024.0 * 1024.0 * 1024.0, "G"),
+        (1024.0 * 1024.0, "M"),
+        (1024.0, "K"),
+    ];
+    let d = n as f64;
+    for (size, unit) in UNITS {
+        if d >= *size {
+            return format!("{:.2}{unit}", d / size);
+        }
+    }
+    format!("{n}B")
+}
+
+fn memory_section(server: &Server, w: &mut Lines<'_>) {
+    let used = rss_bytes();
+    let peak = PEAK.fetch_max(used, Relaxed).max(used);
+    let total = total_system_memory();
+    let st = &server.storage;
+    w.field("used_memory", used);
+    w.field("used_memory_human", bytes_to_human(used));
+    w.field("used_memory_rss", used);
+    w.field("used_memory_rss_human", bytes_to_human(used));
+    w.field("used_memory_peak", peak);
+    w.field("used_memory_peak_human", bytes_to_human(peak));
+    w.field(
+        "used_memory_peak_perc",
+        format_args!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64),
+    );
+    w.field("total_system_memory", total);
+    w.field("total_system_memory_human", bytes_to_human(total));
+    w.field("used_memory_lua", 0);
+    w.field("used_memory_scripts", 0);
+    w.field("number_of_cached_scripts", 0);
+    w.field("maxmemory", 0);
+    w.field("maxmemory_human", "0B");
+    w.field("maxmemory_policy", "noeviction");
+    w.field("mem_fragmentation_ratio", "1.00");
+    w.field("mem_allocator", "libc");
+    w.field("lazyfree_pending_objects", 0);
+    // kvik's own: RocksDB memtables, block cache and an estimate of the data on disk.
+    let memtables = st.property_sum("rocksdb.cur-size-all-mem-tables");
+    w.field("kvik_rocksdb_memtables", memtables);
+    w.field("kvik_rocksdb_memtables_human", bytes_to_human(memtables));
+    let live = st.property_sum("rocksdb.estimate-live-data-size");
+    w.field("kvik_rocksdb_live_data", live);
+    w.field("kvik_rocksdb_live_data_human", bytes_to_human(live));
+    let sst = st.property_sum("rocksdb.total-sst-files-size");
+    w.field("kvik_rocksdb_sst_files", sst);
+    w.field("kvik_rocksdb_sst_files_human", bytes_to_human(sst));
+    w.field(
+        "kvik_rocksdb_estimate_num_keys",
+        st.property_sum("rocksdb.estimate-num-keys"),
+    );
+}
+
+fn persistence_section(server: &Server, w: &mut Lines<'_>) {
+    let started_secs = crate::clock::unix_ms() / 1000 - server.started.elapsed().as_secs();
+    w.field("loading", 0);
+    w.field("async_loading", 0);
+    w.field("current_cow_peak", 0);
+    w.field("current_cow_size", 0);
+    w.field("current_fork_perc", "0.00");
+    w.field("current_save_keys_processed", 0);
+    w.field("current_save_keys_total", 0);
+    w.field("rdb_changes_since_last_save", 0);
+    w.field("rdb_bgsave_in_progress", 0);
+    w.field("rdb_last_save_time", started_secs);
+    w.field("rdb_last_bgsave_status", "ok");
+    w.field("rdb_last_bgsave_time_sec", -1);
+    w.field("rdb_current_bgsave_time_sec", -1);
+    w.field("rdb_saves", 0);
+    // Every write goes to RocksDB's write-ahead log before it is acknowledged: that log is
+    // kvik's append-only file, synced per `appendfsync`.
+    w.field("aof_enabled", 1);
+    w.field("aof_rewrite_in_progress", 0);
+    w.field("aof_rewrite_scheduled", 0);
+    w.field("aof_last_rewrite_time_sec", -1);
+    w.field("aof_current_rewrite_time_sec", -1);
+    w.field("aof_last_bgrewrite_status", "ok");
+    w.field("aof_rewrites", 0);
+    w.field("aof_last_write_status", "ok");
+    w.field("module_fork_in_progress", 0);
+    w.field("kvik_aof", "rocksdb-wal");
+    let policy = server.storage.fsync_policy();
+    w.field("kvik_appendfsync", policy.name());
+    w.field(
+        "kvik_wal_synced_per_write",
+        u8::from(policy == FsyncPolicy::Always),
+    );
+}
+
+fn stats_section(server: &Server, w: &mut Lines<'_>) {
+    let s = &server.stats;
+    w.field(
+        "total_connections_received",
+        s.total_connections_received.load(Relaxed),
+    );
+    w.field(
+        "total_commands_processed",
+        s.total_commands_processed.load(Relaxed),
+    );
+    w.field("instantaneous_ops_per_sec", s.instantaneous_ops_per_sec());
+    w.field("total_net_input_bytes", s.net_input_bytes.load(Relaxed));
+    w.field("total_net_output_bytes", s.net_output_bytes.load(Relaxed));
+    w.field("total_net_repl_input_bytes", 0);
+    w.field("total_net_repl_output_bytes", 0);
+    w.field("instantaneous_input_kbps", "0.00");
+    w.field("instantaneous_output_kbps", "0.00");
+    w.field("rejected_connections", s.rejected_connections.load(Relaxed));
+    w.field("sync_full", 0);
+    w.field("sync_partial_ok", 0);
+    w.field("sync_partial_err", 0);
+    w.field("expired_keys", s.expired_keys.load(Relaxed));
+    w.field("expired_stale_perc", "0.00");
+    w.field("expired_time_cap_reached_count", 0);
+    w.field("evicted_keys", 0);
+    w.field("evicted_clients", 0);
+    w.field("keyspace_hits", s.keyspace_hits.load(Relaxed));
+    w.field("keyspace_misses", s.keyspace_misses.load(Relaxed));
+    w.field("pubsub_channels", 0);
+    w.field("pubsub_patterns", 0);
+    w.field("pubsubshard_channels", 0);
+    w.field("latest_fork_usec", 0);
+    w.field("total_forks", 0);
+    w.field("migrate_cached_sockets", 0);
+    w.field("unexpected_error_replies", 0);
+    w.field("total_error_replies", s.total_error_replies.load(Relaxed));
+}
+
+fn replication_section(server: &Server, w: &mut Lines<'_>) {
+    w.field("role", "master");
+    w.field("connected_slaves", 0);
+    w.field("master_failover_state", "no-failover");
+    w.field("master_replid", &server.run_id);
+    w.field("master_replid2", "0".repeat(40));
+    w.field("master_repl_offset", 0);
+    w.field("second_repl_offset", -1);
+    w.field("repl_backlog_active", 0);
+    w.field("repl_backlog_size", 1048576);
+    w.field("repl_backlog_first_byte_offset", 0);
+    w.field("repl_backlog_histlen", 0);
+}
+
+/// (system, user) CPU seconds of `who`, formatted as Redis ("%ld.%06ld").
+fn rusage(who: libc::c_int) -> (String, String) {
+    // SAFETY: getrusage fills the zeroed struct.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut ru);
+        ru
+    };
+    let f = |t: libc::timeval| format!("{}.{:06}", t.tv_sec, t.tv_usec);
+    (f(ru.ru_stime), f(ru.ru_utime))
+}
+
+fn cpu_section(w: &mut Lines<'_>) {
+    let (sys, user) = rusage(libc::RUSAGE_SELF);
+    let (csys, cuser) = rusage(libc::RUSAGE_CHILDREN);
+    w.field("used_cpu_sys", sys);
+    w.field("used_cpu_user", user);
+    w.field("used_cpu_sys_children", csys);
+    w.field("used_cpu_user_children", cuser);
+}
+
+fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
+    let table = crate::cmd::table();
+    for (id, c) in server.stats.commands.iter().enumerate() {
+        let calls = c.calls.load(Relaxed);
+        let rejected = c.rejected_calls.load(Relaxed);
+        if calls == 0 && rejected == 0 {
+            continue;
+        }
+        let usec = c.usec.load(Relaxed);
+        let per_call = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
+        w.field(
+            &format!("cmdstat_{}", table.entry(id).full_name),
+            format_args!(
+                "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
+                c.failed_calls.load(Relaxed)
+            ),
+        );
+    }
+}
+
+fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
+    let now = crate::clock::unix_ms();
+    for db in 0..server.config.databases() {
+        match count_keys(&server.storage, db, now) {
+            Ok((0, _)) => {}
+            Ok((keys, expires)) => w.field(
+                &format!("db{db}"),
+                format_args!("keys={keys},expires={expires},avg_ttl=0"),
+            ),
+            Err(e) => tracing::warn!(error = %e, db, "INFO keyspace: scan failed"),
+        }
+    }
+}
+
+/// Live keys of database `db` and how many of them have an expiry, by a scan of the meta column
+/// family (kvik keeps no per-database counter, so this is O(keys in the database)).
+pub fn count_keys(storage: &Storage, db: u16, now_ms: u64) -> StorageResult<(u64, u64)> {
+    let (mut keys, mut expires) = (0u64, 0u64);
+    storage.scan_meta(db, None, usize::MAX, |_, meta| {
+        if !meta.is_expired(now_ms) {
+            keys += 1;
+            expires += u64::from(meta.expire_at_ms != 0);
+        }
+        true
+    })?;
+    Ok((keys, expires))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_follow_redis_selection_rules() {
+        assert!(!selected(&[]).contains(&Section::Commandstats));
+        assert_eq!(selected(&[]).len(), ORDER.len() - 1);
+        assert_eq!(selected(&[b"ALL"]).len(), ORDER.len());
+        assert_eq!(selected(&[b"everything"]).len(), ORDER.len());
+        assert_eq!(
+            selected(&[b"keyspace", b"Cluster", b"keyspace"]),
+            vec![Section::Cluster, Section::Keyspace]
+        );
+        assert!(selected(&[b"nosuch"]).is_empty());
+        assert_eq!(
+            selected(&[b"default", b"commandstats"]).len(),
+            ORDER.len()
+        );
+    }
+
+    #[test]
+    fn human_bytes_match_redis() {
+        assert_eq!(bytes_to_human(1023), "1023B");
+        assert_eq!(bytes_to_human(1536), "1.50K");
+        assert_eq!(bytes_to_human(1311504), "1.25M");
+        assert_eq!(bytes_to_human(0), "0B");
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing kvik needs on Debian/Ubuntu, if it is missing:
+# libclang (RocksDB's bindings are generated with bindgen), a C++ compiler, and Redis's tools
+# (redis-cli and redis-benchmark for tests and benchmarks, redis-server as the peer we compare with).
+set -euo pipefail
+
+need=()
+for pkg in libclang-dev clang g++ make redis-tools redis-server; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+
+if ((${#need[@]})); then
+  echo "kvik: installing missing packages: ${need[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  # Debian starts a redis-server service on 6379 when the package is installed; kvik's
+  # default port is the same, and the tests start their own redis-server when they need one.
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
+    $SUDO systemctl stop redis-server || true
+    $SUDO systemctl disable redis-server >/dev/null 2>&1 || true
+  fi
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "kvik: cargo not found. Install the Rust toolchain (rustup, stable >= 1.85) and run again." >&2
+  exit 1
+fi
