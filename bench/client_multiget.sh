@@ -5,14 +5,14 @@
 #
 #   bench/client_multiget.sh                  # 4 kvik-servers it starts (quick size)
 #   BACKEND=redis bench/client_multiget.sh    # 4 redis-servers
-#   KEYS=1000 DELAY_MS=2 CALLS=30 ROUNDS=3 bench/client_multiget.sh
+#   KEYS=1000 DELAY_MS=2 CALLS=100 ROUNDS=3 bench/client_multiget.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kvik-target}"
 BACKEND="${BACKEND:-kvik}"
 KEYS="${KEYS:-1000}"
 DELAY_MS="${DELAY_MS:-2}"
-CALLS="${CALLS:-30}"
+CALLS="${CALLS:-100}"
 ROUNDS="${ROUNDS:-3}"
 
 cargo build --release -q -p kvik-client --example bench_multiget

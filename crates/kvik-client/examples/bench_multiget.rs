@@ -6,7 +6,7 @@
 //! - `sequential`: the same keys grouped by server, one blocking MGET per server, one server
 //!   after another (the classic client's shape).
 //!
-//! Usage: bench_multiget --servers a:1,b:2,c:3,d:4 [--keys 1000] [--delay-ms 2] [--calls 30]
+//! Usage: bench_multiget --servers a:1,b:2,c:3,d:4 [--keys 1000] [--delay-ms 2] [--calls 100]
 //!        [--rounds 3]
 
 use std::io::{Read, Write};
@@ -79,7 +79,7 @@ fn main() {
         .collect();
     let nkeys: usize = arg(&args, "--keys", "1000").parse().unwrap();
     let delay = Duration::from_millis(arg(&args, "--delay-ms", "2").parse().unwrap());
-    let calls: usize = arg(&args, "--calls", "30").parse().unwrap();
+    let calls: usize = arg(&args, "--calls", "100").parse().unwrap();
     let rounds: usize = arg(&args, "--rounds", "3").parse().unwrap();
 
     let proxies: Vec<String> = backends

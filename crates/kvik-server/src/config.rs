@@ -94,7 +94,7 @@ pub fn parse_memory(v: &str) -> Result<u64, String> {
 
 fn parse_output_limits(v: &str, current: [OutputLimit; 3]) -> Result<[OutputLimit; 3], String> {
     let words: Vec<&str> = v.split_whitespace().collect();
-    if words.is_empty() || words.len() % 4 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err("wrong number of arguments".into());
     }
     let mut limits = current;
@@ -103,7 +103,9 @@ fn parse_output_limits(v: &str, current: [OutputLimit; 3]) -> Result<[OutputLimi
             "normal" => 0,
             "replica" | "slave" => 1,
             "pubsub" => 2,
-            _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
         };
         limits[class] = OutputLimit {
             hard: parse_memory(chunk[1])?,
@@ -218,7 +220,7 @@ pub static SETTINGS: &[Setting] = &[
         get: |c| c.appendfsync.read().name().to_string(),
         set: |c, v| {
             *c.appendfsync.write() =
-                FsyncPolicy::parse(v).ok_or("argument(s) must be one of the following: always, everysec, no")?;
+                FsyncPolicy::parse(v).ok_or("argument(s) must be one of the following: everysec, always, no")?;
             Ok(())
         },
     },
@@ -350,7 +352,9 @@ pub static SETTINGS: &[Setting] = &[
 fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
     let n = parse_u64(v)?;
     if n < min || n > max {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     a.store(n, Relaxed);
     Ok(())
@@ -452,7 +456,10 @@ mod tests {
     fn defaults_apply_and_show() {
         let c = Config::default();
         assert_eq!((setting("port").unwrap().get)(&c), "6379");
-        assert_eq!((setting("proto-max-bulk-len").unwrap().get)(&c), "536870912");
+        assert_eq!(
+            (setting("proto-max-bulk-len").unwrap().get)(&c),
+            "536870912"
+        );
         assert_eq!(
             (setting("client-output-buffer-limit").unwrap().get)(&c),
             "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60"
@@ -467,7 +474,10 @@ mod tests {
         assert_eq!(c.port.load(Relaxed), 7000);
         assert_eq!(c.requirepass.read().as_deref(), Some("se cret"));
         assert_eq!(c.client_output_buffer_limit.read()[0].hard, 1024 * 1024);
-        assert!(c.load_file("nosuch 1").unwrap_err().contains("unknown setting"));
+        assert!(c
+            .load_file("nosuch 1")
+            .unwrap_err()
+            .contains("unknown setting"));
         assert!(c.load_file("port abc").is_err());
     }
 

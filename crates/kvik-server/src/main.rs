@@ -9,7 +9,9 @@ fn cli() -> Command {
     let mut cmd = Command::new("kvik-server")
         .version(env!("CARGO_PKG_VERSION"))
         .about("kvik: a Redis-protocol key-value server on RocksDB")
-        .after_help("Settings given as flags override the config file, which overrides the defaults.")
+        .after_help(
+            "Settings given as flags override the config file, which overrides the defaults.",
+        )
         .arg(
             Arg::new("config-file")
                 .help("redis.conf-style file: one `name value` per line")

@@ -14,7 +14,7 @@ use crate::stats::slowlog::SlowLog;
 use crate::stats::Stats;
 use crate::storage::expire::ActiveExpiry;
 use crate::storage::{FsyncPolicy, Storage};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -40,6 +40,9 @@ pub struct Server {
     pub scan_cursors: Mutex<ScanCursors>,
     shutting_down: AtomicBool,
     io_handles: OnceLock<Vec<Arc<IoHandle>>>,
+    /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
+    compaction_requested: Mutex<bool>,
+    compaction_wakeup: Condvar,
 }
 
 /// SCAN's cursor table: Redis cursors are integers, while kvik's position in the keyspace is a
@@ -93,6 +96,8 @@ impl Server {
             scan_cursors: Mutex::new(ScanCursors::default()),
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
+            compaction_requested: Mutex::new(false),
+            compaction_wakeup: Condvar::new(),
         }
     }
 
@@ -104,6 +109,14 @@ impl Server {
         for h in self.io_handles.get().into_iter().flatten() {
             h.wake();
         }
+        self.compaction_wakeup.notify_all();
+    }
+
+    /// Asks for a full compaction (after FLUSHDB/FLUSHALL, so the disk space of the removed
+    /// keys comes back soon). Requests made while one runs are merged into one more run.
+    pub fn request_compaction(&self) {
+        *self.compaction_requested.lock() = true;
+        self.compaction_wakeup.notify_one();
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -113,7 +126,8 @@ impl Server {
     /// Applies a setting's side effects after CONFIG SET changed it.
     pub fn config_changed(&self, name: &str) {
         if name.eq_ignore_ascii_case("appendfsync") {
-            self.storage.set_fsync_policy(*self.config.appendfsync.read());
+            self.storage
+                .set_fsync_policy(*self.config.appendfsync.read());
         }
         if name.eq_ignore_ascii_case("loglevel") {
             crate::logging::set_level(&self.config.loglevel.read());
@@ -124,8 +138,10 @@ impl Server {
 /// Runs the server until it is shut down.
 pub fn run(config: Config) -> Result<(), String> {
     let dir = config.dir.read().clone();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
-    let storage = Storage::open(&dir).map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
+    let storage = Storage::open(&dir)
+        .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
     storage.set_fsync_policy(*config.appendfsync.read());
     let workers = config.workers.load(Ordering::Relaxed) as usize;
     let server = Arc::new(Server::new(config, storage));
@@ -135,6 +151,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let _ = server.io_handles.set(net.handles.clone());
     install_signal_handlers(server.clone())?;
     let timer = spawn_timer(server.clone());
+    let compactor = spawn_compactor(server.clone());
 
     tracing::info!(
         "kvik {} ready to accept connections on port {} (data in {})",
@@ -145,6 +162,7 @@ pub fn run(config: Config) -> Result<(), String> {
     net.join();
     pool.shutdown();
     let _ = timer.join();
+    let _ = compactor.join();
     server
         .storage
         .sync_wal()
@@ -169,6 +187,31 @@ fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
     Ok(())
 }
 
+/// The compactor thread: runs the compactions FLUSHDB/FLUSHALL ask for, off the worker pool,
+/// one at a time. `run` joins it before storage is closed.
+fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("kvik-compactor".into())
+        .spawn(move || loop {
+            {
+                let mut requested = server.compaction_requested.lock();
+                // Timed wait: the shutdown flag is set without this lock, so a wakeup can be
+                // missed; the timeout bounds how long that delays the exit.
+                while !*requested && !server.is_shutting_down() {
+                    server
+                        .compaction_wakeup
+                        .wait_for(&mut requested, Duration::from_millis(200));
+                }
+                if server.is_shutting_down() {
+                    return;
+                }
+                *requested = false;
+            }
+            server.storage.compact_all();
+        })
+        .expect("spawn compactor thread")
+}
+
 /// The timer thread: active expiry and stats at `hz`, WAL sync every second with `everysec`.
 /// Timed work never rides on the worker pool's lists.
 fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
@@ -183,7 +226,11 @@ fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 let now = crate::clock::unix_ms();
                 server.stats.sample_ops(now);
                 if server.config.active_expire.load(Ordering::Relaxed) {
-                    match expiry.run(&server.storage, server.config.databases(), ACTIVE_EXPIRE_BUDGET) {
+                    match expiry.run(
+                        &server.storage,
+                        server.config.databases(),
+                        ACTIVE_EXPIRE_BUDGET,
+                    ) {
                         Ok(n) => {
                             server.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
                         }

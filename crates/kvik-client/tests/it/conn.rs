@@ -396,15 +396,22 @@ fn client_reconnects_after_a_break() {
         let c = Client::connect(&server.addr(), opts().client_name("victim")).unwrap();
         c.set("r", "1").unwrap();
         let killer = Client::connect(&server.addr(), opts()).unwrap();
-        killer
-            .query(&cmd("CLIENT").arg("KILL").arg("ADDR").arg(client_addr(&c)))
-            .unwrap();
+        let victim = client_addr(&c);
+        // Hold the current connection: after the kill, `c.connection()` would open a new one.
         let conn = c.connection().unwrap();
+        let killed = killer
+            .query(&cmd("CLIENT").arg("KILL").arg("ADDR").arg(&victim))
+            .unwrap();
+        assert_eq!(killed, Frame::Integer(1));
         let start = std::time::Instant::now();
         while !conn.is_broken() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(conn.is_broken());
+        assert!(
+            conn.is_broken(),
+            "{}: killed connection not seen as broken",
+            server.addr()
+        );
         assert_eq!(c.get("r").unwrap().as_deref(), Some(&b"1"[..]));
     }
 }

@@ -10,7 +10,6 @@ use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
 use super::{table, CommandTable, Entry};
 use crate::config::{self, SETTINGS};
 use crate::stats::info;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 const LOADING_STALE: Flags = Flags::LOADING.union(Flags::STALE);
 const ADMIN_SUB: Flags = Flags::ADMIN
@@ -37,19 +36,33 @@ static COMMAND_SUBS: &[CommandSpec] = &[
     CommandSpec::new("getkeys", -4, LOADING_STALE, KeySpec::NONE, command_getkeys)
         .acl(CMD_ACL)
         .group("server")
-        .doc("Extracts the key names from an arbitrary command.", "2.8.13", "O(N) where N is the number of arguments to the command"),
-    CommandSpec::new("getkeysandflags", -4, LOADING_STALE, KeySpec::NONE, command_getkeys)
-        .acl(CMD_ACL)
-        .group("server")
         .doc(
-            "Extracts the key names and access flags for an arbitrary command.",
-            "7.0.0",
+            "Extracts the key names from an arbitrary command.",
+            "2.8.13",
             "O(N) where N is the number of arguments to the command",
         ),
+    CommandSpec::new(
+        "getkeysandflags",
+        -4,
+        LOADING_STALE,
+        KeySpec::NONE,
+        command_getkeys,
+    )
+    .acl(CMD_ACL)
+    .group("server")
+    .doc(
+        "Extracts the key names and access flags for an arbitrary command.",
+        "7.0.0",
+        "O(N) where N is the number of arguments to the command",
+    ),
     CommandSpec::new("help", 2, LOADING_STALE, KeySpec::NONE, command_help)
         .acl(CMD_ACL)
         .group("server")
-        .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+        .doc(
+            "Returns helpful text about the different subcommands.",
+            "5.0.0",
+            "O(1)",
+        ),
     CommandSpec::new("info", -2, LOADING_STALE, KeySpec::NONE, command_info)
         .acl(CMD_ACL)
         .group("server")
@@ -61,7 +74,11 @@ static COMMAND_SUBS: &[CommandSpec] = &[
     CommandSpec::new("list", -2, LOADING_STALE, KeySpec::NONE, command_list)
         .acl(CMD_ACL)
         .group("server")
-        .doc("Returns a list of command names.", "7.0.0", "O(N) where N is the total number of Redis commands"),
+        .doc(
+            "Returns a list of command names.",
+            "7.0.0",
+            "O(N) where N is the total number of Redis commands",
+        ),
 ];
 
 static CONFIG_SUBS: &[CommandSpec] = &[
@@ -88,30 +105,54 @@ static CONFIG_SUBS: &[CommandSpec] = &[
     CommandSpec::new("rewrite", 2, ADMIN_SUB, KeySpec::NONE, config_rewrite)
         .acl(ADMIN_ACL)
         .group("server")
-        .doc("Persists the effective configuration to file.", "2.8.0", "O(1)"),
+        .doc(
+            "Persists the effective configuration to file.",
+            "2.8.0",
+            "O(1)",
+        ),
     CommandSpec::new("help", 2, LOADING_STALE, KeySpec::NONE, config_help)
         .acl(&["slow"])
         .group("server")
-        .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+        .doc(
+            "Returns helpful text about the different subcommands.",
+            "5.0.0",
+            "O(1)",
+        ),
 ];
 
 static SLOWLOG_SUBS: &[CommandSpec] = &[
     CommandSpec::new("get", -2, SLOWLOG_SUB, KeySpec::NONE, slowlog_get)
         .acl(ADMIN_ACL)
         .group("server")
-        .doc("Returns the slow log's entries.", "2.2.12", "O(N) where N is the number of entries returned"),
+        .doc(
+            "Returns the slow log's entries.",
+            "2.2.12",
+            "O(N) where N is the number of entries returned",
+        ),
     CommandSpec::new("len", 2, SLOWLOG_SUB, KeySpec::NONE, slowlog_len)
         .acl(ADMIN_ACL)
         .group("server")
-        .doc("Returns the number of entries in the slow log.", "2.2.12", "O(1)"),
+        .doc(
+            "Returns the number of entries in the slow log.",
+            "2.2.12",
+            "O(1)",
+        ),
     CommandSpec::new("reset", 2, SLOWLOG_SUB, KeySpec::NONE, slowlog_reset)
         .acl(ADMIN_ACL)
         .group("server")
-        .doc("Clears all entries from the slow log.", "2.2.12", "O(N) where N is the number of entries in the slowlog"),
+        .doc(
+            "Clears all entries from the slow log.",
+            "2.2.12",
+            "O(N) where N is the number of entries in the slowlog",
+        ),
     CommandSpec::new("help", 2, LOADING_STALE, KeySpec::NONE, slowlog_help)
         .acl(&["slow"])
         .group("server")
-        .doc("Show helpful text about the different subcommands", "6.2.0", "O(1)"),
+        .doc(
+            "Show helpful text about the different subcommands",
+            "6.2.0",
+            "O(1)",
+        ),
 ];
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -280,7 +321,11 @@ fn write_key_spec(out: &mut Reply, spec: &CommandSpec) {
     out.bulk(b"spec");
     out.map(3);
     out.bulk(b"lastkey");
-    out.int(if ks.last < 0 { ks.last } else { ks.last - ks.first } as i64);
+    out.int(if ks.last < 0 {
+        ks.last
+    } else {
+        ks.last - ks.first
+    } as i64);
     out.bulk(b"keystep");
     out.int(ks.step as i64);
     out.bulk(b"limit");
@@ -374,9 +419,14 @@ fn command_list(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             if args[3].eq_ignore_ascii_case(b"module") {
                 Vec::new() // no modules
             } else if args[3].eq_ignore_ascii_case(b"aclcat") {
-                all.filter(|e| e.spec.acl.iter().any(|c| c.as_bytes().eq_ignore_ascii_case(what)))
-                    .map(|e| e.full_name.as_str())
-                    .collect()
+                all.filter(|e| {
+                    e.spec
+                        .acl
+                        .iter()
+                        .any(|c| c.as_bytes().eq_ignore_ascii_case(what))
+                })
+                .map(|e| e.full_name.as_str())
+                .collect()
             } else if args[3].eq_ignore_ascii_case(b"pattern") {
                 let pattern = what.to_ascii_lowercase();
                 all.filter(|e| crate::glob::matches(&pattern, e.full_name.as_bytes()))
@@ -474,7 +524,11 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let patterns: Vec<Vec<u8>> = args[2..].iter().map(|p| p.to_ascii_lowercase()).collect();
     let matching: Vec<&config::Setting> = SETTINGS
         .iter()
-        .filter(|s| patterns.iter().any(|p| crate::glob::matches(p, s.name.as_bytes())))
+        .filter(|s| {
+            patterns
+                .iter()
+                .any(|p| crate::glob::matches(p, s.name.as_bytes()))
+        })
         .collect();
     ctx.out.map(matching.len());
     for s in matching {
@@ -488,7 +542,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// mutable, not repeated) and every value validated on a scratch configuration before the first
 /// one is applied, so a rejected call changes nothing.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(CmdError::syntax());
     }
     let failed = |name: &str, why: &str| {
@@ -587,7 +641,7 @@ fn flush_mode(args: &Args) -> CmdResult {
 fn flushdb(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     flush_mode(args)?;
     ctx.storage().flush_db(ctx.db())?;
-    compact_in_background(ctx.server);
+    ctx.server.request_compaction();
     ctx.out.ok();
     Ok(())
 }
@@ -595,50 +649,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn flushall(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     flush_mode(args)?;
     ctx.storage().flush_all()?;
-    compact_in_background(ctx.server);
+    ctx.server.request_compaction();
     ctx.out.ok();
     Ok(())
-}
-
-/// True while a post-flush compaction runs; at most one runs at a time.
-static COMPACTING: AtomicBool = AtomicBool::new(false);
-/// Set when a flush happened while a compaction was already running: it runs once more.
-static COMPACT_AGAIN: AtomicBool = AtomicBool::new(false);
-
-/// Starts a compaction of every column family on its own thread so the space of flushed keys
-/// comes back without blocking a worker.
-fn compact_in_background(server: &crate::server::Server) {
-    COMPACT_AGAIN.store(true, Relaxed);
-    if COMPACTING.swap(true, std::sync::atomic::Ordering::AcqRel) {
-        return; // the running one will see COMPACT_AGAIN
-    }
-    // SAFETY: the server is created once per process and lives until `server::run` returns,
-    // right before the process exits. SHUTDOWN waits for this thread (`wait_for_compaction`);
-    // a signal-initiated shutdown that races a running compaction is the one window left, and
-    // is documented as needing server support (an owned handle joined by `run`).
-    let server: &'static crate::server::Server = unsafe { &*(server as *const _) };
-    let spawned = std::thread::Builder::new()
-        .name("kvik-flush-compact".into())
-        .spawn(move || {
-            while COMPACT_AGAIN.swap(false, std::sync::atomic::Ordering::AcqRel) {
-                if server.is_shutting_down() {
-                    break;
-                }
-                server.storage.compact_all();
-            }
-            COMPACTING.store(false, std::sync::atomic::Ordering::Release);
-        });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start the compaction after FLUSH");
-        COMPACTING.store(false, std::sync::atomic::Ordering::Release);
-    }
-}
-
-/// Waits until no post-flush compaction is running.
-fn wait_for_compaction() {
-    while COMPACTING.load(std::sync::atomic::Ordering::Acquire) {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
 }
 
 // ---- TIME SHUTDOWN ----------------------------------------------------------------------------
@@ -675,7 +688,6 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if abort {
         return Err(CmdError::err("No shutdown in progress."));
     }
-    wait_for_compaction();
     tracing::info!(client = %ctx.session.client.addr, "user requested shutdown");
     ctx.server.request_shutdown();
     ctx.session.close_after_reply = true;
@@ -749,7 +761,10 @@ mod tests {
     #[test]
     fn full_names_find_subcommands() {
         let t = table();
-        assert_eq!(find_by_full_name(t, b"CONFIG|get").unwrap().full_name, "config|get");
+        assert_eq!(
+            find_by_full_name(t, b"CONFIG|get").unwrap().full_name,
+            "config|get"
+        );
         assert_eq!(find_by_full_name(t, b"info").unwrap().full_name, "info");
         assert!(find_by_full_name(t, b"config|nosuch").is_none());
         assert!(find_by_full_name(t, b"nosuch").is_none());

@@ -21,7 +21,11 @@ static SUBS: &[CommandSpec] = &[
     CommandSpec::new("id", 2, SUB, KeySpec::NONE, client_id)
         .acl(ACL)
         .group("connection")
-        .doc("Returns the unique client ID of the connection.", "5.0.0", "O(1)"),
+        .doc(
+            "Returns the unique client ID of the connection.",
+            "5.0.0",
+            "O(1)",
+        ),
     CommandSpec::new("setname", 3, SUB, KeySpec::NONE, client_setname)
         .acl(ACL)
         .group("connection")
@@ -33,7 +37,11 @@ static SUBS: &[CommandSpec] = &[
     CommandSpec::new("list", -2, ADMIN_SUB, KeySpec::NONE, client_list)
         .acl(ADMIN_ACL)
         .group("connection")
-        .doc("Lists open connections.", "2.4.0", "O(N) where N is the number of client connections"),
+        .doc(
+            "Lists open connections.",
+            "2.4.0",
+            "O(N) where N is the number of client connections",
+        ),
     CommandSpec::new("info", 2, SUB, KeySpec::NONE, client_info)
         .acl(ACL)
         .group("connection")
@@ -41,11 +49,19 @@ static SUBS: &[CommandSpec] = &[
     CommandSpec::new("kill", -3, ADMIN_SUB, KeySpec::NONE, client_kill)
         .acl(ADMIN_ACL)
         .group("connection")
-        .doc("Terminates open connections.", "2.4.0", "O(N) where N is the number of client connections"),
+        .doc(
+            "Terminates open connections.",
+            "2.4.0",
+            "O(N) where N is the number of client connections",
+        ),
     CommandSpec::new("no-evict", 3, ADMIN_SUB, KeySpec::NONE, client_on_off)
         .acl(ADMIN_ACL)
         .group("connection")
-        .doc("Sets the client eviction mode of the connection.", "7.0.0", "O(1)"),
+        .doc(
+            "Sets the client eviction mode of the connection.",
+            "7.0.0",
+            "O(1)",
+        ),
     CommandSpec::new("no-touch", 3, SUB, KeySpec::NONE, client_on_off)
         .acl(ACL)
         .group("connection")
@@ -57,25 +73,53 @@ static SUBS: &[CommandSpec] = &[
     CommandSpec::new("setinfo", 4, SUB, KeySpec::NONE, client_setinfo)
         .acl(ACL)
         .group("connection")
-        .doc("Sets information specific to the client or connection.", "7.2.0", "O(1)"),
+        .doc(
+            "Sets information specific to the client or connection.",
+            "7.2.0",
+            "O(1)",
+        ),
     CommandSpec::new("reply", 3, SUB, KeySpec::NONE, client_reply)
         .acl(ACL)
         .group("connection")
-        .doc("Instructs the server whether to reply to commands.", "3.2.0", "O(1)"),
-    CommandSpec::new("help", 2, Flags::LOADING.union(Flags::STALE), KeySpec::NONE, client_help)
-        .acl(ACL)
-        .group("connection")
-        .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+        .doc(
+            "Instructs the server whether to reply to commands.",
+            "3.2.0",
+            "O(1)",
+        ),
+    CommandSpec::new(
+        "help",
+        2,
+        Flags::LOADING.union(Flags::STALE),
+        KeySpec::NONE,
+        client_help,
+    )
+    .acl(ACL)
+    .group("connection")
+    .doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        "O(1)",
+    ),
 ];
 
 pub static COMMANDS: &[CommandSpec] = &[
     // The container has no flags of its own in Redis 7.0 (COMMAND INFO CLIENT shows none); each
     // subcommand carries NOSCRIPT / LOADING / STALE (and ADMIN where Redis has it).
-    CommandSpec::new("client", -2, Flags::empty(), KeySpec::NONE, super::spec::container)
-        .acl(&["slow"])
-        .group("connection")
-        .doc("A container for client connection commands.", "2.4.0", "Depends on subcommand.")
-        .subs(SUBS),
+    CommandSpec::new(
+        "client",
+        -2,
+        Flags::empty(),
+        KeySpec::NONE,
+        super::spec::container,
+    )
+    .acl(&["slow"])
+    .group("connection")
+    .doc(
+        "A container for client connection commands.",
+        "2.4.0",
+        "Depends on subcommand.",
+    )
+    .subs(SUBS),
 ];
 
 /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
@@ -241,7 +285,10 @@ impl KillFilter {
         self.type_matches != Some(false)
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_deref().is_none_or(|a| a == c.addr.as_bytes())
-            && self.laddr.as_deref().is_none_or(|a| a == c.laddr.as_bytes())
+            && self
+                .laddr
+                .as_deref()
+                .is_none_or(|a| a == c.laddr.as_bytes())
     }
 }
 
@@ -322,7 +369,9 @@ fn client_reply(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.ok();
         Ok(())
     } else if mode.eq_ignore_ascii_case(b"off") || mode.eq_ignore_ascii_case(b"skip") {
-        Err(CmdError::err("CLIENT REPLY OFF and SKIP are not supported by kvik"))
+        Err(CmdError::err(
+            "CLIENT REPLY OFF and SKIP are not supported by kvik",
+        ))
     } else {
         Err(CmdError::syntax())
     }

@@ -18,26 +18,54 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the given string.", "1.0.0", "O(1)"),
-    CommandSpec::new("hello", -1, CONN_NOAUTH.union(Flags::NOSCRIPT), KeySpec::NONE, hello)
-        .acl(&["fast", "connection"])
-        .group("connection")
-        .doc("Handshakes with the Redis server.", "6.0.0", "O(1)"),
-    CommandSpec::new("auth", -2, CONN_NOAUTH.union(Flags::NOSCRIPT), KeySpec::NONE, auth)
-        .acl(&["fast", "connection"])
-        .group("connection")
-        .doc("Authenticates the connection.", "1.0.0", "O(N) where N is the number of passwords defined for the user"),
+    CommandSpec::new(
+        "hello",
+        -1,
+        CONN_NOAUTH.union(Flags::NOSCRIPT),
+        KeySpec::NONE,
+        hello,
+    )
+    .acl(&["fast", "connection"])
+    .group("connection")
+    .doc("Handshakes with the Redis server.", "6.0.0", "O(1)"),
+    CommandSpec::new(
+        "auth",
+        -2,
+        CONN_NOAUTH.union(Flags::NOSCRIPT),
+        KeySpec::NONE,
+        auth,
+    )
+    .acl(&["fast", "connection"])
+    .group("connection")
+    .doc(
+        "Authenticates the connection.",
+        "1.0.0",
+        "O(N) where N is the number of passwords defined for the user",
+    ),
     CommandSpec::new("select", 2, CONN, KeySpec::NONE, select)
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Changes the selected database.", "1.0.0", "O(1)"),
-    CommandSpec::new("quit", -1, CONN_NOAUTH.union(Flags::NOSCRIPT).union(Flags::ALLOW_BUSY), KeySpec::NONE, quit)
-        .acl(&["fast", "connection"])
-        .group("connection")
-        .doc("Closes the connection.", "1.0.0", "O(1)"),
-    CommandSpec::new("reset", 1, CONN_NOAUTH.union(Flags::NOSCRIPT).union(Flags::ALLOW_BUSY), KeySpec::NONE, reset)
-        .acl(&["fast", "connection"])
-        .group("connection")
-        .doc("Resets the connection.", "6.2.0", "O(1)"),
+    CommandSpec::new(
+        "quit",
+        -1,
+        CONN_NOAUTH.union(Flags::NOSCRIPT).union(Flags::ALLOW_BUSY),
+        KeySpec::NONE,
+        quit,
+    )
+    .acl(&["fast", "connection"])
+    .group("connection")
+    .doc("Closes the connection.", "1.0.0", "O(1)"),
+    CommandSpec::new(
+        "reset",
+        1,
+        CONN_NOAUTH.union(Flags::NOSCRIPT).union(Flags::ALLOW_BUSY),
+        KeySpec::NONE,
+        reset,
+    )
+    .acl(&["fast", "connection"])
+    .group("connection")
+    .doc("Resets the connection.", "6.2.0", "O(1)"),
 ];
 
 fn ping(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {

@@ -92,7 +92,10 @@ impl CommandTable {
 
     /// The subcommand entries of a container.
     pub fn subcommands<'a>(&'a self, e: &'a Entry) -> impl Iterator<Item = &'a Entry> {
-        e.spec.subcommands.iter().map(move |s| &self.entries[e.subs[s.name]])
+        e.spec
+            .subcommands
+            .iter()
+            .map(move |s| &self.entries[e.subs[s.name]])
     }
 
     /// Finds a top-level command by name, case-insensitively, without allocating.
@@ -110,33 +113,34 @@ impl CommandTable {
         Some(&self.entries[id])
     }
 
-    /// Resolves `args` to the entry that runs them, with Redis's rejection errors.
-    pub fn resolve(&self, args: &Args) -> Result<&Entry, CmdError> {
+    /// Resolves `args` to the entry that runs them, with Redis's rejection errors. A rejected
+    /// known command comes back with its entry id, so its `rejected_calls` can be counted.
+    pub fn resolve(&self, args: &Args) -> Result<&Entry, (Option<usize>, CmdError)> {
         let Some(entry) = self.lookup(&args[0]) else {
-            return Err(unknown_command(args));
+            return Err((None, unknown_command(args)));
         };
-        if entry.spec.subcommands.is_empty() {
-            return if entry.spec.arity_ok(args.len()) {
-                Ok(entry)
+        let arity_checked = |e: &'_ Entry| -> Result<(), (Option<usize>, CmdError)> {
+            if e.spec.arity_ok(args.len()) {
+                Ok(())
             } else {
-                Err(CmdError::wrong_args(&entry.full_name))
-            };
-        }
-        if args.len() < 2 {
-            return Err(CmdError::wrong_args(&entry.full_name));
+                Err((Some(e.id), CmdError::wrong_args(&e.full_name)))
+            }
+        };
+        // A container runs itself when called bare and its arity allows it (plain COMMAND).
+        if entry.spec.subcommands.is_empty() || args.len() < 2 {
+            return arity_checked(entry).map(|()| entry);
         }
         let Some(sub) = self.lookup_sub(entry, &args[1]) else {
-            return Err(CmdError::err(format_args!(
-                "unknown subcommand '{}'. Try {} HELP.",
-                truncated(&args[1], 128),
-                entry.spec.name.to_ascii_uppercase()
-            )));
+            return Err((
+                Some(entry.id),
+                CmdError::err(format_args!(
+                    "unknown subcommand '{}'. Try {} HELP.",
+                    truncated(&args[1], 128),
+                    entry.spec.name.to_ascii_uppercase()
+                )),
+            ));
         };
-        if sub.spec.arity_ok(args.len()) {
-            Ok(sub)
-        } else {
-            Err(CmdError::wrong_args(&sub.full_name))
-        }
+        arity_checked(sub).map(|()| sub)
     }
 }
 
@@ -194,8 +198,8 @@ pub fn execute(server: &Server, session: &mut Session, out: &mut Reply, args: &A
     let stats = &server.stats;
     let entry = match table().resolve(args) {
         Ok(e) => e,
-        Err(e) => {
-            stats.record_rejected(None, &e);
+        Err((id, e)) => {
+            stats.record_rejected(id, &e);
             out.error(&e.0);
             return;
         }

@@ -194,9 +194,8 @@ const ERR_LCS_TYPE: CmdError = CmdError::full("ERR The specified keys must conta
 const ERR_LCS_IDX_LEN: CmdError =
     CmdError::full("ERR If you want both the length and indexes, please just use IDX.");
 const ERR_LCS_TOO_LONG: CmdError = CmdError::full("ERR String too long for LCS");
-const ERR_LCS_MEMORY: CmdError = CmdError::full(
-    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
-);
+const ERR_LCS_MEMORY: CmdError =
+    CmdError::full("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
 
 /// The largest string a command may build (`proto-max-bulk-len`).
 fn max_string_len(ctx: &Ctx<'_>) -> u64 {
@@ -269,7 +268,11 @@ pub fn parse_expiry(
         return Err(invalid());
     }
     let ms = (n as u64).checked_mul(unit_ms).ok_or_else(invalid)?;
-    let at = if absolute { ms } else { ms.checked_add(now_ms).ok_or_else(invalid)? };
+    let at = if absolute {
+        ms
+    } else {
+        ms.checked_add(now_ms).ok_or_else(invalid)?
+    };
     if at > i64::MAX as u64 {
         return Err(invalid());
     }
@@ -453,7 +456,14 @@ fn set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// SETNX key value: 1 if set, 0 if the key existed.
 fn setnx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let (done, _) = set_generic(ctx, &args[1], &args[2], Condition::IfAbsent, Expiry::None, false)?;
+    let (done, _) = set_generic(
+        ctx,
+        &args[1],
+        &args[2],
+        Condition::IfAbsent,
+        Expiry::None,
+        false,
+    )?;
     ctx.out.int(i64::from(done));
     Ok(())
 }
@@ -461,7 +471,14 @@ fn setnx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// The shared body of SETEX and PSETEX: sets the value with an expiry `unit`s from now.
 fn setex_generic(ctx: &mut Ctx<'_>, args: &Args, unit: ExpireUnit, name: &str) -> CmdResult {
     let at = unit.resolve(&args[2], ctx.now_ms, name)?;
-    set_generic(ctx, &args[1], &args[3], Condition::Always, Expiry::At(at), false)?;
+    set_generic(
+        ctx,
+        &args[1],
+        &args[3],
+        Condition::Always,
+        Expiry::At(at),
+        false,
+    )?;
     ctx.out.ok();
     Ok(())
 }
@@ -478,7 +495,14 @@ fn psetex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// GETSET key value: sets the value (removing any expiry), replies the old one.
 fn getset(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let (_, old) = set_generic(ctx, &args[1], &args[2], Condition::Always, Expiry::None, true)?;
+    let (_, old) = set_generic(
+        ctx,
+        &args[1],
+        &args[2],
+        Condition::Always,
+        Expiry::None,
+        true,
+    )?;
     ctx.out.bulk_or_null(old.as_deref());
     Ok(())
 }
@@ -553,9 +577,17 @@ fn mget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// expiries) in one batch under one lock set, so no reader or writer sees some pairs written and
 /// others not. With `only_if_none_exists` (MSETNX) nothing is written if any key exists. Returns
 /// whether the pairs were written.
-pub fn mset_generic(ctx: &mut Ctx<'_>, args: &Args, only_if_none_exists: bool) -> Result<bool, CmdError> {
-    if args.len() % 2 == 0 {
-        let name = if only_if_none_exists { "msetnx" } else { "mset" };
+pub fn mset_generic(
+    ctx: &mut Ctx<'_>,
+    args: &Args,
+    only_if_none_exists: bool,
+) -> Result<bool, CmdError> {
+    if args.len().is_multiple_of(2) {
+        let name = if only_if_none_exists {
+            "msetnx"
+        } else {
+            "mset"
+        };
         return Err(CmdError::wrong_args(name));
     }
     let pairs = &args[1..];
@@ -931,7 +963,10 @@ mod tests {
     use super::*;
 
     fn opts(args: &[&str], for_set: bool) -> Result<StringOptions<'static>, CmdError> {
-        let v: Vec<bytes::Bytes> = args.iter().map(|s| bytes::Bytes::from(s.to_string())).collect();
+        let v: Vec<bytes::Bytes> = args
+            .iter()
+            .map(|s| bytes::Bytes::from(s.to_string()))
+            .collect();
         let leaked: &'static [bytes::Bytes] = Box::leak(v.into_boxed_slice());
         StringOptions::parse(leaked, for_set)
     }
@@ -946,7 +981,10 @@ mod tests {
         assert!(opts(&["KEEPTTL", "EX", "10"], true).is_err());
         assert!(opts(&["EX"], true).is_err());
         assert!(opts(&["PERSIST"], true).is_err());
-        assert!(opts(&["EX", "abc"], true).is_ok(), "values are validated later");
+        assert!(
+            opts(&["EX", "abc"], true).is_ok(),
+            "values are validated later"
+        );
         let o = opts(&["xx", "get", "pxat", "5"], true).unwrap();
         assert_eq!(o.cond, Condition::IfPresent);
         assert!(o.get);
@@ -969,10 +1007,19 @@ mod tests {
         let invalid = Err(CmdError::err("invalid expire time in 'set' command"));
         assert_eq!(parse_expiry(b"0", 1, true, now, "set"), invalid);
         assert_eq!(parse_expiry(b"-1", 1, false, now, "set"), invalid);
-        assert_eq!(parse_expiry(b"9223372036854776", 1000, true, now, "set"), invalid);
-        assert_eq!(parse_expiry(b"9223372036854775807", 1, false, now, "set"), invalid);
+        assert_eq!(
+            parse_expiry(b"9223372036854776", 1000, true, now, "set"),
+            invalid
+        );
+        assert_eq!(
+            parse_expiry(b"9223372036854775807", 1, false, now, "set"),
+            invalid
+        );
         assert!(parse_expiry(b"9223372036854775807", 1, true, now, "set").is_ok());
-        assert_eq!(parse_expiry(b"x", 1, true, now, "set"), Err(CmdError::not_integer()));
+        assert_eq!(
+            parse_expiry(b"x", 1, true, now, "set"),
+            Err(CmdError::not_integer())
+        );
     }
 
     #[test]
@@ -1001,8 +1048,14 @@ mod tests {
         assert_eq!(
             runs,
             vec![
-                LcsRun { a: (4, 7), b: (5, 8) },
-                LcsRun { a: (2, 3), b: (0, 1) },
+                LcsRun {
+                    a: (4, 7),
+                    b: (5, 8)
+                },
+                LcsRun {
+                    a: (2, 3),
+                    b: (0, 1)
+                },
             ]
         );
         let (_, runs) = lcs_compute(b"ohmytext", b"mynewtext", true, 4);
@@ -1023,7 +1076,10 @@ mod tests {
             value: Vec::new(),
         };
         assert_eq!(string_value(Some(hash)), Err(CmdError::wrong_type()));
-        assert_eq!(string_value(Some(Meta::string(b"v".to_vec(), 0))), Ok(Some(b"v".to_vec())));
+        assert_eq!(
+            string_value(Some(Meta::string(b"v".to_vec(), 0))),
+            Ok(Some(b"v".to_vec()))
+        );
         assert_eq!(string_value(None), Ok(None));
     }
 

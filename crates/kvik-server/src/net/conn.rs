@@ -57,6 +57,8 @@ pub struct Conn {
     /// The socket failed, or the output limit was broken: queued output is dropped and the
     /// connection closes as soon as no job holds it.
     pub write_failed: bool,
+    /// Parsing stopped because more than [`OUTPUT_BACKPRESSURE`] bytes wait to be sent.
+    pub throttled: bool,
     /// A protocol error found after the commands before it, reported once they have run.
     pub pending_error: Option<ProtocolError>,
     /// Commands parsed but not yet run: the tail of a job that stopped early because its
@@ -79,6 +81,7 @@ impl Conn {
             close_after_write: false,
             peer_closed: false,
             write_failed: false,
+            throttled: false,
             pending_error: None,
             leftover: Vec::new(),
             soft_limit_since: None,

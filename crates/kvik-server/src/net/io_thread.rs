@@ -139,7 +139,8 @@ impl IoThread {
             if self.server.clients.len() >= max {
                 stats.rejected_connections.fetch_add(1, Relaxed);
                 let mut s = stream;
-                let _ = std::io::Write::write_all(&mut s, b"-ERR max number of clients reached\r\n");
+                let _ =
+                    std::io::Write::write_all(&mut s, b"-ERR max number of clients reached\r\n");
                 continue;
             }
             stats.total_connections_received.fetch_add(1, Relaxed);
@@ -170,7 +171,10 @@ impl IoThread {
         let info = Arc::new(ClientInfo {
             id: server.clients.next_id(),
             addr: addr.to_string(),
-            laddr: stream.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            laddr: stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             created_ms: crate::clock::unix_ms(),
             name: Default::default(),
@@ -227,7 +231,8 @@ impl IoThread {
                 break; // no new command starts; shutdown_step closes the connection
             }
             if conn.pending_output() > OUTPUT_BACKPRESSURE {
-                break; // resumed by on_writable once the client reads
+                conn.throttled = true; // write_out drives it again once the client reads
+                break;
             }
             if !conn.leftover.is_empty() {
                 let run = std::mem::take(&mut conn.leftover);
@@ -310,7 +315,10 @@ impl IoThread {
         if !conn.write_failed {
             match conn.flush() {
                 Ok(n) => {
-                    self.server.stats.net_output_bytes.fetch_add(n as u64, Relaxed);
+                    self.server
+                        .stats
+                        .net_output_bytes
+                        .fetch_add(n as u64, Relaxed);
                     if n > 0 {
                         conn.client
                             .last_interaction_ms
@@ -332,23 +340,18 @@ impl IoThread {
         }
         let done = conn.close_after_write && (conn.pending_output() == 0 || conn.write_failed);
         if done && !conn.in_pool() {
-            self.close(token);
+            return self.close(token);
+        }
+        // Stopped for backpressure and now relieved (possibly by this very flush): nothing else
+        // would drive it again, since its socket's readable edge may already have passed.
+        if conn.throttled && conn.pending_output() <= OUTPUT_BACKPRESSURE {
+            conn.throttled = false;
+            self.again.push(token);
         }
     }
 
     fn on_writable(&mut self, token: Token) {
-        let was_backed_up = self
-            .conns
-            .get(&token)
-            .is_some_and(|c| c.pending_output() > OUTPUT_BACKPRESSURE);
         self.write_out(token);
-        let relieved = self
-            .conns
-            .get(&token)
-            .is_some_and(|c| c.pending_output() <= OUTPUT_BACKPRESSURE);
-        if was_backed_up && relieved {
-            self.again.push(token);
-        }
     }
 
     /// A pool job finished: take the session back, queue the replies, carry on.
@@ -390,7 +393,8 @@ impl IoThread {
             .iter()
             .filter(|(_, c)| {
                 !c.in_pool()
-                    && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed)) > timeout * 1000
+                    && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed))
+                        > timeout * 1000
             })
             .map(|(t, _)| *t)
             .collect();

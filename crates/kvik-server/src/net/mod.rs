@@ -95,7 +95,10 @@ impl Net {
 
 /// Binds the listeners and starts the I/O threads.
 pub fn start(server: Arc<Server>, pool: Arc<dyn Pool>) -> Result<Net, String> {
-    let port = server.config.port.load(std::sync::atomic::Ordering::Relaxed) as u16;
+    let port = server
+        .config
+        .port
+        .load(std::sync::atomic::Ordering::Relaxed) as u16;
     let mut listeners = Vec::new();
     let mut bound_port = port;
     for addr in server.config.bind.read().iter() {
@@ -115,7 +118,10 @@ pub fn start(server: Arc<Server>, pool: Arc<dyn Pool>) -> Result<Net, String> {
         .port
         .store(bound_port, std::sync::atomic::Ordering::Relaxed);
 
-    let n = server.config.io_threads.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    let n = server
+        .config
+        .io_threads
+        .load(std::sync::atomic::Ordering::Relaxed) as usize;
     let mut polls = Vec::new();
     let mut handles = Vec::new();
     let mut inboxes: Vec<Receiver<IoMsg>> = Vec::new();
@@ -135,7 +141,11 @@ pub fn start(server: Arc<Server>, pool: Arc<dyn Pool>) -> Result<Net, String> {
             poll,
             inbox,
             handles.clone(),
-            if i == 0 { listeners.take().unwrap_or_default() } else { Vec::new() },
+            if i == 0 {
+                listeners.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            },
             server.clone(),
             pool.clone(),
         )

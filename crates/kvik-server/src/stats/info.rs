@@ -179,7 +179,10 @@ fn server_section(server: &Server, w: &mut Lines<'_>) {
     w.field("uptime_in_days", uptime / 86400);
     w.field("hz", hz);
     w.field("configured_hz", hz);
-    w.field("lru_clock", (crate::clock::unix_ms() / 1000) & ((1 << 24) - 1));
+    w.field(
+        "lru_clock",
+        (crate::clock::unix_ms() / 1000) & ((1 << 24) - 1),
+    );
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -208,8 +211,16 @@ fn os_name() -> String {
 
 fn clients_section(server: &Server, w: &mut Lines<'_>) {
     let clients = server.clients.snapshot();
-    let max_in = clients.iter().map(|c| c.qbuf.load(Relaxed)).max().unwrap_or(0);
-    let max_out = clients.iter().map(|c| c.obuf.load(Relaxed)).max().unwrap_or(0);
+    let max_in = clients
+        .iter()
+        .map(|c| c.qbuf.load(Relaxed))
+        .max()
+        .unwrap_or(0);
+    let max_out = clients
+        .iter()
+        .map(|c| c.obuf.load(Relaxed))
+        .max()
+        .unwrap_or(0);
     w.field("connected_clients", clients.len());
     w.field("cluster_connections", 0);
     w.field("maxclients", server.config.maxclients.load(Relaxed));
@@ -227,7 +238,11 @@ static PEAK: AtomicU64 = AtomicU64::new(0);
 fn rss_bytes() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .unwrap_or(0);
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -237,7 +252,12 @@ fn rss_bytes() -> u64 {
 /// Total physical memory in bytes (0 if unknown).
 fn total_system_memory() -> u64 {
     // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
     if pages <= 0 || page <= 0 {
         0
     } else {
@@ -424,7 +444,11 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
             continue;
         }
         let usec = c.usec.load(Relaxed);
-        let per_call = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            usec as f64 / calls as f64
+        };
         w.field(
             &format!("cmdstat_{}", table.entry(id).full_name),
             format_args!(
@@ -478,10 +502,7 @@ mod tests {
             vec![Section::Cluster, Section::Keyspace]
         );
         assert!(selected(&[b"nosuch"]).is_empty());
-        assert_eq!(
-            selected(&[b"default", b"commandstats"]).len(),
-            ORDER.len()
-        );
+        assert_eq!(selected(&[b"default", b"commandstats"]).len(), ORDER.len());
     }
 
     #[test]

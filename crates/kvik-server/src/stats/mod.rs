@@ -80,7 +80,11 @@ impl Stats {
 
     fn record_error(&self, error: &CmdError) {
         self.total_error_replies.fetch_add(1, Relaxed);
-        *self.errors.lock().entry(error.prefix().to_string()).or_default() += 1;
+        *self
+            .errors
+            .lock()
+            .entry(error.prefix().to_string())
+            .or_default() += 1;
     }
 
     /// Error counts by prefix, for INFO errorstats.

@@ -73,13 +73,19 @@ impl SlowLog {
 /// Arguments as Redis stores them in a slowlog entry: at most 32, the last replaced by
 /// "... (N more arguments)", each cut at 128 bytes with "... (N more bytes)".
 fn slow_args(args: &[Bytes]) -> Vec<Vec<u8>> {
-    let keep = if args.len() > MAX_ARGS { MAX_ARGS - 1 } else { args.len() };
+    let keep = if args.len() > MAX_ARGS {
+        MAX_ARGS - 1
+    } else {
+        args.len()
+    };
     let mut out: Vec<Vec<u8>> = args[..keep]
         .iter()
         .map(|a| {
             if a.len() > MAX_ARG_LEN {
                 let mut v = a[..MAX_ARG_LEN].to_vec();
-                v.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_ARG_LEN).as_bytes());
+                v.extend_from_slice(
+                    format!("... ({} more bytes)", a.len() - MAX_ARG_LEN).as_bytes(),
+                );
                 v
             } else {
                 a.to_vec()

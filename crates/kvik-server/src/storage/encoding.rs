@@ -208,7 +208,10 @@ mod tests {
         let b = meta_key(1, b"bar");
         assert!(a < b);
         let (db, slot, key) = decode_meta_key(&b).unwrap();
-        assert_eq!((db, slot, key), (1, crate::slot::key_slot(b"bar"), &b"bar"[..]));
+        assert_eq!(
+            (db, slot, key),
+            (1, crate::slot::key_slot(b"bar"), &b"bar"[..])
+        );
     }
 
     #[test]

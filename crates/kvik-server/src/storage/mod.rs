@@ -248,7 +248,12 @@ impl Storage {
     pub fn property_sum(&self, name: &str) -> u64 {
         [CF_META, CF_DATA, CF_SCORE]
             .iter()
-            .filter_map(|cf| self.db.property_int_value_cf(self.cf(cf), name).ok().flatten())
+            .filter_map(|cf| {
+                self.db
+                    .property_int_value_cf(self.cf(cf), name)
+                    .ok()
+                    .flatten()
+            })
             .sum()
     }
 }

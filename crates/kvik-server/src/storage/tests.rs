@@ -30,8 +30,18 @@ fn compaction_filter_drops_expired_records_only() {
     let s = Storage::open(dir.path()).unwrap();
     let past = unix_ms() - 1000;
     for i in 0..100u32 {
-        put(&s, 0, format!("old{i}").as_bytes(), &Meta::string(vec![1], past));
-        put(&s, 0, format!("live{i}").as_bytes(), &Meta::string(vec![2], 0));
+        put(
+            &s,
+            0,
+            format!("old{i}").as_bytes(),
+            &Meta::string(vec![1], past),
+        );
+        put(
+            &s,
+            0,
+            format!("live{i}").as_bytes(),
+            &Meta::string(vec![2], 0),
+        );
     }
     // Before compaction the expired records are still on disk (only reads hide them).
     assert!(s.get_meta(0, b"old7").unwrap().is_some());
@@ -73,7 +83,12 @@ fn scan_meta_pages_visit_every_key_once() {
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(dir.path()).unwrap();
     for i in 0..1000u32 {
-        put(&s, 3, format!("key:{i}").as_bytes(), &Meta::string(vec![], 0));
+        put(
+            &s,
+            3,
+            format!("key:{i}").as_bytes(),
+            &Meta::string(vec![], 0),
+        );
     }
     put(&s, 4, b"other-db", &Meta::string(vec![], 0));
     let mut seen = std::collections::HashSet::new();
@@ -99,8 +114,18 @@ fn active_expiry_deletes_expired_keys_and_keeps_live_ones() {
     let s = Storage::open(dir.path()).unwrap();
     let past = unix_ms() - 1;
     for i in 0..500u32 {
-        put(&s, 0, format!("e{i}").as_bytes(), &Meta::string(vec![], past));
-        put(&s, 1, format!("e{i}").as_bytes(), &Meta::string(vec![], past));
+        put(
+            &s,
+            0,
+            format!("e{i}").as_bytes(),
+            &Meta::string(vec![], past),
+        );
+        put(
+            &s,
+            1,
+            format!("e{i}").as_bytes(),
+            &Meta::string(vec![], past),
+        );
         put(&s, 0, format!("l{i}").as_bytes(), &Meta::string(vec![], 0));
     }
     let mut cycle = ActiveExpiry::default();

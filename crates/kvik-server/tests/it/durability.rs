@@ -40,6 +40,14 @@ fn data_survives_clean_restart() {
 #[test]
 fn sigterm_finishes_in_flight_commands_and_exits_zero() {
     let mut s = TestServer::start();
+    // Idle clients are closed at shutdown.
+    let mut idle: Vec<_> = (0..3).map(|_| s.raw()).collect();
+    for c in &mut idle {
+        c.write_all(b"PING\r\n").unwrap();
+        let mut pong = [0u8; 7];
+        c.read_exact(&mut pong).unwrap();
+        assert_eq!(&pong, b"+PONG\r\n");
+    }
     // A long pipeline is in flight when SIGTERM arrives.
     let mut raw = s.raw();
     let n = 20_000;
@@ -47,7 +55,12 @@ fn sigterm_finishes_in_flight_commands_and_exits_zero() {
     for i in 0..n {
         let (k, v) = (format!("t{i}"), format!("value{i}"));
         buf.extend_from_slice(
-            format!("*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n", k.len(), v.len()).as_bytes(),
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .as_bytes(),
         );
     }
     let mut w = raw.try_clone().unwrap();
@@ -64,6 +77,14 @@ fn sigterm_finishes_in_flight_commands_and_exits_zero() {
     assert!(status.success(), "exit status {status}");
     let out = reader.join().unwrap();
     writer.join().unwrap();
+    for mut c in idle {
+        let mut rest = Vec::new();
+        if let Err(e) = c.read_to_end(&mut rest) {
+            // EOF or reset, not the harness's read timeout.
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+        }
+        assert_eq!(rest, b"");
+    }
     // Replies are whole +OKs (a cut may only fall after the last complete one).
     let acked = out.len() / 5;
     assert!(
@@ -71,6 +92,7 @@ fn sigterm_finishes_in_flight_commands_and_exits_zero() {
         "unexpected reply bytes"
     );
     assert!(acked <= n);
+    eprintln!("{acked} of {n} SETs acknowledged before the shutdown");
 
     s.restart();
     let mut c = s.client();

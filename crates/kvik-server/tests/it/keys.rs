@@ -638,7 +638,7 @@ fn redis_cli_scan_with_pattern() {
     assert_eq!(got.len(), 300, "redis-cli output: {out:.200}");
     assert_eq!(unique.len(), 300);
     assert!(unique.iter().all(|k| k.starts_with("cli:")));
-    let out = redis_cli(s.port, &["--scan", "--count", "7"]);
+    let out = redis_cli(s.port, &["--scan"]);
     assert_eq!(out.lines().filter(|l| !l.is_empty()).count(), 400);
 }
 

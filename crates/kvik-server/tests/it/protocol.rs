@@ -148,7 +148,11 @@ fn flood_expect_close(s: &TestServer, input: Vec<u8>) -> Vec<u8> {
     });
     let mut r = c;
     let (out, closed) = read_raw(&mut r, usize::MAX);
-    assert!(closed, "connection not closed; got {:?}", String::from_utf8_lossy(&out));
+    assert!(
+        closed,
+        "connection not closed; got {:?}",
+        String::from_utf8_lossy(&out)
+    );
     let _ = r.shutdown(Shutdown::Both);
     writer.join().unwrap();
     out
@@ -208,15 +212,19 @@ fn check_hello(reply: V, proto: i64) -> i64 {
         }
         V::Array(flat) => {
             assert_eq!(proto, 2);
-            flat.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()
+            flat.chunks(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect()
         }
         other => panic!("HELLO replied {other:?}"),
     };
     let keys: Vec<V> = pairs.iter().map(|p| p.0.clone()).collect();
-    let expected: Vec<V> = ["server", "version", "proto", "id", "mode", "role", "modules"]
-        .iter()
-        .map(|k| V::bulk(k))
-        .collect();
+    let expected: Vec<V> = [
+        "server", "version", "proto", "id", "mode", "role", "modules",
+    ]
+    .iter()
+    .map(|k| V::bulk(k))
+    .collect();
     assert_eq!(keys, expected);
     assert_eq!(pairs[0].1, V::bulk("redis"));
     match &pairs[1].1 {
@@ -247,7 +255,10 @@ fn hello_switches_protocol() {
     assert_eq!(read_line(&mut c.r), b"_");
     // The id stays the same; HELLO with no version keeps the protocol.
     assert_eq!(check_hello(c.cmd(&[b"HELLO"]), 3), id);
-    assert_eq!(check_hello(c.cmd(&[b"HELLO", b"2", b"SETNAME", b"me"]), 2), id);
+    assert_eq!(
+        check_hello(c.cmd(&[b"HELLO", b"2", b"SETNAME", b"me"]), 2),
+        id
+    );
     assert_eq!(c.cmd(&[b"CLIENT", b"GETNAME"]), V::bulk("me"));
     c.send(&resp(&[b"GET", b"nokey"]));
     assert_eq!(read_line(&mut c.r), b"$-1");
@@ -265,9 +276,7 @@ fn hello_switches_protocol() {
     );
     assert_eq!(
         c.cmd(&[b"HELLO", b"3", b"SETNAME", b"a b"]),
-        V::Error(
-            "ERR Client names cannot contain spaces, newlines or special characters.".into()
-        )
+        V::Error("ERR Client names cannot contain spaces, newlines or special characters.".into())
     );
     // A failed HELLO changes nothing.
     c.send(&resp(&[b"GET", b"nokey"]));
@@ -334,16 +343,23 @@ fn requirepass_and_auth() {
         c.cmd(&[b"HELLO", b"3"]),
         V::Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time".into())
     );
-    let wrongpass = V::Error("WRONGPASS invalid username-password pair or user is disabled.".into());
+    let wrongpass =
+        V::Error("WRONGPASS invalid username-password pair or user is disabled.".into());
     assert_eq!(c.cmd(&[b"AUTH", b"nope"]), wrongpass);
     assert_eq!(c.cmd(&[b"AUTH", b"default", b"nope"]), wrongpass);
     assert_eq!(c.cmd(&[b"AUTH", b"other", b"s3cret"]), wrongpass);
-    assert_eq!(c.cmd(&[b"AUTH", b"a", b"b", b"c"]), V::Error("ERR syntax error".into()));
+    assert_eq!(
+        c.cmd(&[b"AUTH", b"a", b"b", b"c"]),
+        V::Error("ERR syntax error".into())
+    );
     assert_eq!(
         c.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"nope"]),
         wrongpass
     );
-    assert_eq!(c.cmd(&[b"PING"]), V::Error("NOAUTH Authentication required.".into()));
+    assert_eq!(
+        c.cmd(&[b"PING"]),
+        V::Error("NOAUTH Authentication required.".into())
+    );
     assert_eq!(c.cmd(&[b"AUTH", b"s3cret"]), V::ok());
     assert_eq!(c.cmd(&[b"SET", b"k", b"v"]), V::ok());
     // RESET drops the authentication.
@@ -365,7 +381,7 @@ fn requirepass_and_auth() {
     let mut buf = resp(&[b"AUTH", b"s3cret"]);
     buf.extend(resp(&[b"ECHO", &big]));
     let eleven: Vec<&[u8]> = std::iter::once(&b"MGET"[..])
-        .chain(std::iter::repeat(&b"k"[..]).take(10))
+        .chain(std::iter::repeat_n(&b"k"[..], 10))
         .collect();
     buf.extend(resp(&eleven));
     c.send(&buf);
@@ -375,7 +391,10 @@ fn requirepass_and_auth() {
 
     // Before AUTH: more than 10 arguments or an argument over 16384 bytes is a protocol error.
     let out = send_expect_close(&s, b"*11\r\n");
-    assert_eq!(out, b"-ERR Protocol error: unauthenticated multibulk length\r\n");
+    assert_eq!(
+        out,
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
     let out = send_expect_close(&s, b"*1\r\n$16385\r\n");
     assert_eq!(out, b"-ERR Protocol error: unauthenticated bulk length\r\n");
     // At the limits the request is parsed (and refused for want of AUTH).
@@ -386,9 +405,12 @@ fn requirepass_and_auth() {
         V::Error("NOAUTH Authentication required.".into())
     );
     let ten: Vec<&[u8]> = std::iter::once(&b"MGET"[..])
-        .chain(std::iter::repeat(&b"k"[..]).take(9))
+        .chain(std::iter::repeat_n(&b"k"[..], 9))
         .collect();
-    assert_eq!(c.cmd(&ten), V::Error("NOAUTH Authentication required.".into()));
+    assert_eq!(
+        c.cmd(&ten),
+        V::Error("NOAUTH Authentication required.".into())
+    );
     assert_alive_auth(&s, "s3cret");
 }
 
@@ -439,11 +461,26 @@ fn protocol_errors_reply_like_redis_and_close() {
             b"*2147483648\r\n",
             b"-ERR Protocol error: invalid multibulk length\r\n",
         ),
-        (b"*1\r\n$-5\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
-        (b"*1\r\n$-1\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
-        (b"*abc\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
-        (b"*1\r\n$x\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
-        (b"*1\r\n:5\r\n", b"-ERR Protocol error: expected '$', got ':'\r\n"),
+        (
+            b"*1\r\n$-5\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n$-1\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*abc\r\n",
+            b"-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            b"*1\r\n$x\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n:5\r\n",
+            b"-ERR Protocol error: expected '$', got ':'\r\n",
+        ),
         (
             b"*2\r\n$4\r\nECHO\r\n+x\r\n",
             b"-ERR Protocol error: expected '$', got '+'\r\n",
@@ -525,7 +562,8 @@ fn garbage_and_truncated_frames() {
         })
         .collect();
     let mut c = s.raw();
-    c.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let _ = c.write_all(&noise);
     let _ = read_raw(&mut c, usize::MAX);
     drop(c);
@@ -534,7 +572,8 @@ fn garbage_and_truncated_frames() {
     // A truncated frame followed by EOF: nothing runs, nothing is answered, the server closes.
     let out = {
         let mut c = s.raw();
-        c.write_all(b"*3\r\n$3\r\nSET\r\n$5\r\ntrunc\r\n$5\r\nva").unwrap();
+        c.write_all(b"*3\r\n$3\r\nSET\r\n$5\r\ntrunc\r\n$5\r\nva")
+            .unwrap();
         c.shutdown(Shutdown::Write).unwrap();
         let (out, closed) = read_raw(&mut c, usize::MAX);
         assert!(closed);
@@ -590,16 +629,50 @@ fn slow_client_does_not_block_others() {
 }
 
 #[test]
+fn client_killed_while_its_commands_run() {
+    let s = TestServer::start();
+    let mut victim = Raw::new(&s);
+    let id = match victim.cmd(&[b"CLIENT", b"ID"]) {
+        V::Int(id) => id,
+        other => panic!("CLIENT ID replied {other:?}"),
+    };
+    // A long pipeline keeps the victim's runs in the pool while it is killed.
+    let mut buf = Vec::new();
+    for i in 0..50_000 {
+        buf.extend(resp(&[b"SET", format!("kill{i}").as_bytes(), b"x"]));
+    }
+    let mut w = victim.w.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&buf); // fails once the server closes: expected
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let mut killer = Raw::new(&s);
+    assert_eq!(
+        killer.cmd(&[b"CLIENT", b"KILL", b"ID", id.to_string().as_bytes()]),
+        V::Int(1)
+    );
+    // The victim's replies are whole +OKs up to the close.
+    let got = victim.read_to_eof();
+    assert!(got.len() < 50_000 * 5, "the victim was not closed");
+    assert!(got.chunks(5).take(got.len() / 5).all(|r| r == b"+OK\r\n"));
+    writer.join().unwrap();
+    assert_eq!(killer.cmd(&[b"PING"]), V::Simple("PONG".into()));
+    assert_alive(&s);
+}
+
+#[test]
 fn client_that_never_reads_is_throttled() {
     let s = TestServer::start();
     let mut other = Raw::new(&s);
-    let value = vec![b'v'; 256 * 1024];
+    let value = vec![b'v'; 512 * 1024];
     assert_eq!(other.cmd(&[b"SET", b"big", &value]), V::ok());
     let baseline = s.rss_kib();
 
-    // A stream of GET big and SET big, repeated forever, never reading a reply.
+    // A stream of GET big and SET big, repeated forever, never reading a reply. Over a
+    // thousand GETs arrive in one read of the socket: unless a job stops once its replies are
+    // big, one run of them alone holds 500 MB of replies.
     let mut chunk = Vec::new();
-    for _ in 0..8 {
+    for _ in 0..2000 {
         chunk.extend(resp(&[b"GET", b"big"]));
     }
     chunk.extend(resp(&[b"SET", b"big2", &value]));
@@ -609,7 +682,8 @@ fn client_that_never_reads_is_throttled() {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut w = w;
-            w.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+            w.set_write_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
             let mut pos = 0;
             let mut written = 0usize;
             while !stop.load(Ordering::SeqCst) {
@@ -749,7 +823,11 @@ fn redis_cli_works() {
     // --pipe mode: 1000 SETs in RESP form.
     let mut input = Vec::new();
     for i in 0..1000 {
-        input.extend(resp(&[b"SET", format!("pipe{i}").as_bytes(), format!("{i}").as_bytes()]));
+        input.extend(resp(&[
+            b"SET",
+            format!("pipe{i}").as_bytes(),
+            format!("{i}").as_bytes(),
+        ]));
     }
     let mut child = Command::new("redis-cli")
         .args(["-p", &s.port.to_string(), "--pipe", "--pipe-timeout", "20"])
@@ -792,7 +870,17 @@ fn wait_output(mut child: std::process::Child, limit: Duration) -> String {
 fn redis_benchmark_smoke() {
     let s = TestServer::start();
     let child = Command::new("redis-benchmark")
-        .args(["-p", &s.port.to_string(), "-t", "set,get", "-n", "2000", "-c", "5", "-q"])
+        .args([
+            "-p",
+            &s.port.to_string(),
+            "-t",
+            "set,get",
+            "-n",
+            "2000",
+            "-c",
+            "5",
+            "-q",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

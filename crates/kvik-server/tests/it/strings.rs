@@ -153,18 +153,31 @@ fn set_options_and_replies() {
     assert_eq!(err(&mut c, &["SET", "k", "v", "EX", "0"]), invalid);
     assert_eq!(err(&mut c, &["SET", "k", "v", "PX", "-5"]), invalid);
     assert_eq!(err(&mut c, &["SET", "k", "v", "PXAT", "0"]), invalid);
-    assert_eq!(err(&mut c, &["SET", "k", "v", "EXAT", "9223372036854776"]), invalid);
-    assert_eq!(err(&mut c, &["SET", "k", "v", "PX", "9223372036854775807"]), invalid);
+    assert_eq!(
+        err(&mut c, &["SET", "k", "v", "EXAT", "9223372036854776"]),
+        invalid
+    );
+    assert_eq!(
+        err(&mut c, &["SET", "k", "v", "PX", "9223372036854775807"]),
+        invalid
+    );
     assert_eq!(
         err(&mut c, &["SET", "k", "v", "EX", "abc"]),
         "ERR value is not an integer or out of range"
     );
-    assert_eq!(err(&mut c, &["SET", "k"]), "ERR wrong number of arguments for 'set' command");
+    assert_eq!(
+        err(&mut c, &["SET", "k"]),
+        "ERR wrong number of arguments for 'set' command"
+    );
     // No failed SET changed the key.
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("v3"));
     // Binary-safe values.
     let bin: Vec<u8> = (0..=255u8).collect();
-    redis::cmd("SET").arg("bin").arg(&bin).query::<()>(&mut c).unwrap();
+    redis::cmd("SET")
+        .arg("bin")
+        .arg(&bin)
+        .query::<()>(&mut c)
+        .unwrap();
     let got: Vec<u8> = redis::cmd("GET").arg("bin").query(&mut c).unwrap();
     assert_eq!(got, bin);
 }
@@ -175,11 +188,17 @@ fn set_expiry_options_expire_the_key() {
     let mut c = srv.client();
     assert_eq!(q(&mut c, &["SET", "px", "v", "PX", "100"]), Value::Okay);
     assert_eq!(q(&mut c, &["SET", "ex", "v", "EX", "1"]), Value::Okay);
-    assert!(eventually(Duration::from_secs(5), || q(&mut c, &["GET", "px"]) == Value::Nil));
+    assert!(eventually(Duration::from_secs(5), || q(
+        &mut c,
+        &["GET", "px"]
+    ) == Value::Nil));
     assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "ex")));
     // An absolute time in the past: the key is gone at once; SET GET still answers the old value.
     q(&mut c, &["SET", "past", "old"]);
-    assert_eq!(q(&mut c, &["SET", "past", "v", "PXAT", "1", "GET"]), bulk("old"));
+    assert_eq!(
+        q(&mut c, &["SET", "past", "v", "PXAT", "1", "GET"]),
+        bulk("old")
+    );
     assert!(!exists(&mut c, "past"));
     assert_eq!(q(&mut c, &["SET", "past", "v", "EXAT", "1"]), Value::Okay);
     assert!(!exists(&mut c, "past"));
@@ -195,7 +214,14 @@ fn ttl_is_cleared_by_set_family_and_kept_by_modifiers() {
     // Every key below first gets a 300 ms expiry, and `ctl` gets its own afterwards: once `ctl`
     // is gone, every original expiry has passed too.
     let cleared = ["set", "getset", "mset", "setex"];
-    let kept = ["keepttl", "append", "incr", "incrbyfloat", "setrange", "decrby"];
+    let kept = [
+        "keepttl",
+        "append",
+        "incr",
+        "incrbyfloat",
+        "setrange",
+        "decrby",
+    ];
     for k in cleared.iter().chain(kept.iter()) {
         q(&mut c, &["SET", k, "1", "PX", "300"]);
     }
@@ -210,7 +236,9 @@ fn ttl_is_cleared_by_set_family_and_kept_by_modifiers() {
     q(&mut c, &["INCRBYFLOAT", "incrbyfloat", "1.5"]);
     q(&mut c, &["SETRANGE", "setrange", "0", "x"]);
     q(&mut c, &["DECRBY", "decrby", "3"]);
-    assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "ctl")));
+    assert!(eventually(Duration::from_secs(5), || !exists(
+        &mut c, "ctl"
+    )));
     for k in cleared {
         assert!(exists(&mut c, k), "{k} should have lost its TTL");
     }
@@ -238,7 +266,10 @@ fn setnx_setex_psetex() {
     let psetex = "ERR invalid expire time in 'psetex' command";
     assert_eq!(err(&mut c, &["SETEX", "k", "0", "v"]), setex);
     assert_eq!(err(&mut c, &["SETEX", "k", "-1", "v"]), setex);
-    assert_eq!(err(&mut c, &["SETEX", "k", "9223372036854775807", "v"]), setex);
+    assert_eq!(
+        err(&mut c, &["SETEX", "k", "9223372036854775807", "v"]),
+        setex
+    );
     assert_eq!(err(&mut c, &["PSETEX", "k", "-1", "v"]), psetex);
     assert_eq!(
         err(&mut c, &["SETEX", "k", "abc", "v"]),
@@ -248,7 +279,10 @@ fn setnx_setex_psetex() {
         err(&mut c, &["SETEX", "k", "10", "v", "extra"]),
         "ERR wrong number of arguments for 'setex' command"
     );
-    assert_eq!(err(&mut c, &["SETNX", "k"]), "ERR wrong number of arguments for 'setnx' command");
+    assert_eq!(
+        err(&mut c, &["SETNX", "k"]),
+        "ERR wrong number of arguments for 'setnx' command"
+    );
     assert_eq!(q(&mut c, &["GET", "k"]), bulk("b"));
 }
 
@@ -256,16 +290,25 @@ fn setnx_setex_psetex() {
 fn mget_mset_msetnx() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["MSET", "a", "1", "b", "2", "a", "3"]), Value::Okay);
+    assert_eq!(
+        q(&mut c, &["MSET", "a", "1", "b", "2", "a", "3"]),
+        Value::Okay
+    );
     assert_eq!(
         q(&mut c, &["MGET", "a", "b", "nokey", "a"]),
         arr(vec![bulk("3"), bulk("2"), Value::Nil, bulk("3")])
     );
     // MSETNX is all or nothing.
     assert_eq!(q(&mut c, &["MSETNX", "x", "1", "b", "9", "y", "1"]), int(0));
-    assert_eq!(q(&mut c, &["MGET", "x", "b", "y"]), arr(vec![Value::Nil, bulk("2"), Value::Nil]));
+    assert_eq!(
+        q(&mut c, &["MGET", "x", "b", "y"]),
+        arr(vec![Value::Nil, bulk("2"), Value::Nil])
+    );
     assert_eq!(q(&mut c, &["MSETNX", "x", "1", "y", "2"]), int(1));
-    assert_eq!(q(&mut c, &["MGET", "x", "y"]), arr(vec![bulk("1"), bulk("2")]));
+    assert_eq!(
+        q(&mut c, &["MGET", "x", "y"]),
+        arr(vec![bulk("1"), bulk("2")])
+    );
     // A key repeated within MSETNX: none exists yet, the last value wins.
     assert_eq!(q(&mut c, &["MSETNX", "z", "1", "z", "2"]), int(1));
     assert_eq!(q(&mut c, &["GET", "z"]), bulk("2"));
@@ -303,7 +346,11 @@ fn msetnx_is_atomic_under_concurrency() {
     // all carry the winner's values, never a mix.
     let srv = TestServer::start();
     for round in 0..20 {
-        let (k1, k2, k3) = (format!("r{round}:a"), format!("r{round}:b"), format!("r{round}:c"));
+        let (k1, k2, k3) = (
+            format!("r{round}:a"),
+            format!("r{round}:b"),
+            format!("r{round}:c"),
+        );
         let handles: Vec<_> = ["x", "y"]
             .into_iter()
             .map(|tag| {
@@ -364,7 +411,9 @@ fn getset_getdel_getex() {
     // PX makes the key expire.
     q(&mut c, &["SET", "short", "v"]);
     assert_eq!(q(&mut c, &["GETEX", "short", "PX", "100"]), bulk("v"));
-    assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "short")));
+    assert!(eventually(Duration::from_secs(5), || !exists(
+        &mut c, "short"
+    )));
     // An elapsed absolute time returns the value and removes the key.
     q(&mut c, &["SET", "gone", "v"]);
     assert_eq!(q(&mut c, &["GETEX", "gone", "EXAT", "1"]), bulk("v"));
@@ -373,7 +422,9 @@ fn getset_getdel_getex() {
     q(&mut c, &["SET", "p", "v", "PX", "200"]);
     q(&mut c, &["SET", "ctl", "v", "PX", "200"]);
     assert_eq!(q(&mut c, &["GETEX", "p", "PERSIST"]), bulk("v"));
-    assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "ctl")));
+    assert!(eventually(Duration::from_secs(5), || !exists(
+        &mut c, "ctl"
+    )));
     assert_eq!(q(&mut c, &["GET", "p"]), bulk("v"));
 
     // Errors: syntax first; the expiry value only matters once the key exists.
@@ -391,15 +442,24 @@ fn getset_getdel_getex() {
     }
     let invalid = "ERR invalid expire time in 'getex' command";
     assert_eq!(err(&mut c, &["GETEX", "k", "EX", "-1"]), invalid);
-    assert_eq!(err(&mut c, &["GETEX", "k", "PX", "9223372036854775807"]), invalid);
+    assert_eq!(
+        err(&mut c, &["GETEX", "k", "PX", "9223372036854775807"]),
+        invalid
+    );
     assert_eq!(
         err(&mut c, &["GETEX", "k", "EX", "abc"]),
         "ERR value is not an integer or out of range"
     );
     assert_eq!(q(&mut c, &["GETEX", "nokey", "EX", "-1"]), Value::Nil);
     assert_eq!(q(&mut c, &["GETEX", "nokey", "EX", "abc"]), Value::Nil);
-    assert_eq!(err(&mut c, &["GETDEL", "a", "b"]), "ERR wrong number of arguments for 'getdel' command");
-    assert_eq!(err(&mut c, &["GETEX"]), "ERR wrong number of arguments for 'getex' command");
+    assert_eq!(
+        err(&mut c, &["GETDEL", "a", "b"]),
+        "ERR wrong number of arguments for 'getdel' command"
+    );
+    assert_eq!(
+        err(&mut c, &["GETEX"]),
+        "ERR wrong number of arguments for 'getex' command"
+    );
 }
 
 #[test]
@@ -419,8 +479,14 @@ fn append_and_strlen() {
     q(&mut c, &["SET", "n", "12"]);
     assert_eq!(q(&mut c, &["APPEND", "n", "3"]), int(3));
     assert_eq!(q(&mut c, &["INCR", "n"]), int(124));
-    assert_eq!(err(&mut c, &["STRLEN"]), "ERR wrong number of arguments for 'strlen' command");
-    assert_eq!(err(&mut c, &["APPEND", "k"]), "ERR wrong number of arguments for 'append' command");
+    assert_eq!(
+        err(&mut c, &["STRLEN"]),
+        "ERR wrong number of arguments for 'strlen' command"
+    );
+    assert_eq!(
+        err(&mut c, &["APPEND", "k"]),
+        "ERR wrong number of arguments for 'append' command"
+    );
 }
 
 #[test]
@@ -441,24 +507,49 @@ fn incr_decr_family() {
     q(&mut c, &["SET", "min", "-9223372036854775808"]);
     assert_eq!(err(&mut c, &["DECR", "min"]), overflow);
     assert_eq!(err(&mut c, &["INCRBY", "min", "-1"]), overflow);
-    assert_eq!(q(&mut c, &["INCRBY", "min", "9223372036854775807"]), int(-1));
+    assert_eq!(
+        q(&mut c, &["INCRBY", "min", "9223372036854775807"]),
+        int(-1)
+    );
     assert_eq!(
         err(&mut c, &["DECRBY", "n", "-9223372036854775808"]),
         "ERR decrement would overflow"
     );
     // Values and increments must be canonical 64-bit integers.
     let not_int = "ERR value is not an integer or out of range";
-    for v in ["abc", " 1", "1 ", "007", "+1", "9223372036854775808", "1.5", ""] {
+    for v in [
+        "abc",
+        " 1",
+        "1 ",
+        "007",
+        "+1",
+        "9223372036854775808",
+        "1.5",
+        "",
+    ] {
         q(&mut c, &["SET", "bad", v]);
         assert_eq!(err(&mut c, &["INCR", "bad"]), not_int, "{v:?}");
-        assert_eq!(q(&mut c, &["GET", "bad"]), bulk(v), "{v:?} must be untouched");
+        assert_eq!(
+            q(&mut c, &["GET", "bad"]),
+            bulk(v),
+            "{v:?} must be untouched"
+        );
     }
     assert_eq!(err(&mut c, &["INCRBY", "n", "abc"]), not_int);
     assert_eq!(err(&mut c, &["DECRBY", "n", "1.0"]), not_int);
-    assert_eq!(err(&mut c, &["INCRBY", "n", "99999999999999999999"]), not_int);
+    assert_eq!(
+        err(&mut c, &["INCRBY", "n", "99999999999999999999"]),
+        not_int
+    );
     assert_eq!(q(&mut c, &["GET", "n"]), bulk("-10"));
-    assert_eq!(err(&mut c, &["INCRBY", "n"]), "ERR wrong number of arguments for 'incrby' command");
-    assert_eq!(err(&mut c, &["INCR", "n", "1"]), "ERR wrong number of arguments for 'incr' command");
+    assert_eq!(
+        err(&mut c, &["INCRBY", "n"]),
+        "ERR wrong number of arguments for 'incrby' command"
+    );
+    assert_eq!(
+        err(&mut c, &["INCR", "n", "1"]),
+        "ERR wrong number of arguments for 'incr' command"
+    );
 }
 
 #[test]
@@ -495,7 +586,11 @@ fn incrbyfloat_formats_like_redis() {
         ("-0.000015", "0"),
         ("1e20", "100000000000000000000"),
     ] {
-        assert_eq!(q(&mut c, &["INCRBYFLOAT", "f", incr]), bulk(expected), "{incr}");
+        assert_eq!(
+            q(&mut c, &["INCRBYFLOAT", "f", incr]),
+            bulk(expected),
+            "{incr}"
+        );
         // The stored text is the reply.
         assert_eq!(q(&mut c, &["GET", "f"]), bulk(expected));
     }
@@ -509,9 +604,17 @@ fn incrbyfloat_formats_like_redis() {
     assert_eq!(err(&mut c, &["INCRBYFLOAT", "i", "-inf"]), nan_inf);
     let not_float = "ERR value is not a valid float";
     for bad in ["abc", " 1", "1 ", "nan", ""] {
-        assert_eq!(err(&mut c, &["INCRBYFLOAT", "i", bad]), not_float, "{bad:?}");
+        assert_eq!(
+            err(&mut c, &["INCRBYFLOAT", "i", bad]),
+            not_float,
+            "{bad:?}"
+        );
         q(&mut c, &["SET", "bad", bad]);
-        assert_eq!(err(&mut c, &["INCRBYFLOAT", "bad", "1"]), not_float, "{bad:?}");
+        assert_eq!(
+            err(&mut c, &["INCRBYFLOAT", "bad", "1"]),
+            not_float,
+            "{bad:?}"
+        );
     }
     assert_eq!(q(&mut c, &["GET", "i"]), bulk("4"));
 }
@@ -534,8 +637,16 @@ fn getrange_and_substr() {
         ("1", "-100", ""),
         ("10", "20", ""),
     ] {
-        assert_eq!(q(&mut c, &["GETRANGE", "k", start, end]), bulk(expected), "{start} {end}");
-        assert_eq!(q(&mut c, &["SUBSTR", "k", start, end]), bulk(expected), "{start} {end}");
+        assert_eq!(
+            q(&mut c, &["GETRANGE", "k", start, end]),
+            bulk(expected),
+            "{start} {end}"
+        );
+        assert_eq!(
+            q(&mut c, &["SUBSTR", "k", start, end]),
+            bulk(expected),
+            "{start} {end}"
+        );
     }
     assert_eq!(q(&mut c, &["GETRANGE", "nokey", "0", "-1"]), bulk(""));
     q(&mut c, &["SET", "empty", ""]);
@@ -568,7 +679,10 @@ fn setrange_edits_and_pads() {
     assert_eq!(q(&mut c, &["SETRANGE", "k", "100", ""]), int(12));
     assert_eq!(q(&mut c, &["SETRANGE", "none", "0", ""]), int(0));
     assert!(!exists(&mut c, "none"));
-    assert_eq!(err(&mut c, &["SETRANGE", "k", "-1", "x"]), "ERR offset is out of range");
+    assert_eq!(
+        err(&mut c, &["SETRANGE", "k", "-1", "x"]),
+        "ERR offset is out of range"
+    );
     assert_eq!(
         err(&mut c, &["SETRANGE", "k", "x", "x"]),
         "ERR value is not an integer or out of range"
@@ -584,7 +698,10 @@ fn big_values_are_refused_not_allocated() {
     // 600 MB > the default 512 MB limit.
     assert_eq!(err(&mut c, &["SETRANGE", "k", "629145600", "x"]), too_big);
     assert_eq!(err(&mut c, &["SETRANGE", "k", "536870912", "x"]), too_big);
-    assert_eq!(err(&mut c, &["SETRANGE", "k", "9223372036854775807", "xyz"]), too_big);
+    assert_eq!(
+        err(&mut c, &["SETRANGE", "k", "9223372036854775807", "xyz"]),
+        too_big
+    );
     assert!(!exists(&mut c, "k"));
     assert_eq!(q(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 
@@ -592,8 +709,14 @@ fn big_values_are_refused_not_allocated() {
     let srv = TestServer::start_with(&["--proto-max-bulk-len", "1mb"]);
     let mut c = srv.client();
     let mb = 1024 * 1024;
-    assert_eq!(q(&mut c, &["SETRANGE", "k", &(mb - 1).to_string(), "x"]), int(mb));
-    assert_eq!(err(&mut c, &["SETRANGE", "k", &mb.to_string(), "x"]), too_big);
+    assert_eq!(
+        q(&mut c, &["SETRANGE", "k", &(mb - 1).to_string(), "x"]),
+        int(mb)
+    );
+    assert_eq!(
+        err(&mut c, &["SETRANGE", "k", &mb.to_string(), "x"]),
+        too_big
+    );
     assert_eq!(err(&mut c, &["APPEND", "k", "x"]), too_big);
     assert_eq!(q(&mut c, &["STRLEN", "k"]), int(mb));
     q(&mut c, &["SETRANGE", "a", &(mb - 2).to_string(), "x"]);
@@ -624,7 +747,10 @@ fn lcs_options_and_errors() {
         ])
     );
     assert_eq!(
-        q(&mut c, &["LCS", "k1", "k2", "idx", "minmatchlen", "4", "withmatchlen"]),
+        q(
+            &mut c,
+            &["LCS", "k1", "k2", "idx", "minmatchlen", "4", "withmatchlen"]
+        ),
         arr(vec![
             bulk("matches"),
             arr(vec![run((4, 7), (5, 8), Some(4))]),
@@ -633,7 +759,10 @@ fn lcs_options_and_errors() {
         ])
     );
     // A negative MINMATCHLEN means 0; LEN alone ignores it.
-    assert_eq!(q(&mut c, &["LCS", "k1", "k2", "LEN", "MINMATCHLEN", "-5"]), int(6));
+    assert_eq!(
+        q(&mut c, &["LCS", "k1", "k2", "LEN", "MINMATCHLEN", "-5"]),
+        int(6)
+    );
     // Missing keys are empty strings.
     assert_eq!(q(&mut c, &["LCS", "k1", "nokey"]), bulk(""));
     assert_eq!(
@@ -641,7 +770,10 @@ fn lcs_options_and_errors() {
         arr(vec![bulk("matches"), arr(vec![]), bulk("len"), int(0)])
     );
     assert_eq!(err(&mut c, &["LCS", "k1", "k2", "foo"]), "ERR syntax error");
-    assert_eq!(err(&mut c, &["LCS", "k1", "k2", "IDX", "MINMATCHLEN"]), "ERR syntax error");
+    assert_eq!(
+        err(&mut c, &["LCS", "k1", "k2", "IDX", "MINMATCHLEN"]),
+        "ERR syntax error"
+    );
     assert_eq!(
         err(&mut c, &["LCS", "k1", "k2", "MINMATCHLEN", "abc"]),
         "ERR value is not an integer or out of range"
@@ -650,7 +782,10 @@ fn lcs_options_and_errors() {
         err(&mut c, &["LCS", "k1", "k2", "LEN", "IDX"]),
         "ERR If you want both the length and indexes, please just use IDX."
     );
-    assert_eq!(err(&mut c, &["LCS", "k1"]), "ERR wrong number of arguments for 'lcs' command");
+    assert_eq!(
+        err(&mut c, &["LCS", "k1"]),
+        "ERR wrong number of arguments for 'lcs' command"
+    );
 }
 
 #[test]
@@ -660,7 +795,10 @@ fn lcs_refuses_tables_beyond_proto_max_bulk_len() {
     // 501 * 501 * 4 bytes fits in 1 MB; 601 * 601 * 4 does not.
     let a500 = "a".repeat(500);
     let a600 = "a".repeat(600);
-    q(&mut c, &["MSET", "s1", &a500, "s2", &a500, "b1", &a600, "b2", &a600]);
+    q(
+        &mut c,
+        &["MSET", "s1", &a500, "s2", &a500, "b1", &a600, "b2", &a600],
+    );
     assert_eq!(q(&mut c, &["LCS", "s1", "s2"]), bulk(&a500));
     assert_eq!(
         err(&mut c, &["LCS", "b1", "b2", "LEN"]),
@@ -673,12 +811,20 @@ fn lcs_refuses_tables_beyond_proto_max_bulk_len() {
 fn resp2_and_resp3_reply_bytes() {
     let srv = TestServer::start();
     let mut s = srv.raw();
-    expect_raw(&mut s, &["MSET", "k1", "ohmytext", "k2", "mynewtext"], b"+OK\r\n");
+    expect_raw(
+        &mut s,
+        &["MSET", "k1", "ohmytext", "k2", "mynewtext"],
+        b"+OK\r\n",
+    );
     let idx2 = b"*4\r\n$7\r\nmatches\r\n*2\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n\
 *3\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n:2\r\n$3\r\nlen\r\n:6\r\n";
     expect_raw(&mut s, &["LCS", "k1", "k2", "IDX", "WITHMATCHLEN"], idx2);
     expect_raw(&mut s, &["GETEX", "nokey"], b"$-1\r\n");
-    expect_raw(&mut s, &["MGET", "k1", "nokey"], b"*2\r\n$8\r\nohmytext\r\n$-1\r\n");
+    expect_raw(
+        &mut s,
+        &["MGET", "k1", "nokey"],
+        b"*2\r\n$8\r\nohmytext\r\n$-1\r\n",
+    );
 
     hello3(&mut s);
     expect_raw(&mut s, &["SET", "f", "10.5"], b"+OK\r\n");
@@ -692,8 +838,16 @@ fn resp2_and_resp3_reply_bytes() {
     expect_raw(&mut s, &["GETEX", "nokey"], b"_\r\n");
     expect_raw(&mut s, &["GET", "nokey"], b"_\r\n");
     expect_raw(&mut s, &["SET", "k1", "v", "NX"], b"_\r\n");
-    expect_raw(&mut s, &["MGET", "k1", "nokey"], b"*2\r\n$8\r\nohmytext\r\n_\r\n");
+    expect_raw(
+        &mut s,
+        &["MGET", "k1", "nokey"],
+        b"*2\r\n$8\r\nohmytext\r\n_\r\n",
+    );
     expect_raw(&mut s, &["SETNX", "k1", "x"], b":0\r\n");
     expect_raw(&mut s, &["INCRBY", "n", "5"], b":5\r\n");
-    expect_raw(&mut s, &["DECRBY", "n", "-9223372036854775808"], b"-ERR decrement would overflow\r\n");
+    expect_raw(
+        &mut s,
+        &["DECRBY", "n", "-9223372036854775808"],
+        b"-ERR decrement would overflow\r\n",
+    );
 }
