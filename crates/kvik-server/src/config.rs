@@ -329,6 +329,25 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.slowlog_max_len, v, 0, i64::MAX as u64),
     },
     Setting {
+        name: "appendonly",
+        default: "yes",
+        mutable: false,
+        help: "always yes: every write goes through RocksDB's WAL (kept for Redis tools that ask)",
+        get: |_| "yes".into(),
+        set: |_, v| match parse_bool(v)? {
+            true => Ok(()),
+            false => Err("kvik always logs writes (RocksDB's WAL); appendonly cannot be turned off".into()),
+        },
+    },
+    Setting {
+        name: "save",
+        default: "",
+        mutable: true,
+        help: "accepted for compatibility and ignored: kvik has no RDB snapshots, the WAL persists every write",
+        get: |_| String::new(),
+        set: |_, _| Ok(()),
+    },
+    Setting {
         name: "hz",
         default: "10",
         mutable: true,

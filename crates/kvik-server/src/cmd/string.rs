@@ -403,7 +403,13 @@ pub fn set_generic(
     let storage = &ctx.server.storage;
     let db = ctx.db();
     let _guard = storage.lock(db, &[key]);
-    let current = if want_old {
+    // A plain overwrite needs nothing from the old record: skip the read (half the work of a
+    // SET; whatever the key held before, a new meta record replaces it and any collection
+    // members it had become stale).
+    let blind = cond == Condition::Always && !want_old && expiry != Expiry::Keep;
+    let current = if blind {
+        None
+    } else if want_old {
         ctx.lookup_read(key)?
     } else {
         ctx.lookup_write(key)?

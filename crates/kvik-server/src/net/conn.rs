@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Bytes read per `read` call.
-const READ_CHUNK: usize = 16 * 1024;
+pub const READ_CHUNK: usize = 16 * 1024;
 /// Most bytes read from one connection per turn of the event loop, so one client cannot starve
 /// the others on its thread.
 pub const READ_BUDGET: usize = 256 * 1024;
@@ -102,7 +102,7 @@ impl Conn {
     }
 
     /// Reads what the socket has, up to [`READ_BUDGET`]. Returns the bytes read and the outcome.
-    pub fn read(&mut self) -> io::Result<(usize, ReadOutcome)> {
+    pub fn read(&mut self, scratch: &mut [u8]) -> io::Result<(usize, ReadOutcome)> {
         if self.rbuf.is_empty() && self.rbuf.capacity() > READ_BUDGET + READ_CHUNK {
             // Give back the memory of a big request that is gone (Redis shrinks idle query
             // buffers the same way).
@@ -110,28 +110,20 @@ impl Conn {
         }
         let mut total = 0;
         while total < READ_BUDGET {
-            let len = self.rbuf.len();
-            self.rbuf.resize(len + READ_CHUNK, 0);
-            match self.stream.read(&mut self.rbuf[len..]) {
-                Ok(0) => {
-                    self.rbuf.truncate(len);
-                    return Ok((total, ReadOutcome::Eof));
-                }
+            // Reading into the I/O thread's scratch buffer and copying what arrived costs a copy
+            // of the bytes read; reading into freshly grown query-buffer space would cost zeroing
+            // a whole chunk per read (it showed as 5% of a GET profile).
+            match self.stream.read(scratch) {
+                Ok(0) => return Ok((total, ReadOutcome::Eof)),
                 Ok(n) => {
-                    self.rbuf.truncate(len + n);
+                    self.rbuf.extend_from_slice(&scratch[..n]);
                     total += n;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.rbuf.truncate(len);
                     return Ok((total, ReadOutcome::Drained));
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    self.rbuf.truncate(len);
-                }
-                Err(e) => {
-                    self.rbuf.truncate(len);
-                    return Err(e);
-                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
         Ok((total, ReadOutcome::MoreWaiting))

@@ -10,7 +10,7 @@
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
 
-use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE};
+use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE, READ_CHUNK};
 use super::{Completion, IoHandle, IoMsg};
 use crate::clients::{ClientInfo, NO_CMD};
 use crate::cmd::{self, ctx::Reply};
@@ -44,6 +44,8 @@ pub struct IoThread {
     next_owner: usize,
     /// Connections to drive again without waiting for an event (see the module doc).
     again: Vec<Token>,
+    /// Where every socket read of this thread lands before it is appended to a query buffer.
+    scratch: Box<[u8]>,
 }
 
 impl IoThread {
@@ -72,6 +74,7 @@ impl IoThread {
             next_token: 0,
             next_owner: 0,
             again: Vec::new(),
+            scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         })
     }
 
@@ -274,7 +277,7 @@ impl IoThread {
                 conn.close_after_write = true;
                 break;
             }
-            match conn.read() {
+            match conn.read(&mut self.scratch) {
                 Ok((n, outcome)) => {
                     server.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
                     if n > 0 {
