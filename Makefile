@@ -9,7 +9,7 @@ CARGO   ?= cargo
 PROFILE := --release
 BIN     := $(CARGO_TARGET_DIR)/release
 
-.PHONY: all deps build run test fmt lint unit clean-data
+.PHONY: all deps build run test fmt lint bench clean-data
 
 all: build
 
@@ -32,6 +32,13 @@ fmt:
 
 lint:
 	$(CARGO) clippy $(PROFILE) --workspace --all-targets -- -D warnings
+
+## Benchmarks, quick sizes (a few minutes each); each prints medians and ratios from one run,
+## the form docs/benchmarks.md records them in. Never part of `make test`.
+bench: build
+	bash bench/baseline.sh
+	bash bench/client_batch.sh
+	bash bench/client_multiget.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -6,9 +6,8 @@
 #   bench/client_multiget.sh                  # 4 kvik-servers it starts (quick size)
 #   BACKEND=redis bench/client_multiget.sh    # 4 redis-servers
 #   KEYS=1000 DELAY_MS=2 CALLS=100 ROUNDS=3 bench/client_multiget.sh
-set -euo pipefail
+source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/kvik-target}"
 BACKEND="${BACKEND:-kvik}"
 KEYS="${KEYS:-1000}"
 DELAY_MS="${DELAY_MS:-2}"
@@ -16,35 +15,12 @@ CALLS="${CALLS:-100}"
 ROUNDS="${ROUNDS:-3}"
 
 cargo build --release -q -p kvik-client --example bench_multiget
-[ "$BACKEND" = kvik ] && cargo build --release -q -p kvik-server
-
-tmp="$(mktemp -d)"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+cargo build --release -q -p kvik-server --bin kvik-server
 
 addrs=""
 for i in 1 2 3 4; do
-  if [ "$BACKEND" = kvik ]; then
-    "$CARGO_TARGET_DIR/release/kvik-server" --port 0 --dir "$tmp/data$i" >"$tmp/log$i" 2>&1 &
-    pids+=($!)
-    port=""
-    for _ in $(seq 600); do
-      port="$(sed -n 's/.*ready to accept connections on port \([0-9]*\).*/\1/p' "$tmp/log$i" | head -1)"
-      [ -n "$port" ] && break
-      sleep 0.1
-    done
-  else
-    port="$(free_port)"
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/log$i" 2>&1 &
-    pids+=($!)
-    for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
-  fi
-  [ -n "$port" ] || { echo "server $i did not start"; cat "$tmp/log$i"; exit 1; }
+  start_backend "$BACKEND" "server$i"
+  port=$BACKEND_PORT
   addrs="${addrs:+$addrs,}127.0.0.1:$port"
 done
 echo "backend=$BACKEND servers=$addrs"

@@ -45,6 +45,18 @@ start_redis() { # port name [extra args...]
   wait_ping "$port"
 }
 
+# start_backend kind name: starts a kvik-server or redis-server (kind = kvik | redis) on a free
+# port and leaves the port in BACKEND_PORT. (Not a $(...) function: the server's pid must reach
+# PIDS in this shell so the exit trap stops it.)
+start_backend() {
+  BACKEND_PORT=$(free_port)
+  case $1 in
+    kvik) start_kvik "$BACKEND_PORT" "$2" ;;
+    redis) start_redis "$BACKEND_PORT" "$2" ;;
+    *) echo "unknown backend $1 (kvik or redis)" >&2; return 1 ;;
+  esac
+}
+
 # run_rb port label [redis-benchmark args...]: appends "label,test,rps,avg,p50,p95,p99,max" rows
 # to $RESULTS.
 run_rb() {

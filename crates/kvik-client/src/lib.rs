@@ -58,7 +58,7 @@
 //!
 //! // Many keys from several servers at once, with per-server status.
 //! let ring = ShardedClient::new(
-//!     &[("10.0.0.1:6379", 1), ("10.0.0.2:6379", 1), ("10.0.0.3:6379", 2)],
+//!     &[("127.0.0.1:6380", 1), ("127.0.0.1:6381", 1), ("127.0.0.1:6382", 2)],
 //!     ShardOptions::default(),
 //! )?;
 //! let r = ring.get_multi(&["a", "b", "c"]);

@@ -7,14 +7,16 @@ use std::time::{Duration, Instant};
 use kvik_client::cluster::key_slot;
 use kvik_client::{cmd, Client, ClusterClient, Commands, ConnectOptions, Frame, ShardOptions};
 
-use crate::common::Server;
+use crate::common::{Endpoint, RedisServer};
 
-fn start_cluster() -> Vec<Server> {
-    let nodes: Vec<Server> = (0..3)
-        .map(|_| Server::redis(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]))
+fn start_cluster() -> Vec<RedisServer> {
+    let nodes: Vec<RedisServer> = (0..3)
+        .map(|_| {
+            RedisServer::start(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+        })
         .collect();
     let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(nodes.iter().map(Server::addr));
+    args.extend(nodes.iter().map(RedisServer::addr));
     args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
     let out = Command::new("timeout")
         .arg("60")
@@ -47,7 +49,7 @@ fn start_cluster() -> Vec<Server> {
     nodes
 }
 
-fn owner(nodes: &[Server], slot: u16) -> usize {
+fn owner(nodes: &[RedisServer], slot: u16) -> usize {
     let c = Client::connect(&nodes[0].addr(), ConnectOptions::new()).unwrap();
     let map = kvik_client::cluster::SlotMap::from_cluster_slots(
         &c.query(&cmd("CLUSTER").arg("SLOTS")).unwrap(),

@@ -1,19 +1,18 @@
-//! Test harness: real kvik-server and redis-server processes on ephemeral ports, and fake
-//! servers that misbehave on purpose.
+//! Test harness: real kvik-server and redis-server processes on ephemeral ports (kvik-testkit),
+//! and fake servers that misbehave on purpose.
 
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+pub use kvik_testkit::{free_port, Endpoint, KvikServer, RedisServer};
 
 /// The kvik-server binary next to the test executable's directory (<target>/release/).
 pub fn kvik_server_bin() -> PathBuf {
@@ -33,154 +32,28 @@ pub fn kvik_server_bin() -> PathBuf {
     bin
 }
 
-/// A running server process, killed on drop.
-pub struct Server {
-    child: Child,
-    pub port: u16,
-    _dir: Option<tempfile::TempDir>,
+/// A running kvik-server or redis-server process (kvik-testkit's handles), killed on drop.
+pub enum Server {
+    Kvik(KvikServer),
+    Redis(RedisServer),
 }
 
 impl Server {
-    pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
     /// kvik-server on a fresh data directory.
     pub fn kvik(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut child = Command::new(kvik_server_bin())
-            .arg("--port")
-            .arg("0")
-            .arg("--dir")
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn kvik-server");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            let mut sent = false;
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                if !sent {
-                    if let Some(rest) = line.split("ready to accept connections on port ").nth(1) {
-                        let port: u16 = rest
-                            .split_whitespace()
-                            .next()
-                            .and_then(|p| p.parse().ok())
-                            .expect("port in ready line");
-                        let _ = tx.send(port);
-                        sent = true;
-                    }
-                }
-            }
-        });
-        match rx.recv_timeout(START_TIMEOUT) {
-            Ok(port) => Server {
-                child,
-                port,
-                _dir: Some(dir),
-            },
-            Err(_) => {
-                let _ = child.kill();
-                panic!("kvik-server did not report ready within {START_TIMEOUT:?}");
-            }
-        }
+        Server::Kvik(KvikServer::start(kvik_server_bin(), extra))
     }
 
     /// redis-server with persistence off.
     pub fn redis(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(dir.path())
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (Debian's redis-server)");
-        let s = Server {
-            child,
-            port,
-            _dir: Some(dir),
-        };
-        wait_ping(port, extra);
-        s
+        Server::Redis(RedisServer::start(extra))
     }
 
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_ping(port: u16, extra: &[&str]) {
-    let pass = extra
-        .windows(2)
-        .find(|w| w[0] == "--requirepass")
-        .map(|w| w[1].to_string());
-    let start = Instant::now();
-    loop {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-            let req = match &pass {
-                Some(p) => format!(
-                    "*2\r\n$4\r\nAUTH\r\n${}\r\n{p}\r\n*1\r\n$4\r\nPING\r\n",
-                    p.len()
-                ),
-                None => "*1\r\n$4\r\nPING\r\n".to_string(),
-            };
-            if s.write_all(req.as_bytes()).is_ok() {
-                let mut buf = [0u8; 64];
-                let mut got = Vec::new();
-                while let Ok(n) = s.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    got.extend_from_slice(&buf[..n]);
-                    if got.windows(5).any(|w| w == b"+PONG") {
-                        return;
-                    }
-                }
-            }
+    pub fn addr(&self) -> String {
+        match self {
+            Server::Kvik(s) => s.addr(),
+            Server::Redis(s) => s.addr(),
         }
-        assert!(
-            start.elapsed() < START_TIMEOUT,
-            "redis-server on {port} never answered PING"
-        );
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

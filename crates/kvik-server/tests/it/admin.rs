@@ -1,9 +1,8 @@
 //! Integration tests: admin (INFO, COMMAND, CONFIG, SLOWLOG, DBSIZE, FLUSHDB/FLUSHALL, TIME,
 //! SHUTDOWN, CLIENT).
 
-use crate::common::{redis_cli, TestServer};
+use crate::common::{info, parse_info, redis_cli, resp_str, Endpoint, TestServer};
 use redis::Value;
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 
@@ -52,11 +51,7 @@ impl Raw {
     }
 
     fn send(&mut self, args: &[&str]) {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        self.r.get_mut().write_all(&out).unwrap();
+        self.r.get_mut().write_all(&resp_str(args)).unwrap();
     }
 
     fn cmd(&mut self, args: &[&str]) -> Resp {
@@ -113,35 +108,6 @@ fn err(text: &str) -> Resp {
 
 fn bulk(s: &str) -> Resp {
     Resp::Bulk(s.as_bytes().to_vec())
-}
-
-/// INFO text split into sections (header -> fields); asserts every line is a header, empty, or
-/// `key:value`.
-fn parse_info(text: &str) -> HashMap<String, HashMap<String, String>> {
-    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
-    let mut current = String::new();
-    assert!(text.ends_with("\r\n"), "INFO ends with CRLF");
-    for line in text.split("\r\n") {
-        if line.is_empty() {
-            continue;
-        }
-        if let Some(h) = line.strip_prefix("# ") {
-            current = h.to_string();
-            out.entry(current.clone()).or_default();
-            continue;
-        }
-        let (k, v) = line
-            .split_once(':')
-            .unwrap_or_else(|| panic!("INFO line without ':': {line:?}"));
-        assert!(!k.is_empty() && !current.is_empty(), "{line:?}");
-        out.get_mut(&current).unwrap().insert(k.into(), v.into());
-    }
-    out
-}
-
-fn info(con: &mut redis::Connection, section: &str) -> HashMap<String, HashMap<String, String>> {
-    let text: String = redis::cmd("INFO").arg(section).query(con).unwrap();
-    parse_info(&text)
 }
 
 #[test]

@@ -1,27 +1,23 @@
-//! The test harness: start, stop, kill and restart a real kvik-server process.
+//! The test harness: kvik-testkit's process handle bound to this crate's kvik-server binary, and
+//! the query helpers the test modules share (typed queries, error texts, bounded polling, raw
+//! request encoding, INFO parsing).
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
 
-/// How long a server may take to start (RocksDB open) before the test fails.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// Read/write timeout of every client the harness hands out: a hung server fails the test.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(20);
+use redis::{Connection, FromRedisValue, Value};
 
-pub struct TestServer {
-    child: Option<Child>,
-    pub port: u16,
-    pub dir: PathBuf,
-    /// Keeps the temporary directory alive (None when the caller owns `dir`).
-    _tmp: Option<tempfile::TempDir>,
-    extra_args: Vec<String>,
-}
+pub use kvik_testkit::{
+    eventually, read_raw, redis_cli, resp_request as resp, roundtrip_raw, Endpoint,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kvik-server");
+
+/// A kvik-server process of this build (see kvik_testkit::KvikServer for its methods).
+pub struct TestServer(kvik_testkit::KvikServer);
 
 impl TestServer {
     /// A server on a fresh data directory with default settings.
@@ -31,213 +27,96 @@ impl TestServer {
 
     /// A server on a fresh data directory with extra `--name value` arguments.
     pub fn start_with(args: &[&str]) -> TestServer {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let dir = tmp.path().join("data");
-        let mut s = TestServer::start_in(&dir, args);
-        s._tmp = Some(tmp);
-        s
+        TestServer(kvik_testkit::KvikServer::start(BIN, args))
     }
 
     /// A server on `dir` (which may hold data from an earlier server).
     pub fn start_in(dir: &Path, args: &[&str]) -> TestServer {
-        let extra_args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (child, port) = spawn(dir, &extra_args);
-        TestServer {
-            child: Some(child),
-            port,
-            dir: dir.to_path_buf(),
-            _tmp: None,
-            extra_args,
-        }
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// A `redis` crate connection with timeouts.
-    pub fn client(&self) -> redis::Connection {
-        let client = redis::Client::open(self.url()).expect("client");
-        let con = client
-            .get_connection_with_timeout(IO_TIMEOUT)
-            .expect("connect to kvik-server");
-        con.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        con.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        con
-    }
-
-    /// A raw TCP connection with timeouts, for byte-level protocol tests.
-    pub fn raw(&self) -> TcpStream {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        s.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        s
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// Sends SIGKILL and waits for the process to go.
-    pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Sends SIGTERM and waits (bounded) for the exit status.
-    pub fn terminate(&mut self) -> ExitStatus {
-        let mut c = self.child.take().expect("running");
-        unsafe_free_sigterm(c.id());
-        wait_bounded(&mut c, Duration::from_secs(30))
-    }
-
-    /// Waits (bounded) for the process to exit on its own, e.g. after SHUTDOWN.
-    pub fn wait_exit(&mut self) -> ExitStatus {
-        let mut c = self.child.take().expect("running");
-        wait_bounded(&mut c, Duration::from_secs(30))
-    }
-
-    /// Starts a new server process on the same data directory and settings.
-    pub fn restart(&mut self) {
-        if self.child.is_some() {
-            self.terminate();
-        }
-        let (child, port) = spawn(&self.dir, &self.extra_args);
-        self.child = Some(child);
-        self.port = port;
-    }
-
-    /// Resident memory of the server process in KiB (from /proc).
-    pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    }
-
-    /// True while the process is running.
-    pub fn is_running(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(c) => c.try_wait().map(|s| s.is_none()).unwrap_or(false),
-            None => false,
-        }
+        TestServer(kvik_testkit::KvikServer::start_in(BIN, dir, args))
     }
 }
 
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.kill9();
+impl Deref for TestServer {
+    type Target = kvik_testkit::KvikServer;
+    fn deref(&self) -> &Self::Target {
+        &self.0
     }
 }
 
-fn unsafe_free_sigterm(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-}
-
-fn wait_bounded(c: &mut Child, limit: Duration) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = c.try_wait().expect("wait") {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = c.kill();
-            panic!("kvik-server did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+impl DerefMut for TestServer {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
     }
 }
 
-/// Starts the binary with `--port 0` and reads its log until it reports the bound port.
-fn spawn(dir: &Path, extra: &[String]) -> (Child, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kvik-server"))
-        .arg("--port")
-        .arg("0")
-        .arg("--dir")
-        .arg(dir)
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn kvik-server");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        let mut sent = false;
-        loop {
-            line.clear();
-            match reader.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if std::env::var_os("KVIK_TEST_LOG").is_some() {
-                eprint!("[kvik] {line}");
-            }
-            if !sent {
-                if let Some(rest) = line.split("ready to accept connections on port ").nth(1) {
-                    let port: u16 = rest
-                        .split_whitespace()
-                        .next()
-                        .and_then(|p| p.parse().ok())
-                        .expect("port in ready line");
-                    let _ = tx.send(port);
-                    sent = true;
-                }
-            }
-        }
-    });
-    match rx.recv_timeout(START_TIMEOUT) {
-        Ok(port) => (child, port),
-        Err(_) => {
-            let _ = child.kill();
-            panic!("kvik-server did not report ready within {START_TIMEOUT:?}");
-        }
+fn command(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+/// Runs `args` and converts the reply; panics (naming the command) on an error reply.
+pub fn q<T: FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    command(args)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
+}
+
+/// Runs `args` and returns the reply as it came; panics on an error reply.
+pub fn qv(con: &mut Connection, args: &[&str]) -> Value {
+    q(con, args)
+}
+
+/// Runs `args`, which must fail, and returns the full error text ("ERR ...").
+pub fn err(con: &mut Connection, args: &[&str]) -> String {
+    match command(args).query::<Value>(con) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
     }
 }
 
-/// Sends raw bytes and reads whatever the server answers until `expect_len` bytes arrived, the
-/// connection closed, or the read timed out. Returns (bytes, closed_by_server).
-pub fn roundtrip_raw(s: &mut TcpStream, send: &[u8], expect_len: usize) -> (Vec<u8>, bool) {
-    s.write_all(send).unwrap();
-    read_raw(s, expect_len)
+/// Encodes a command of text arguments as a RESP multibulk request.
+pub fn resp_str(args: &[&str]) -> Vec<u8> {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    resp(&bytes)
 }
 
-/// Reads until `expect_len` bytes, EOF (returns closed = true) or timeout.
-pub fn read_raw(s: &mut TcpStream, expect_len: usize) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    while out.len() < expect_len {
-        match s.read(&mut buf) {
-            Ok(0) => return (out, true),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                return (out, false)
-            }
-            Err(_) => return (out, true),
+/// INFO text split into sections (header -> fields); asserts every line is a header, empty, or
+/// `key:value`.
+pub fn parse_info(text: &str) -> HashMap<String, HashMap<String, String>> {
+    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+    let mut current = String::new();
+    assert!(text.ends_with("\r\n"), "INFO ends with CRLF");
+    for line in text.split("\r\n") {
+        if line.is_empty() {
+            continue;
         }
+        if let Some(h) = line.strip_prefix("# ") {
+            current = h.to_string();
+            out.entry(current.clone()).or_default();
+            continue;
+        }
+        let (k, v) = line
+            .split_once(':')
+            .unwrap_or_else(|| panic!("INFO line without ':': {line:?}"));
+        assert!(!k.is_empty() && !current.is_empty(), "{line:?}");
+        out.get_mut(&current).unwrap().insert(k.into(), v.into());
     }
-    (out, false)
+    out
 }
 
-/// Runs redis-cli against the server with `args`; returns stdout. Panics if redis-cli is missing.
-pub fn redis_cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .arg("-p")
-        .arg(port.to_string())
-        .args(args)
-        .output()
-        .expect("redis-cli (Debian's redis-tools) must be installed: make test installs it");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// `INFO section`, parsed by parse_info.
+pub fn info(con: &mut Connection, section: &str) -> HashMap<String, HashMap<String, String>> {
+    let text: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+    parse_info(&text)
+}
+
+/// The numeric value of `field` in an INFO section, if INFO has it.
+pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<u64> {
+    info(con, section)
+        .values()
+        .find_map(|fields| fields.get(field))
+        .and_then(|v| v.trim().parse().ok())
 }

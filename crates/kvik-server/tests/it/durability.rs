@@ -4,7 +4,7 @@
 //! WAL before it replies, so a crash of the process (kill -9) loses nothing acknowledged under
 //! any `appendfsync`; `always` also survives a machine crash, which a test cannot simulate.
 
-use crate::common::TestServer;
+use crate::common::{Endpoint, TestServer};
 use redis::Commands;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

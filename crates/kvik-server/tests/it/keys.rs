@@ -3,51 +3,15 @@
 //! active expiry). Expected replies and error texts are redis-server 7.0's.
 
 use crate::common::*;
-use redis::{Connection, FromRedisValue, Value};
+use redis::Connection;
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Runs `args` and converts the reply; panics (naming the command) on an error reply.
-fn q<T: FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query(con)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs `args`, which must fail, and returns the full error text ("ERR ...").
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    match c.query::<Value>(con) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64
-}
-
-/// Polls `f` every 20 ms until it returns true or `limit` passes; returns the last result.
-fn poll_until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Sets `n` keys named `{prefix}{i}` to "v" in one pipeline, with extra SET options.
@@ -288,7 +252,7 @@ fn expired_keys_disappear_from_every_command() {
     let _: () = q(&mut c, &["SET", "a", "v"]);
     assert_eq!(q::<i64>(&mut c, &["PEXPIRE", "a", "100"]), 1);
     let _: () = q(&mut c, &["SET", "b", "v", "PX", "100"]);
-    let gone = poll_until(Duration::from_secs(5), || {
+    let gone = eventually(Duration::from_secs(5), || {
         q::<i64>(&mut c, &["EXISTS", "a", "b"]) == 0
     });
     assert!(gone, "keys still exist long after their expiry");
@@ -315,7 +279,7 @@ fn expired_keys_disappear_from_every_command() {
     assert_eq!(q::<i64>(&mut c, &["DEL", "a", "b"]), 0);
     // An expired key is replaced as if absent, without its old expiry.
     let _: () = q(&mut c, &["SET", "c", "v", "PX", "30"]);
-    assert!(poll_until(Duration::from_secs(5), || q::<i64>(
+    assert!(eventually(Duration::from_secs(5), || q::<i64>(
         &mut c,
         &["EXISTS", "c"]
     ) == 0));
@@ -504,7 +468,7 @@ fn keys_matches_glob_patterns() {
     assert_eq!(keys(&mut c, "nomatch*"), set(&[]));
     // Each database is its own keyspace, and expired keys are not listed.
     let _: () = q(&mut c, &["SET", "short", "v", "PX", "20"]);
-    assert!(poll_until(Duration::from_secs(5), || !keys(&mut c, "*")
+    assert!(eventually(Duration::from_secs(5), || !keys(&mut c, "*")
         .contains("short")));
     assert!(!keys(&mut c, "*").contains("hello3"));
     assert_eq!(
@@ -668,7 +632,7 @@ fn randomkey_on_empty_and_filled_databases() {
     // Only expired keys: nil.
     let _: () = q(&mut c, &["SELECT", "6"]);
     set_many(&mut c, "x", 5, &["PX", "20"]);
-    assert!(poll_until(Duration::from_secs(5), || {
+    assert!(eventually(Duration::from_secs(5), || {
         q::<Option<String>>(&mut c, &["RANDOMKEY"]).is_none()
     }));
     assert_eq!(
@@ -758,14 +722,6 @@ fn object_subcommands() {
     );
 }
 
-/// The value of `field` in an INFO section, if INFO has it.
-fn info_field(c: &mut Connection, section: &str, field: &str) -> Option<u64> {
-    let text: String = redis::cmd("INFO").arg(section).query(c).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 #[test]
 fn active_expiry_removes_keys_nobody_reads() {
     let s = TestServer::start_with(&["--hz", "50"]);
@@ -774,7 +730,7 @@ fn active_expiry_removes_keys_nobody_reads() {
     // Without reading the keys, wait for the timer's cycle to delete them: INFO stats counts
     // every key the cycle deleted.
     let mut last = None;
-    let done = poll_until(Duration::from_secs(10), || {
+    let done = eventually(Duration::from_secs(10), || {
         last = info_field(&mut c, "stats", "expired_keys");
         last.is_some_and(|n| n >= 500)
     });

@@ -6,7 +6,7 @@
 //! closed where Redis closes it (read until EOF), and that the server still serves a fresh
 //! connection afterwards.
 
-use crate::common::{read_raw, roundtrip_raw, TestServer};
+use crate::common::{read_raw, resp, roundtrip_raw, Endpoint, TestServer};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::process::{Command, Stdio};
@@ -105,17 +105,6 @@ impl Raw {
             Err(e) => panic!("expected the server to close the connection, got {e}"),
         }
     }
-}
-
-/// Encodes a command as a RESP multibulk request.
-fn resp(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// The server answers PING on a fresh connection.

@@ -6,29 +6,7 @@
 use crate::common::*;
 use redis::{Connection, Value};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
-/// Runs a command and returns its reply; panics on an error reply.
-fn q(con: &mut Connection, args: &[&str]) -> Value {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c.query::<Value>(con)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// Runs a command that must fail and returns the full error text ("ERR ...").
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    match c.query::<Value>(con) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or("")),
-    }
-}
+use std::time::Duration;
 
 fn bulk(s: &str) -> Value {
     Value::BulkString(s.as_bytes().to_vec())
@@ -42,36 +20,13 @@ fn arr(items: Vec<Value>) -> Value {
     Value::Array(items)
 }
 
-/// Polls `f` every 10 ms until it holds or `limit` passes; returns whether it held.
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if f() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn exists(con: &mut Connection, key: &str) -> bool {
-    q(con, &["EXISTS", key]) == int(1)
-}
-
-/// Encodes a command as a RESP array.
-fn resp(args: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    out
+    qv(con, &["EXISTS", key]) == int(1)
 }
 
 /// Sends one command on a raw connection and checks the exact reply bytes.
 fn expect_raw(s: &mut TcpStream, args: &[&str], expected: &[u8]) {
-    let (got, _) = roundtrip_raw(s, &resp(args), expected.len());
+    let (got, _) = roundtrip_raw(s, &resp_str(args), expected.len());
     assert_eq!(
         String::from_utf8_lossy(&got),
         String::from_utf8_lossy(expected),
@@ -82,8 +37,8 @@ fn expect_raw(s: &mut TcpStream, args: &[&str], expected: &[u8]) {
 /// Switches a raw connection to RESP3 and consumes the HELLO reply (followed by a PING so the
 /// end of the variable-length HELLO map is known).
 fn hello3(s: &mut TcpStream) {
-    let mut send = resp(&["HELLO", "3"]);
-    send.extend_from_slice(&resp(&["PING"]));
+    let mut send = resp_str(&["HELLO", "3"]);
+    send.extend_from_slice(&resp_str(&["PING"]));
     let (mut got, _) = roundtrip_raw(s, &send, 1);
     for _ in 0..100 {
         if got.ends_with(b"+PONG\r\n") {
@@ -100,23 +55,23 @@ fn hello3(s: &mut TcpStream) {
 fn set_options_and_replies() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["GET", "k"]), Value::Nil);
-    assert_eq!(q(&mut c, &["SET", "k", "v1"]), Value::Okay);
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("v1"));
+    assert_eq!(qv(&mut c, &["GET", "k"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["SET", "k", "v1"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("v1"));
     // NX / XX.
-    assert_eq!(q(&mut c, &["SET", "k", "v2", "NX"]), Value::Nil);
-    assert_eq!(q(&mut c, &["SET", "new", "v", "XX"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["SET", "k", "v2", "NX"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["SET", "new", "v", "XX"]), Value::Nil);
     assert!(!exists(&mut c, "new"));
-    assert_eq!(q(&mut c, &["SET", "k", "v2", "xx"]), Value::Okay);
-    assert_eq!(q(&mut c, &["SET", "new", "v", "nx", "NX"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["SET", "k", "v2", "xx"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["SET", "new", "v", "nx", "NX"]), Value::Okay);
     // GET, alone and with NX / XX (Redis 7.0 allows both).
-    assert_eq!(q(&mut c, &["SET", "k", "v3", "GET"]), bulk("v2"));
-    assert_eq!(q(&mut c, &["SET", "k", "v4", "NX", "GET"]), bulk("v3"));
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("v3"));
-    assert_eq!(q(&mut c, &["SET", "none", "v", "XX", "GET"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["SET", "k", "v3", "GET"]), bulk("v2"));
+    assert_eq!(qv(&mut c, &["SET", "k", "v4", "NX", "GET"]), bulk("v3"));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("v3"));
+    assert_eq!(qv(&mut c, &["SET", "none", "v", "XX", "GET"]), Value::Nil);
     assert!(!exists(&mut c, "none"));
-    assert_eq!(q(&mut c, &["SET", "g", "v", "GET", "get"]), Value::Nil);
-    assert_eq!(q(&mut c, &["GET", "g"]), bulk("v"));
+    assert_eq!(qv(&mut c, &["SET", "g", "v", "GET", "get"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GET", "g"]), bulk("v"));
     // Expiry options that are accepted.
     for opts in [
         &["EX", "100"][..],
@@ -130,7 +85,7 @@ fn set_options_and_replies() {
     ] {
         let mut args = vec!["SET", "e", "v"];
         args.extend_from_slice(opts);
-        assert_eq!(q(&mut c, &args), Value::Okay, "{opts:?}");
+        assert_eq!(qv(&mut c, &args), Value::Okay, "{opts:?}");
     }
     // Errors, in Redis's order: syntax first, then the expiry value.
     let syntax = "ERR syntax error";
@@ -170,7 +125,7 @@ fn set_options_and_replies() {
         "ERR wrong number of arguments for 'set' command"
     );
     // No failed SET changed the key.
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("v3"));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("v3"));
     // Binary-safe values.
     let bin: Vec<u8> = (0..=255u8).collect();
     redis::cmd("SET")
@@ -186,25 +141,25 @@ fn set_options_and_replies() {
 fn set_expiry_options_expire_the_key() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["SET", "px", "v", "PX", "100"]), Value::Okay);
-    assert_eq!(q(&mut c, &["SET", "ex", "v", "EX", "1"]), Value::Okay);
-    assert!(eventually(Duration::from_secs(5), || q(
+    assert_eq!(qv(&mut c, &["SET", "px", "v", "PX", "100"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["SET", "ex", "v", "EX", "1"]), Value::Okay);
+    assert!(eventually(Duration::from_secs(5), || qv(
         &mut c,
         &["GET", "px"]
     ) == Value::Nil));
     assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "ex")));
     // An absolute time in the past: the key is gone at once; SET GET still answers the old value.
-    q(&mut c, &["SET", "past", "old"]);
+    qv(&mut c, &["SET", "past", "old"]);
     assert_eq!(
-        q(&mut c, &["SET", "past", "v", "PXAT", "1", "GET"]),
+        qv(&mut c, &["SET", "past", "v", "PXAT", "1", "GET"]),
         bulk("old")
     );
     assert!(!exists(&mut c, "past"));
-    assert_eq!(q(&mut c, &["SET", "past", "v", "EXAT", "1"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["SET", "past", "v", "EXAT", "1"]), Value::Okay);
     assert!(!exists(&mut c, "past"));
     // Far in the future: stays.
-    q(&mut c, &["SET", "future", "v", "EXAT", "99999999999"]);
-    assert_eq!(q(&mut c, &["GET", "future"]), bulk("v"));
+    qv(&mut c, &["SET", "future", "v", "EXAT", "99999999999"]);
+    assert_eq!(qv(&mut c, &["GET", "future"]), bulk("v"));
 }
 
 #[test]
@@ -223,19 +178,19 @@ fn ttl_is_cleared_by_set_family_and_kept_by_modifiers() {
         "decrby",
     ];
     for k in cleared.iter().chain(kept.iter()) {
-        q(&mut c, &["SET", k, "1", "PX", "300"]);
+        qv(&mut c, &["SET", k, "1", "PX", "300"]);
     }
-    q(&mut c, &["SET", "ctl", "v", "PX", "300"]);
-    q(&mut c, &["SET", "set", "2"]);
-    q(&mut c, &["GETSET", "getset", "2"]);
-    q(&mut c, &["MSET", "mset", "2", "other", "x"]);
-    q(&mut c, &["SETEX", "setex", "1000", "2"]);
-    q(&mut c, &["SET", "keepttl", "2", "KEEPTTL"]);
-    q(&mut c, &["APPEND", "append", "2"]);
-    q(&mut c, &["INCR", "incr"]);
-    q(&mut c, &["INCRBYFLOAT", "incrbyfloat", "1.5"]);
-    q(&mut c, &["SETRANGE", "setrange", "0", "x"]);
-    q(&mut c, &["DECRBY", "decrby", "3"]);
+    qv(&mut c, &["SET", "ctl", "v", "PX", "300"]);
+    qv(&mut c, &["SET", "set", "2"]);
+    qv(&mut c, &["GETSET", "getset", "2"]);
+    qv(&mut c, &["MSET", "mset", "2", "other", "x"]);
+    qv(&mut c, &["SETEX", "setex", "1000", "2"]);
+    qv(&mut c, &["SET", "keepttl", "2", "KEEPTTL"]);
+    qv(&mut c, &["APPEND", "append", "2"]);
+    qv(&mut c, &["INCR", "incr"]);
+    qv(&mut c, &["INCRBYFLOAT", "incrbyfloat", "1.5"]);
+    qv(&mut c, &["SETRANGE", "setrange", "0", "x"]);
+    qv(&mut c, &["DECRBY", "decrby", "3"]);
     assert!(eventually(Duration::from_secs(5), || !exists(
         &mut c, "ctl"
     )));
@@ -254,13 +209,13 @@ fn ttl_is_cleared_by_set_family_and_kept_by_modifiers() {
 fn setnx_setex_psetex() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["SETNX", "k", "a"]), int(1));
-    assert_eq!(q(&mut c, &["SETNX", "k", "b"]), int(0));
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("a"));
-    assert_eq!(q(&mut c, &["SETEX", "k", "100", "b"]), Value::Okay);
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("b"));
-    assert_eq!(q(&mut c, &["PSETEX", "p", "100", "v"]), Value::Okay);
-    assert_eq!(q(&mut c, &["GET", "p"]), bulk("v"));
+    assert_eq!(qv(&mut c, &["SETNX", "k", "a"]), int(1));
+    assert_eq!(qv(&mut c, &["SETNX", "k", "b"]), int(0));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("a"));
+    assert_eq!(qv(&mut c, &["SETEX", "k", "100", "b"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("b"));
+    assert_eq!(qv(&mut c, &["PSETEX", "p", "100", "v"]), Value::Okay);
+    assert_eq!(qv(&mut c, &["GET", "p"]), bulk("v"));
     assert!(eventually(Duration::from_secs(5), || !exists(&mut c, "p")));
     let setex = "ERR invalid expire time in 'setex' command";
     let psetex = "ERR invalid expire time in 'psetex' command";
@@ -283,7 +238,7 @@ fn setnx_setex_psetex() {
         err(&mut c, &["SETNX", "k"]),
         "ERR wrong number of arguments for 'setnx' command"
     );
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("b"));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("b"));
 }
 
 #[test]
@@ -291,27 +246,30 @@ fn mget_mset_msetnx() {
     let srv = TestServer::start();
     let mut c = srv.client();
     assert_eq!(
-        q(&mut c, &["MSET", "a", "1", "b", "2", "a", "3"]),
+        qv(&mut c, &["MSET", "a", "1", "b", "2", "a", "3"]),
         Value::Okay
     );
     assert_eq!(
-        q(&mut c, &["MGET", "a", "b", "nokey", "a"]),
+        qv(&mut c, &["MGET", "a", "b", "nokey", "a"]),
         arr(vec![bulk("3"), bulk("2"), Value::Nil, bulk("3")])
     );
     // MSETNX is all or nothing.
-    assert_eq!(q(&mut c, &["MSETNX", "x", "1", "b", "9", "y", "1"]), int(0));
     assert_eq!(
-        q(&mut c, &["MGET", "x", "b", "y"]),
+        qv(&mut c, &["MSETNX", "x", "1", "b", "9", "y", "1"]),
+        int(0)
+    );
+    assert_eq!(
+        qv(&mut c, &["MGET", "x", "b", "y"]),
         arr(vec![Value::Nil, bulk("2"), Value::Nil])
     );
-    assert_eq!(q(&mut c, &["MSETNX", "x", "1", "y", "2"]), int(1));
+    assert_eq!(qv(&mut c, &["MSETNX", "x", "1", "y", "2"]), int(1));
     assert_eq!(
-        q(&mut c, &["MGET", "x", "y"]),
+        qv(&mut c, &["MGET", "x", "y"]),
         arr(vec![bulk("1"), bulk("2")])
     );
     // A key repeated within MSETNX: none exists yet, the last value wins.
-    assert_eq!(q(&mut c, &["MSETNX", "z", "1", "z", "2"]), int(1));
-    assert_eq!(q(&mut c, &["GET", "z"]), bulk("2"));
+    assert_eq!(qv(&mut c, &["MSETNX", "z", "1", "z", "2"]), int(1));
+    assert_eq!(qv(&mut c, &["GET", "z"]), bulk("2"));
     for (cmd, args) in [
         ("mset", &["MSET", "a"][..]),
         ("mset", &["MSET", "a", "1", "b"]),
@@ -324,7 +282,7 @@ fn mget_mset_msetnx() {
         );
     }
     // A refused MSET wrote nothing.
-    assert_eq!(q(&mut c, &["GET", "a"]), bulk("3"));
+    assert_eq!(qv(&mut c, &["GET", "a"]), bulk("3"));
     // Many pairs in one command all land.
     let mut args: Vec<String> = vec!["MSET".into()];
     for i in 0..500 {
@@ -332,12 +290,12 @@ fn mget_mset_msetnx() {
         args.push(format!("val:{i}"));
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_eq!(q(&mut c, &refs), Value::Okay);
+    assert_eq!(qv(&mut c, &refs), Value::Okay);
     let mut mget = vec!["MGET".to_string()];
     mget.extend((0..500).map(|i| format!("key:{i}")));
     let refs: Vec<&str> = mget.iter().map(String::as_str).collect();
     let expected: Vec<Value> = (0..500).map(|i| bulk(&format!("val:{i}"))).collect();
-    assert_eq!(q(&mut c, &refs), arr(expected));
+    assert_eq!(qv(&mut c, &refs), arr(expected));
 }
 
 #[test]
@@ -384,17 +342,17 @@ fn msetnx_is_atomic_under_concurrency() {
 fn getset_getdel_getex() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["GETSET", "k", "a"]), Value::Nil);
-    assert_eq!(q(&mut c, &["GETSET", "k", "b"]), bulk("a"));
-    assert_eq!(q(&mut c, &["GETDEL", "k"]), bulk("b"));
-    assert_eq!(q(&mut c, &["GETDEL", "k"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GETSET", "k", "a"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GETSET", "k", "b"]), bulk("a"));
+    assert_eq!(qv(&mut c, &["GETDEL", "k"]), bulk("b"));
+    assert_eq!(qv(&mut c, &["GETDEL", "k"]), Value::Nil);
     assert!(!exists(&mut c, "k"));
 
     // GETEX without options only reads; with options sets or removes the expiry.
-    q(&mut c, &["SET", "k", "v"]);
-    assert_eq!(q(&mut c, &["GETEX", "k"]), bulk("v"));
-    assert_eq!(q(&mut c, &["GETEX", "nokey"]), Value::Nil);
-    assert_eq!(q(&mut c, &["GETEX", "nokey", "EX", "10"]), Value::Nil);
+    qv(&mut c, &["SET", "k", "v"]);
+    assert_eq!(qv(&mut c, &["GETEX", "k"]), bulk("v"));
+    assert_eq!(qv(&mut c, &["GETEX", "nokey"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GETEX", "nokey", "EX", "10"]), Value::Nil);
     assert!(!exists(&mut c, "nokey"));
     for opts in [
         &["EX", "100"][..],
@@ -406,26 +364,26 @@ fn getset_getdel_getex() {
     ] {
         let mut args = vec!["GETEX", "k"];
         args.extend_from_slice(opts);
-        assert_eq!(q(&mut c, &args), bulk("v"), "{opts:?}");
+        assert_eq!(qv(&mut c, &args), bulk("v"), "{opts:?}");
     }
     // PX makes the key expire.
-    q(&mut c, &["SET", "short", "v"]);
-    assert_eq!(q(&mut c, &["GETEX", "short", "PX", "100"]), bulk("v"));
+    qv(&mut c, &["SET", "short", "v"]);
+    assert_eq!(qv(&mut c, &["GETEX", "short", "PX", "100"]), bulk("v"));
     assert!(eventually(Duration::from_secs(5), || !exists(
         &mut c, "short"
     )));
     // An elapsed absolute time returns the value and removes the key.
-    q(&mut c, &["SET", "gone", "v"]);
-    assert_eq!(q(&mut c, &["GETEX", "gone", "EXAT", "1"]), bulk("v"));
+    qv(&mut c, &["SET", "gone", "v"]);
+    assert_eq!(qv(&mut c, &["GETEX", "gone", "EXAT", "1"]), bulk("v"));
     assert!(!exists(&mut c, "gone"));
     // PERSIST outlives a control key with the same expiry.
-    q(&mut c, &["SET", "p", "v", "PX", "200"]);
-    q(&mut c, &["SET", "ctl", "v", "PX", "200"]);
-    assert_eq!(q(&mut c, &["GETEX", "p", "PERSIST"]), bulk("v"));
+    qv(&mut c, &["SET", "p", "v", "PX", "200"]);
+    qv(&mut c, &["SET", "ctl", "v", "PX", "200"]);
+    assert_eq!(qv(&mut c, &["GETEX", "p", "PERSIST"]), bulk("v"));
     assert!(eventually(Duration::from_secs(5), || !exists(
         &mut c, "ctl"
     )));
-    assert_eq!(q(&mut c, &["GET", "p"]), bulk("v"));
+    assert_eq!(qv(&mut c, &["GET", "p"]), bulk("v"));
 
     // Errors: syntax first; the expiry value only matters once the key exists.
     for opts in [
@@ -450,8 +408,8 @@ fn getset_getdel_getex() {
         err(&mut c, &["GETEX", "k", "EX", "abc"]),
         "ERR value is not an integer or out of range"
     );
-    assert_eq!(q(&mut c, &["GETEX", "nokey", "EX", "-1"]), Value::Nil);
-    assert_eq!(q(&mut c, &["GETEX", "nokey", "EX", "abc"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GETEX", "nokey", "EX", "-1"]), Value::Nil);
+    assert_eq!(qv(&mut c, &["GETEX", "nokey", "EX", "abc"]), Value::Nil);
     assert_eq!(
         err(&mut c, &["GETDEL", "a", "b"]),
         "ERR wrong number of arguments for 'getdel' command"
@@ -466,19 +424,19 @@ fn getset_getdel_getex() {
 fn append_and_strlen() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["STRLEN", "k"]), int(0));
-    assert_eq!(q(&mut c, &["APPEND", "k", "hello"]), int(5));
-    assert_eq!(q(&mut c, &["APPEND", "k", " world"]), int(11));
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("hello world"));
-    assert_eq!(q(&mut c, &["STRLEN", "k"]), int(11));
+    assert_eq!(qv(&mut c, &["STRLEN", "k"]), int(0));
+    assert_eq!(qv(&mut c, &["APPEND", "k", "hello"]), int(5));
+    assert_eq!(qv(&mut c, &["APPEND", "k", " world"]), int(11));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("hello world"));
+    assert_eq!(qv(&mut c, &["STRLEN", "k"]), int(11));
     // Appending nothing to a missing key creates an empty string.
-    assert_eq!(q(&mut c, &["APPEND", "empty", ""]), int(0));
+    assert_eq!(qv(&mut c, &["APPEND", "empty", ""]), int(0));
     assert!(exists(&mut c, "empty"));
-    assert_eq!(q(&mut c, &["GET", "empty"]), bulk(""));
+    assert_eq!(qv(&mut c, &["GET", "empty"]), bulk(""));
     // Appending to a number keeps it a string of digits.
-    q(&mut c, &["SET", "n", "12"]);
-    assert_eq!(q(&mut c, &["APPEND", "n", "3"]), int(3));
-    assert_eq!(q(&mut c, &["INCR", "n"]), int(124));
+    qv(&mut c, &["SET", "n", "12"]);
+    assert_eq!(qv(&mut c, &["APPEND", "n", "3"]), int(3));
+    assert_eq!(qv(&mut c, &["INCR", "n"]), int(124));
     assert_eq!(
         err(&mut c, &["STRLEN"]),
         "ERR wrong number of arguments for 'strlen' command"
@@ -493,22 +451,22 @@ fn append_and_strlen() {
 fn incr_decr_family() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["INCR", "n"]), int(1));
-    assert_eq!(q(&mut c, &["INCRBY", "n", "41"]), int(42));
-    assert_eq!(q(&mut c, &["DECR", "n"]), int(41));
-    assert_eq!(q(&mut c, &["DECRBY", "n", "50"]), int(-9));
-    assert_eq!(q(&mut c, &["INCRBY", "n", "-1"]), int(-10));
-    assert_eq!(q(&mut c, &["GET", "n"]), bulk("-10"));
-    assert_eq!(q(&mut c, &["DECR", "fresh"]), int(-1));
+    assert_eq!(qv(&mut c, &["INCR", "n"]), int(1));
+    assert_eq!(qv(&mut c, &["INCRBY", "n", "41"]), int(42));
+    assert_eq!(qv(&mut c, &["DECR", "n"]), int(41));
+    assert_eq!(qv(&mut c, &["DECRBY", "n", "50"]), int(-9));
+    assert_eq!(qv(&mut c, &["INCRBY", "n", "-1"]), int(-10));
+    assert_eq!(qv(&mut c, &["GET", "n"]), bulk("-10"));
+    assert_eq!(qv(&mut c, &["DECR", "fresh"]), int(-1));
     let overflow = "ERR increment or decrement would overflow";
-    q(&mut c, &["SET", "max", "9223372036854775807"]);
+    qv(&mut c, &["SET", "max", "9223372036854775807"]);
     assert_eq!(err(&mut c, &["INCR", "max"]), overflow);
     assert_eq!(err(&mut c, &["DECRBY", "max", "-1"]), overflow);
-    q(&mut c, &["SET", "min", "-9223372036854775808"]);
+    qv(&mut c, &["SET", "min", "-9223372036854775808"]);
     assert_eq!(err(&mut c, &["DECR", "min"]), overflow);
     assert_eq!(err(&mut c, &["INCRBY", "min", "-1"]), overflow);
     assert_eq!(
-        q(&mut c, &["INCRBY", "min", "9223372036854775807"]),
+        qv(&mut c, &["INCRBY", "min", "9223372036854775807"]),
         int(-1)
     );
     assert_eq!(
@@ -527,10 +485,10 @@ fn incr_decr_family() {
         "1.5",
         "",
     ] {
-        q(&mut c, &["SET", "bad", v]);
+        qv(&mut c, &["SET", "bad", v]);
         assert_eq!(err(&mut c, &["INCR", "bad"]), not_int, "{v:?}");
         assert_eq!(
-            q(&mut c, &["GET", "bad"]),
+            qv(&mut c, &["GET", "bad"]),
             bulk(v),
             "{v:?} must be untouched"
         );
@@ -541,7 +499,7 @@ fn incr_decr_family() {
         err(&mut c, &["INCRBY", "n", "99999999999999999999"]),
         not_int
     );
-    assert_eq!(q(&mut c, &["GET", "n"]), bulk("-10"));
+    assert_eq!(qv(&mut c, &["GET", "n"]), bulk("-10"));
     assert_eq!(
         err(&mut c, &["INCRBY", "n"]),
         "ERR wrong number of arguments for 'incrby' command"
@@ -560,7 +518,7 @@ fn incr_is_atomic_across_clients() {
             let mut c = srv.client();
             std::thread::spawn(move || {
                 for _ in 0..250 {
-                    q(&mut c, &["INCR", "counter"]);
+                    qv(&mut c, &["INCR", "counter"]);
                 }
             })
         })
@@ -569,7 +527,7 @@ fn incr_is_atomic_across_clients() {
         t.join().unwrap();
     }
     let mut c = srv.client();
-    assert_eq!(q(&mut c, &["GET", "counter"]), bulk("1000"));
+    assert_eq!(qv(&mut c, &["GET", "counter"]), bulk("1000"));
 }
 
 #[test]
@@ -587,18 +545,18 @@ fn incrbyfloat_formats_like_redis() {
         ("1e20", "100000000000000000000"),
     ] {
         assert_eq!(
-            q(&mut c, &["INCRBYFLOAT", "f", incr]),
+            qv(&mut c, &["INCRBYFLOAT", "f", incr]),
             bulk(expected),
             "{incr}"
         );
         // The stored text is the reply.
-        assert_eq!(q(&mut c, &["GET", "f"]), bulk(expected));
+        assert_eq!(qv(&mut c, &["GET", "f"]), bulk(expected));
     }
-    q(&mut c, &["SET", "h", "007"]);
-    assert_eq!(q(&mut c, &["INCRBYFLOAT", "h", "0x10"]), bulk("23"));
-    assert_eq!(q(&mut c, &["INCRBYFLOAT", "neg", "-0.0"]), bulk("0"));
-    assert_eq!(q(&mut c, &["INCRBYFLOAT", "i", "3"]), bulk("3"));
-    assert_eq!(q(&mut c, &["INCR", "i"]), int(4));
+    qv(&mut c, &["SET", "h", "007"]);
+    assert_eq!(qv(&mut c, &["INCRBYFLOAT", "h", "0x10"]), bulk("23"));
+    assert_eq!(qv(&mut c, &["INCRBYFLOAT", "neg", "-0.0"]), bulk("0"));
+    assert_eq!(qv(&mut c, &["INCRBYFLOAT", "i", "3"]), bulk("3"));
+    assert_eq!(qv(&mut c, &["INCR", "i"]), int(4));
     let nan_inf = "ERR increment would produce NaN or Infinity";
     assert_eq!(err(&mut c, &["INCRBYFLOAT", "i", "inf"]), nan_inf);
     assert_eq!(err(&mut c, &["INCRBYFLOAT", "i", "-inf"]), nan_inf);
@@ -609,21 +567,21 @@ fn incrbyfloat_formats_like_redis() {
             not_float,
             "{bad:?}"
         );
-        q(&mut c, &["SET", "bad", bad]);
+        qv(&mut c, &["SET", "bad", bad]);
         assert_eq!(
             err(&mut c, &["INCRBYFLOAT", "bad", "1"]),
             not_float,
             "{bad:?}"
         );
     }
-    assert_eq!(q(&mut c, &["GET", "i"]), bulk("4"));
+    assert_eq!(qv(&mut c, &["GET", "i"]), bulk("4"));
 }
 
 #[test]
 fn getrange_and_substr() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    q(&mut c, &["SET", "k", "hello"]);
+    qv(&mut c, &["SET", "k", "hello"]);
     for (start, end, expected) in [
         ("0", "-1", "hello"),
         ("-1", "-5", ""),
@@ -638,19 +596,19 @@ fn getrange_and_substr() {
         ("10", "20", ""),
     ] {
         assert_eq!(
-            q(&mut c, &["GETRANGE", "k", start, end]),
+            qv(&mut c, &["GETRANGE", "k", start, end]),
             bulk(expected),
             "{start} {end}"
         );
         assert_eq!(
-            q(&mut c, &["SUBSTR", "k", start, end]),
+            qv(&mut c, &["SUBSTR", "k", start, end]),
             bulk(expected),
             "{start} {end}"
         );
     }
-    assert_eq!(q(&mut c, &["GETRANGE", "nokey", "0", "-1"]), bulk(""));
-    q(&mut c, &["SET", "empty", ""]);
-    assert_eq!(q(&mut c, &["GETRANGE", "empty", "0", "-1"]), bulk(""));
+    assert_eq!(qv(&mut c, &["GETRANGE", "nokey", "0", "-1"]), bulk(""));
+    qv(&mut c, &["SET", "empty", ""]);
+    assert_eq!(qv(&mut c, &["GETRANGE", "empty", "0", "-1"]), bulk(""));
     let not_int = "ERR value is not an integer or out of range";
     assert_eq!(err(&mut c, &["GETRANGE", "k", "0", "abc"]), not_int);
     assert_eq!(err(&mut c, &["GETRANGE", "nokey", "x", "1"]), not_int);
@@ -668,16 +626,16 @@ fn getrange_and_substr() {
 fn setrange_edits_and_pads() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    q(&mut c, &["SET", "k", "Hello World"]);
-    assert_eq!(q(&mut c, &["SETRANGE", "k", "6", "Redis"]), int(11));
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("Hello Redis"));
-    assert_eq!(q(&mut c, &["SETRANGE", "k", "11", "!"]), int(12));
-    assert_eq!(q(&mut c, &["SETRANGE", "pad", "3", "x"]), int(4));
+    qv(&mut c, &["SET", "k", "Hello World"]);
+    assert_eq!(qv(&mut c, &["SETRANGE", "k", "6", "Redis"]), int(11));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("Hello Redis"));
+    assert_eq!(qv(&mut c, &["SETRANGE", "k", "11", "!"]), int(12));
+    assert_eq!(qv(&mut c, &["SETRANGE", "pad", "3", "x"]), int(4));
     let padded: Vec<u8> = redis::cmd("GET").arg("pad").query(&mut c).unwrap();
     assert_eq!(padded, b"\0\0\0x");
     // Writing nothing: the length, and a missing key stays missing.
-    assert_eq!(q(&mut c, &["SETRANGE", "k", "100", ""]), int(12));
-    assert_eq!(q(&mut c, &["SETRANGE", "none", "0", ""]), int(0));
+    assert_eq!(qv(&mut c, &["SETRANGE", "k", "100", ""]), int(12));
+    assert_eq!(qv(&mut c, &["SETRANGE", "none", "0", ""]), int(0));
     assert!(!exists(&mut c, "none"));
     assert_eq!(
         err(&mut c, &["SETRANGE", "k", "-1", "x"]),
@@ -687,7 +645,7 @@ fn setrange_edits_and_pads() {
         err(&mut c, &["SETRANGE", "k", "x", "x"]),
         "ERR value is not an integer or out of range"
     );
-    assert_eq!(q(&mut c, &["GET", "k"]), bulk("Hello Redis!"));
+    assert_eq!(qv(&mut c, &["GET", "k"]), bulk("Hello Redis!"));
 }
 
 #[test]
@@ -703,14 +661,14 @@ fn big_values_are_refused_not_allocated() {
         too_big
     );
     assert!(!exists(&mut c, "k"));
-    assert_eq!(q(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+    assert_eq!(qv(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 
     // With a 1 MB limit the edges are cheap to reach.
     let srv = TestServer::start_with(&["--proto-max-bulk-len", "1mb"]);
     let mut c = srv.client();
     let mb = 1024 * 1024;
     assert_eq!(
-        q(&mut c, &["SETRANGE", "k", &(mb - 1).to_string(), "x"]),
+        qv(&mut c, &["SETRANGE", "k", &(mb - 1).to_string(), "x"]),
         int(mb)
     );
     assert_eq!(
@@ -718,27 +676,27 @@ fn big_values_are_refused_not_allocated() {
         too_big
     );
     assert_eq!(err(&mut c, &["APPEND", "k", "x"]), too_big);
-    assert_eq!(q(&mut c, &["STRLEN", "k"]), int(mb));
-    q(&mut c, &["SETRANGE", "a", &(mb - 2).to_string(), "x"]);
+    assert_eq!(qv(&mut c, &["STRLEN", "k"]), int(mb));
+    qv(&mut c, &["SETRANGE", "a", &(mb - 2).to_string(), "x"]);
     assert_eq!(err(&mut c, &["APPEND", "a", "xx"]), too_big);
-    assert_eq!(q(&mut c, &["APPEND", "a", "x"]), int(mb));
-    assert_eq!(q(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+    assert_eq!(qv(&mut c, &["APPEND", "a", "x"]), int(mb));
+    assert_eq!(qv(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 }
 
 #[test]
 fn lcs_options_and_errors() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    q(&mut c, &["MSET", "k1", "ohmytext", "k2", "mynewtext"]);
-    assert_eq!(q(&mut c, &["LCS", "k1", "k2"]), bulk("mytext"));
-    assert_eq!(q(&mut c, &["LCS", "k1", "k2", "LEN"]), int(6));
+    qv(&mut c, &["MSET", "k1", "ohmytext", "k2", "mynewtext"]);
+    assert_eq!(qv(&mut c, &["LCS", "k1", "k2"]), bulk("mytext"));
+    assert_eq!(qv(&mut c, &["LCS", "k1", "k2", "LEN"]), int(6));
     let run = |a: (i64, i64), b: (i64, i64), len: Option<i64>| {
         let mut v = vec![arr(vec![int(a.0), int(a.1)]), arr(vec![int(b.0), int(b.1)])];
         v.extend(len.map(int));
         arr(v)
     };
     assert_eq!(
-        q(&mut c, &["LCS", "k1", "k2", "IDX"]),
+        qv(&mut c, &["LCS", "k1", "k2", "IDX"]),
         arr(vec![
             bulk("matches"),
             arr(vec![run((4, 7), (5, 8), None), run((2, 3), (0, 1), None)]),
@@ -747,7 +705,7 @@ fn lcs_options_and_errors() {
         ])
     );
     assert_eq!(
-        q(
+        qv(
             &mut c,
             &["LCS", "k1", "k2", "idx", "minmatchlen", "4", "withmatchlen"]
         ),
@@ -760,13 +718,13 @@ fn lcs_options_and_errors() {
     );
     // A negative MINMATCHLEN means 0; LEN alone ignores it.
     assert_eq!(
-        q(&mut c, &["LCS", "k1", "k2", "LEN", "MINMATCHLEN", "-5"]),
+        qv(&mut c, &["LCS", "k1", "k2", "LEN", "MINMATCHLEN", "-5"]),
         int(6)
     );
     // Missing keys are empty strings.
-    assert_eq!(q(&mut c, &["LCS", "k1", "nokey"]), bulk(""));
+    assert_eq!(qv(&mut c, &["LCS", "k1", "nokey"]), bulk(""));
     assert_eq!(
-        q(&mut c, &["LCS", "nokey", "k2", "IDX"]),
+        qv(&mut c, &["LCS", "nokey", "k2", "IDX"]),
         arr(vec![bulk("matches"), arr(vec![]), bulk("len"), int(0)])
     );
     assert_eq!(err(&mut c, &["LCS", "k1", "k2", "foo"]), "ERR syntax error");
@@ -795,16 +753,16 @@ fn lcs_refuses_tables_beyond_proto_max_bulk_len() {
     // 501 * 501 * 4 bytes fits in 1 MB; 601 * 601 * 4 does not.
     let a500 = "a".repeat(500);
     let a600 = "a".repeat(600);
-    q(
+    qv(
         &mut c,
         &["MSET", "s1", &a500, "s2", &a500, "b1", &a600, "b2", &a600],
     );
-    assert_eq!(q(&mut c, &["LCS", "s1", "s2"]), bulk(&a500));
+    assert_eq!(qv(&mut c, &["LCS", "s1", "s2"]), bulk(&a500));
     assert_eq!(
         err(&mut c, &["LCS", "b1", "b2", "LEN"]),
         "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
     );
-    assert_eq!(q(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
+    assert_eq!(qv(&mut c, &["PING"]), Value::SimpleString("PONG".into()));
 }
 
 #[test]
