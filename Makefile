@@ -9,7 +9,7 @@ CARGO   ?= cargo
 PROFILE := --release
 BIN     := $(CARGO_TARGET_DIR)/release
 
-.PHONY: all deps build run test fmt lint bench clean-data
+.PHONY: all deps build run test fmt lint bench bench-full clean-data
 
 all: build
 
@@ -33,12 +33,28 @@ fmt:
 lint:
 	$(CARGO) clippy $(PROFILE) --workspace --all-targets -- -D warnings
 
-## Benchmarks, quick sizes (a few minutes each); each prints medians and ratios from one run,
-## the form docs/benchmarks.md records them in. Never part of `make test`.
+## Benchmarks. Each script starts its own servers on free ports, runs the sides alternately
+## (A B A B ..., 3 rounds or more) and prints medians and ratios, the form docs/benchmarks.md
+## records them in; all run under one machine-wide lock so two benchmarks never overlap.
+## `bench` runs the quick sizes (QUICK=1 plus smaller counts: under 10 minutes on 2 cores in
+## all); `bench-full` the long ones (the scripts' defaults). Never part of `make test`.
+BENCH_LOCK := flock /tmp/kvik-bench.lock
+
 bench: build
-	bash bench/baseline.sh
-	bash bench/client_batch.sh
-	bash bench/client_multiget.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/baseline.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/rate.sh
+	$(BENCH_LOCK) env QUICK=1 OPS=30000 bash bench/client_batch.sh
+	$(BENCH_LOCK) env QUICK=1 CALLS=50 bash bench/client_multiget.sh
+	$(BENCH_LOCK) env QUICK=1 N=30000 bash bench/pool.sh
+	$(BENCH_LOCK) env QUICK=1 IDLE=5 bash bench/pool_idle.sh
+
+bench-full: build
+	$(BENCH_LOCK) bash bench/baseline.sh
+	$(BENCH_LOCK) bash bench/rate.sh
+	$(BENCH_LOCK) bash bench/client_batch.sh
+	$(BENCH_LOCK) bash bench/client_multiget.sh
+	$(BENCH_LOCK) bash bench/pool.sh
+	$(BENCH_LOCK) bash bench/pool_idle.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -1,36 +1,58 @@
 #!/usr/bin/env bash
-# The first row of docs/benchmarks.md: redis-benchmark SET/GET against kvik and against
-# redis-server (Debian's package; plain, and with appendonly yes + appendfsync everysec, the
-# durable peer), all started here on free ports, run alternately A B C A B C ... and summarised
-# as medians and ratios.
+# Scenario 1 (issue 3): GET, SET, MGET (10 keys), HSET and HGET at -c 50, without and with
+# -P 16, measured with kvik-bench against kvik, redis-server with appendonly yes +
+# appendfsync everysec (the durable peer) and redis-server without persistence. All three are
+# started here on free ports and filled with the same keys (a warm-up), then run alternately
+# (kvik, redis-aof, redis, kvik, ...) for ROUNDS rounds; prints medians and the ratios
+# kvik/redis-aof and kvik/redis, and draws docs/benchmarks/baseline.svg.
+# kvik has no hashes yet: its HSET/HGET rows show "n/a (unsupported)".
 #
-#   bench/baseline.sh                 # 3 rounds, 200000 requests, -c 50, -P 1 and -P 16
-#   ROUNDS=5 N=100000 bench/baseline.sh
+#   bench/baseline.sh                       # full: 3 rounds, N=200000 (x4 with -P 16)
+#   QUICK=1 bench/baseline.sh               # quick (make bench): 3 rounds, N=30000
+#   ROUNDS=5 N=100000 TESTS=get,set bench/baseline.sh
+#
+# Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/baseline.sh
 source "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/.."
 
+ensure_redis
+ensure_kvik_bench
+
+if [ "$QUICK" = 1 ]; then N=${N:-30000}; else N=${N:-200000}; fi
 ROUNDS=${ROUNDS:-3}
-N=${N:-200000}
 CLIENTS=${CLIENTS:-50}
+KEYSPACE=${KEYSPACE:-100000}
+TESTS=${TESTS:-set,get,mget,hset,hget}
+PLOT=${PLOT:-docs/benchmarks/baseline.svg}
 RESULTS=$BENCH_TMP/results.csv
 
-KVIK_PORT=$(free_port); REDIS_PORT=$(free_port); AOF_PORT=$(free_port)
-start_kvik "$KVIK_PORT" kvik
-start_redis "$REDIS_PORT" redis
-start_redis "$AOF_PORT" redis-aof --appendonly yes --appendfsync everysec
+declare -A PORT
+SIDES=(kvik redis-aof redis)
+for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
+start_kvik "${PORT[kvik]}" kvik
+start_redis "${PORT[redis-aof]}" redis-aof --appendonly yes --appendfsync everysec
+start_redis "${PORT[redis]}" redis
 
-echo "machine: $(nproc) cores, $(uname -srm); $(redis-server --version | cut -d' ' -f1-3)"
-echo "command: redis-benchmark -t set,get -n $N -r 100000 -c $CLIENTS [-P 16] --csv; $ROUNDS rounds, alternating"
+# Warm-up: every key of the keyspace and every hash field exists on every side, and each side
+# has served some traffic, before anything is measured.
+for side in "${SIDES[@]}"; do
+  p=${PORT[$side]}
+  "$KVIK_BENCH" -p "$p" -q -c 50 -P 16 -r "$KEYSPACE" --dist seq -n "$KEYSPACE" -t set >/dev/null
+  "$KVIK_BENCH" -p "$p" -q -c 50 -P 16 -r "$KEYSPACE" --dist seq -n "$KEYSPACE" -t hset \
+    >/dev/null 2>&1
+  "$KVIK_BENCH" -p "$p" -q -c 50 -r "$KEYSPACE" -n 20000 -t get >/dev/null
+done
+
+echo "machine: $(nproc) cores, $(uname -srm); $(redis-server --version | cut -d' ' -f1-3); load: $(uptime | sed 's/.*load average: //')"
+echo "command: kvik-bench -t $TESTS -n N -r $KEYSPACE -c $CLIENTS [-P 16] (N=$N, 4N with -P 16); $ROUNDS rounds, alternating ${SIDES[*]}"
 for pipeline in 1 16; do
+  n=$N
+  [ "$pipeline" = 16 ] && n=$((N * 4))
   for round in $(seq 1 "$ROUNDS"); do
-    for side in kvik redis-aof redis; do
-      case $side in
-        kvik) port=$KVIK_PORT ;;
-        redis) port=$REDIS_PORT ;;
-        redis-aof) port=$AOF_PORT ;;
-      esac
-      run_rb "$port" "$side" -t set,get -n "$N" -r 100000 -c "$CLIENTS" -P "$pipeline"
+    for side in "${SIDES[@]}"; do
+      KB_SUFFIX=" -P $pipeline" run_kb "${PORT[$side]}" "$side" -t "$TESTS" -n "$n" \
+        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline"
     done
   done
-  sed -i "s/^\([^,]*\),\(SET\|GET\),/\1,\2 -P $pipeline,/" "$RESULTS"
 done
-summarize kvik redis-aof redis
+summarize_kb "kvik vs redis-server, -c $CLIENTS" "$PLOT" "${SIDES[@]}"

@@ -94,3 +94,120 @@ for t in tests:
     print(f"| {t} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 PY
 }
+
+# ---- kvik-bench helpers (issue 3) -------------------------------------------------------------
+# Scripts that use kvik-bench: run_kb appends each run's JSON to $RESULTS_JSONL (and the same
+# CSV rows as run_rb to $RESULTS, so `summarize` works on them too); summarize_kb prints medians
+# with p99.9, ratios of the first side against every other side, marks tests a side does not
+# support ("n/a (unsupported)": every reply was "ERR unknown command"), writes the medians as a
+# summary JSON and draws it as an SVG plot with `kvik-bench --plot`.
+#
+# QUICK=1 (what `make bench` sets) asks a script for its quick size; see each script's header.
+
+KVIK_BENCH=${KVIK_BENCH:-$CARGO_TARGET_DIR/release/kvik-bench}
+QUICK=${QUICK:-0}
+RESULTS_JSONL=${RESULTS_JSONL:-$BENCH_TMP/results.jsonl}
+
+# ensure_redis: installs Debian's redis-server and redis-tools when they are missing.
+ensure_redis() {
+  if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+    echo "installing redis-server and redis-tools (Debian packages)" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
+  fi
+}
+
+# ensure_kvik_bench: builds kvik-bench (and kvik-server) when the binaries are missing.
+ensure_kvik_bench() {
+  if [ ! -x "$KVIK_BENCH" ] || [ ! -x "$KVIK_BIN" ]; then
+    (cd "$(dirname "${BASH_SOURCE[0]}")/.." &&
+      cargo build --release -q -p kvik-bench -p kvik-server)
+  fi
+}
+
+# run_kb port label [kvik-bench args...]: one kvik-bench run; test names get $KB_SUFFIX
+# appended (e.g. " -P 16").
+run_kb() {
+  local port=$1 label=$2; shift 2
+  "$KVIK_BENCH" -p "$port" --json "$@" 2>>"$BENCH_TMP/kvik-bench.err" |
+    python3 -c '
+import json, sys
+label, jsonl, csvpath, suffix = sys.argv[1:5]
+doc = json.load(sys.stdin)
+for t in doc["tests"]:
+    t["name"] += suffix
+with open(jsonl, "a") as f:
+    f.write(json.dumps({"label": label, "doc": doc}) + "\n")
+with open(csvpath, "a") as f:
+    for t in doc["tests"]:
+        l = t["latency_ms"]
+        row = [label, t["name"], t["rps"]] + [l[k] for k in ("avg", "p50", "p95", "p99", "max")]
+        f.write(",".join(str(x) for x in row) + "\n")
+' "$label" "$RESULTS_JSONL" "$RESULTS" "${KB_SUFFIX:-}"
+}
+
+# summarize_kb title plot.svg side1 side2 ...: medians of every run in $RESULTS_JSONL as a
+# Markdown table, ratios side1/sideN of throughput, the summary JSON next to the plot, and the
+# plot (skipped when the plot path is "-").
+summarize_kb() {
+  local title=$1 plot=$2; shift 2
+  local summary="$BENCH_TMP/summary.json"
+  python3 - "$RESULTS_JSONL" "$summary" "$title" "$@" <<'PY'
+import json, statistics, sys
+path, out, title, labels = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+runs = {}
+order = []
+for line in open(path):
+    rec = json.loads(line)
+    for t in rec["doc"]["tests"]:
+        key = (rec["label"], t["name"])
+        if t["name"] not in order:
+            order.append(t["name"])
+        runs.setdefault(key, []).append(t)
+def unsupported(ts):
+    return all(t["requests"] > 0 and t["errors"] == t["requests"] and
+               any("unknown command" in s for s in t["error_samples"]) for t in ts)
+rows, med = [], {}
+for name in order:
+    for l in labels:
+        ts = runs.get((l, name))
+        if not ts:
+            continue
+        if unsupported(ts):
+            med[(l, name)] = None
+            continue
+        m = {"test": name, "side": l, "runs": len(ts),
+             "rps": statistics.median(t["rps"] for t in ts),
+             "errors": sum(t["errors"] for t in ts)}
+        for k in ("p50", "p95", "p99", "p99_9", "max"):
+            m[k] = statistics.median(t["latency_ms"][k] for t in ts)
+        med[(l, name)] = m
+        rows.append(m)
+first, others = labels[0], labels[1:]
+print("| test | " + " | ".join(f"{l} rps (p50/p99/p99.9 ms)" for l in labels) + " | "
+      + " | ".join(f"{first}/{o}" for o in others) + " |")
+print("|---" * (1 + len(labels) + len(others)) + "|")
+for name in order:
+    cells = []
+    for l in labels:
+        m = med.get((l, name), "missing")
+        if m is None:
+            cells.append("n/a (unsupported)")
+        elif m == "missing":
+            cells.append("-")
+        else:
+            err = f", {m['errors']} errors" if m["errors"] else ""
+            cells.append(f"{m['rps']:,.0f} ({m['p50']:.3f}/{m['p99']:.3f}/{m['p99_9']:.3f}{err})")
+    ratios = []
+    for o in others:
+        a, b = med.get((first, name)), med.get((o, name))
+        ratios.append(f"{a['rps'] / b['rps']:.2f}" if isinstance(a, dict) and isinstance(b, dict) and b["rps"] else "n/a")
+    print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+json.dump({"title": title, "sides": labels, "rows": rows}, open(out, "w"), indent=1)
+PY
+  if [ "$plot" != "-" ]; then
+    mkdir -p "$(dirname "$plot")"
+    "$KVIK_BENCH" --plot "$summary" --plot-out "$plot" && echo "plot: $plot"
+    cp "$summary" "${plot%.svg}.json"
+  fi
+}

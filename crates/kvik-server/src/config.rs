@@ -27,6 +27,8 @@ pub struct Config {
     pub dir: RwLock<PathBuf>,
     pub io_threads: AtomicU64,
     pub workers: AtomicU64,
+    /// `pool-mode`, `workers-per-link` and the `pool-*` tunables (see pool::adaptive).
+    pub pool: crate::pool::PoolSettings,
     pub databases: AtomicU64,
     pub requirepass: RwLock<Option<String>>,
     pub appendfsync: RwLock<FsyncPolicy>,
@@ -42,6 +44,16 @@ pub struct Config {
     pub slowlog_max_len: AtomicU64,
     pub hz: AtomicU64,
     pub active_expire: AtomicBool,
+    /// Hot cache settings (see `cache`); the server pushes changes into the cache.
+    pub cache_enabled: AtomicBool,
+    pub cache_maxmemory: AtomicU64,
+    pub cache_shards: AtomicU64,
+    pub cache_max_key_size: AtomicU64,
+    pub cache_max_hash_fields: AtomicU64,
+    pub cache_policy: RwLock<crate::cache::Policy>,
+    pub cache_fill_delay_us: AtomicU64,
+    /// Answer cache hits of rtc commands on the I/O thread.
+    pub rtc_read: AtomicBool,
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -192,6 +204,94 @@ pub static SETTINGS: &[Setting] = &[
         help: "number of worker threads that run commands against storage",
         get: |c| c.workers.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.workers, v, 1, 1024),
+    },
+    Setting {
+        name: "pool-mode",
+        default: "adaptive",
+        mutable: false,
+        help: "worker pool: adaptive (lock-free lists, spin/yield/park wait) or classic (mutex + condvar queue)",
+        get: |c| c.pool.mode.read().name().into(),
+        set: |c, v| {
+            *c.pool.mode.write() = crate::pool::PoolMode::parse(v)
+                .ok_or("argument(s) must be one of the following: adaptive, classic")?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "pool-wait",
+        default: "adaptive",
+        mutable: false,
+        help: "how an idle adaptive-pool worker waits: adaptive (spin, yield, park) or block (park at once)",
+        get: |c| c.pool.wait.read().name().into(),
+        set: |c, v| {
+            *c.pool.wait.write() = crate::pool::WaitMode::parse(v)
+                .ok_or("argument(s) must be one of the following: adaptive, block")?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "workers-per-link",
+        default: "2",
+        mutable: false,
+        help: "adaptive pool: workers sharing one lock-free task list",
+        get: |c| c.pool.workers_per_link.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.workers_per_link, v, 1, 1024),
+    },
+    Setting {
+        name: "pool-spin",
+        default: "200",
+        mutable: false,
+        help: "adaptive pool, wait level 1: checks of the list, one CPU pause each (0: skip)",
+        get: |c| c.pool.spin.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.spin, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "pool-max-yield-us",
+        default: "100",
+        mutable: false,
+        help: "adaptive pool, wait level 2: longest yield loop, in microseconds",
+        get: |c| c.pool.max_yield_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.max_yield_us, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "pool-slow-yield-us",
+        default: "3",
+        mutable: false,
+        help: "adaptive pool: a yield taking at least this many microseconds counts as slow (CPU contended)",
+        get: |c| c.pool.slow_yield_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.slow_yield_us, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "pool-slow-yields",
+        default: "3",
+        mutable: false,
+        help: "adaptive pool: slow yields that end wait level 2 and count against the yield credit",
+        get: |c| c.pool.slow_yields.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.slow_yields, v, 1, 1_000_000),
+    },
+    Setting {
+        name: "pool-sampling",
+        default: "256",
+        mutable: false,
+        help: "adaptive pool: one wait in this many enters level 2 and updates the credit",
+        get: |c| c.pool.sampling.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.sampling, v, 1, 1 << 30),
+    },
+    Setting {
+        name: "pool-list-slow-size",
+        default: "1024",
+        mutable: false,
+        help: "adaptive pool: above this many queued jobs a producer yields once before pushing",
+        get: |c| c.pool.list_slow_size.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.list_slow_size, v, 0, 1 << 40),
+    },
+    Setting {
+        name: "pool-list-max-size",
+        default: "65536",
+        mutable: false,
+        help: "adaptive pool: at this many queued jobs a producer blocks until a worker takes the list",
+        get: |c| c.pool.list_max_size.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pool.list_max_size, v, 1, 1 << 40),
     },
     Setting {
         name: "databases",
@@ -366,6 +466,83 @@ pub static SETTINGS: &[Setting] = &[
             Ok(())
         },
     },
+    Setting {
+        name: "cache-enabled",
+        default: "yes",
+        mutable: true,
+        help: "hot cache in front of RocksDB (turning it off empties it; on starts cold)",
+        get: |c| if c.cache_enabled.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_enabled.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cache-maxmemory",
+        default: "256mb",
+        mutable: true,
+        help: "memory bound of the hot cache (keys, values and per-entry overhead)",
+        get: |c| c.cache_maxmemory.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.cache_maxmemory.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cache-shards",
+        default: "16",
+        mutable: false,
+        help: "number of hot cache shards (each with its own lock)",
+        get: |c| c.cache_shards.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.cache_shards, v, 1, 4096),
+    },
+    Setting {
+        name: "cache-max-key-size",
+        default: "512",
+        mutable: true,
+        help: "longest key the hot cache holds, in bytes",
+        get: |c| c.cache_max_key_size.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.cache_max_key_size, v, 0, u32::MAX as u64),
+    },
+    Setting {
+        name: "cache-max-hash-fields",
+        default: "512",
+        mutable: true,
+        help: "largest hash (in fields) the hot cache holds whole",
+        get: |c| c.cache_max_hash_fields.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.cache_max_hash_fields, v, 0, u32::MAX as u64),
+    },
+    Setting {
+        name: "cache-policy",
+        default: "lfu",
+        mutable: true,
+        help: "hot cache eviction: lfu (sampled, decaying frequency) or lru (sampled recency)",
+        get: |c| c.cache_policy.read().name().into(),
+        set: |c, v| {
+            *c.cache_policy.write() = crate::cache::Policy::parse(v)
+                .ok_or("argument(s) must be one of the following: lfu, lru")?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cache-fill-delay-us",
+        default: "0",
+        mutable: true,
+        help: "testing only: delay between a cache miss's disk read and its cache fill",
+        get: |c| c.cache_fill_delay_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.cache_fill_delay_us, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "rtc-read",
+        default: "yes",
+        mutable: true,
+        help: "answer cache hits of simple reads on the I/O thread (run-to-completion)",
+        get: |c| if c.rtc_read.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_read.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
 ];
 
 fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
@@ -393,6 +570,7 @@ impl Default for Config {
             dir: RwLock::new(PathBuf::new()),
             io_threads: AtomicU64::new(0),
             workers: AtomicU64::new(0),
+            pool: Default::default(),
             databases: AtomicU64::new(0),
             requirepass: RwLock::new(None),
             appendfsync: RwLock::new(FsyncPolicy::Everysec),
@@ -407,6 +585,14 @@ impl Default for Config {
             slowlog_max_len: AtomicU64::new(0),
             hz: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
+            cache_enabled: AtomicBool::new(true),
+            cache_maxmemory: AtomicU64::new(0),
+            cache_shards: AtomicU64::new(0),
+            cache_max_key_size: AtomicU64::new(0),
+            cache_max_hash_fields: AtomicU64::new(0),
+            cache_policy: RwLock::new(crate::cache::Policy::Lfu),
+            cache_fill_delay_us: AtomicU64::new(0),
+            rtc_read: AtomicBool::new(true),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");
@@ -439,6 +625,19 @@ impl Config {
 
     pub fn databases(&self) -> u16 {
         self.databases.load(Relaxed) as u16
+    }
+
+    /// The hot cache settings.
+    pub fn cache_settings(&self) -> crate::cache::CacheSettings {
+        crate::cache::CacheSettings {
+            enabled: self.cache_enabled.load(Relaxed),
+            max_bytes: self.cache_maxmemory.load(Relaxed),
+            shards: self.cache_shards.load(Relaxed) as usize,
+            max_key: self.cache_max_key_size.load(Relaxed) as usize,
+            max_fields: self.cache_max_hash_fields.load(Relaxed) as usize,
+            policy: *self.cache_policy.read(),
+            fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
+        }
     }
 }
 

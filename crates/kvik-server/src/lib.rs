@@ -15,6 +15,7 @@
 //! (shared state, startup, timer, shutdown), [`stats`] (INFO counters, slowlog), [`clients`]
 //! (CLIENT LIST / KILL), [`session`] (per-connection state), [`slot`] (cluster key slots).
 
+pub mod cache;
 pub mod clients;
 pub mod clock;
 pub mod cmd;

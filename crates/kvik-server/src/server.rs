@@ -8,7 +8,6 @@ use crate::clients::ClientRegistry;
 use crate::cmd;
 use crate::config::Config;
 use crate::net::{self, IoHandle};
-use crate::pool::classic::ClassicPool;
 use crate::pool::Pool;
 use crate::stats::slowlog::SlowLog;
 use crate::stats::Stats;
@@ -40,6 +39,8 @@ pub struct Server {
     pub scan_cursors: Mutex<ScanCursors>,
     shutting_down: AtomicBool,
     io_handles: OnceLock<Vec<Arc<IoHandle>>>,
+    /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
+    pub pool: OnceLock<Arc<dyn Pool>>,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -96,6 +97,7 @@ impl Server {
             scan_cursors: Mutex::new(ScanCursors::default()),
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
+            pool: OnceLock::new(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
         }
@@ -123,6 +125,20 @@ impl Server {
         self.shutting_down.load(Ordering::SeqCst)
     }
 
+    /// Pushes the cache settings into the cache (enabling, disabling, resizing).
+    pub fn apply_cache_settings(&self) {
+        let s = self.config.cache_settings();
+        let cache = self.storage.cache();
+        cache.set_max_key(s.max_key);
+        cache.set_max_fields(s.max_fields);
+        cache.set_policy(s.policy);
+        cache.set_fill_delay_us(s.fill_delay_us);
+        cache.set_max_bytes(s.max_bytes);
+        if cache.enabled() != s.enabled {
+            cache.set_enabled(s.enabled);
+        }
+    }
+
     /// Applies a setting's side effects after CONFIG SET changed it.
     pub fn config_changed(&self, name: &str) {
         if name.eq_ignore_ascii_case("appendfsync") {
@@ -132,6 +148,9 @@ impl Server {
         if name.eq_ignore_ascii_case("loglevel") {
             crate::logging::set_level(&self.config.loglevel.read());
         }
+        if name.to_ascii_lowercase().starts_with("cache-") {
+            self.apply_cache_settings();
+        }
     }
 }
 
@@ -140,13 +159,13 @@ pub fn run(config: Config) -> Result<(), String> {
     let dir = config.dir.read().clone();
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
-    let storage = Storage::open(&dir)
+    let storage = Storage::open_with_cache(&dir, crate::cache::Cache::new(config.cache_settings()))
         .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
     storage.set_fsync_policy(*config.appendfsync.read());
-    let workers = config.workers.load(Ordering::Relaxed) as usize;
     let server = Arc::new(Server::new(config, storage));
 
-    let pool: Arc<dyn Pool> = Arc::new(ClassicPool::new(workers));
+    let pool: Arc<dyn Pool> = crate::pool::from_config(&server.config);
+    let _ = server.pool.set(pool.clone());
     let net = net::start(server.clone(), pool.clone())?;
     let _ = server.io_handles.set(net.handles.clone());
     install_signal_handlers(server.clone())?;

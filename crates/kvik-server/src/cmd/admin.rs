@@ -710,7 +710,7 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let out = &mut *ctx.out;
     out.array(entries.len());
     for e in entries {
-        out.array(6);
+        out.array(7);
         out.int(e.id as i64);
         out.int(e.unix_secs as i64);
         out.int(e.micros as i64);
@@ -720,6 +720,8 @@ fn slowlog_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         }
         out.bulk(e.peer.as_bytes());
         out.bulk(e.name.as_bytes());
+        // kvik's extra field: microseconds spent waiting for a worker (execution is field 3).
+        out.int(e.queue_micros as i64);
     }
     Ok(())
 }

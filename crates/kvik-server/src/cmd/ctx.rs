@@ -1,6 +1,7 @@
 //! What a command handler works with: its arguments, the connection's session, the shared server,
 //! a reply writer, and the error type whose text is Redis's own.
 
+use crate::cache::{CachedValue, Hit};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
@@ -9,6 +10,8 @@ use bytes::Bytes;
 use kvik_resp::{encode, Proto};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
+
+const CACHE_MISS: &str = "KVIKINTERNAL cache miss";
 
 /// A command's arguments; `args[0]` is the command name as the client sent it.
 pub type Args = [Bytes];
@@ -52,6 +55,13 @@ impl CmdError {
     }
     pub const fn noauth() -> CmdError {
         CmdError::full("NOAUTH Authentication required.")
+    }
+    /// Internal, never sent: a [`Mode::CacheOnly`] read missed the cache.
+    pub const fn cache_miss() -> CmdError {
+        CmdError::full(CACHE_MISS)
+    }
+    pub fn is_cache_miss(&self) -> bool {
+        self.0 == CACHE_MISS
     }
     /// "ERR wrong number of arguments for 'name' command".
     pub fn wrong_args(name: &str) -> CmdError {
@@ -134,6 +144,19 @@ impl Reply {
     }
 }
 
+/// How a command's reads use the hot cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Look in the cache; on a miss read RocksDB and fill the cache.
+    Normal,
+    /// Run-to-completion on an I/O thread: only the cache may answer. A miss aborts the command
+    /// before it has any effect ([`CmdError::cache_miss`]) and it is handed to the pool.
+    CacheOnly,
+    /// The pool re-running a command that missed in [`Mode::CacheOnly`]: go straight to
+    /// RocksDB (the cache was just asked), and fill the cache.
+    SkipCache,
+}
+
 /// Everything a handler may touch while it runs one command.
 pub struct Ctx<'a> {
     pub server: &'a Server,
@@ -142,12 +165,24 @@ pub struct Ctx<'a> {
     /// Time the command started, in Unix ms: one clock reading per command, so expiry decisions
     /// within a command are consistent (Redis does the same with its cached mstime).
     pub now_ms: u64,
+    pub mode: Mode,
+    /// Keyspace hits counted in [`Mode::CacheOnly`], added to the stats only if the command
+    /// completes (an aborted command is counted once, by the pool).
+    pub deferred_hits: std::cell::Cell<u64>,
 }
 
 impl<'a> Ctx<'a> {
     /// The storage, borrowed for the server's lifetime rather than the context's, so a handler
     /// can hold it (and a key lock from it) while it writes its reply.
+    ///
+    /// Panics in [`Mode::CacheOnly`]: the run-to-completion path never touches RocksDB, and only
+    /// commands whose reads all go through [`Ctx::lookup_read`] / [`Ctx::read_string`] are
+    /// marked rtc (the I/O thread catches the panic and hands the command to the pool).
     pub fn storage(&self) -> &'a Storage {
+        assert!(
+            self.mode != Mode::CacheOnly,
+            "storage used by a run-to-completion command"
+        );
         &self.server.storage
     }
 
@@ -156,15 +191,53 @@ impl<'a> Ctx<'a> {
         self.session.db
     }
 
-    /// Looks a key up for reading: counts a keyspace hit or miss, as Redis's lookupKeyRead.
-    pub fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
-        let meta = self.storage().get_live(self.db(), key, self.now_ms)?;
-        let stats = &self.server.stats;
-        if meta.is_some() {
-            stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
+    /// Reads a key through the hot cache per [`Mode`]: a hit, or (outside
+    /// [`Mode::CacheOnly`]) RocksDB, filling the cache with what it read.
+    fn read_through(&self, key: &[u8]) -> Result<Lookup, CmdError> {
+        let storage = &self.server.storage;
+        let cache = storage.cache();
+        if self.mode != Mode::SkipCache {
+            if let Some(hit) = cache.get(self.db(), key, self.now_ms) {
+                return Ok(Lookup::Cached(hit));
+            }
         }
+        if self.mode == Mode::CacheOnly {
+            return Err(CmdError::cache_miss());
+        }
+        if !cache.admits_key(key) {
+            return Ok(Lookup::Stored(storage.get_live(
+                self.db(),
+                key,
+                self.now_ms,
+            )?));
+        }
+        let token = cache.fill_token(self.db(), key);
+        let meta = storage.get_live(self.db(), key, self.now_ms)?;
+        if let Some(m) = &meta {
+            cache.fill(token, self.db(), key, m, self.now_ms);
+        }
+        Ok(Lookup::Stored(meta))
+    }
+
+    fn count_lookup(&self, found: bool) {
+        let stats = &self.server.stats;
+        if !found {
+            stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
+        } else if self.mode == Mode::CacheOnly {
+            self.deferred_hits.set(self.deferred_hits.get() + 1);
+        } else {
+            stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Looks a key up for reading: counts a keyspace hit or miss, as Redis's lookupKeyRead.
+    /// Served by the hot cache when it holds the key.
+    pub fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        let meta = match self.read_through(key)? {
+            Lookup::Cached(hit) => Some(hit.to_meta()),
+            Lookup::Stored(meta) => meta,
+        };
+        self.count_lookup(meta.is_some());
         Ok(meta)
     }
 
@@ -173,12 +246,26 @@ impl<'a> Ctx<'a> {
         Ok(self.storage().get_live(self.db(), key, self.now_ms)?)
     }
 
-    /// A string key's value for reading; WRONGTYPE if the key holds another type.
-    pub fn read_string(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        match self.lookup_read(key)? {
-            None => Ok(None),
-            Some(m) if m.kind == Kind::String => Ok(Some(m.value)),
-            Some(_) => Err(CmdError::wrong_type()),
-        }
+    /// A string key's value for reading; WRONGTYPE if the key holds another type. A cache hit
+    /// shares the cached bytes (no copy, no allocation).
+    pub fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
+        let value = match self.read_through(key)? {
+            Lookup::Cached(Hit {
+                value: CachedValue::Str(v),
+                ..
+            }) => Some(Ok(v)),
+            Lookup::Cached(_) => Some(Err(CmdError::wrong_type())),
+            Lookup::Stored(None) => None,
+            Lookup::Stored(Some(m)) if m.kind == Kind::String => Some(Ok(Bytes::from(m.value))),
+            Lookup::Stored(Some(_)) => Some(Err(CmdError::wrong_type())),
+        };
+        self.count_lookup(value.is_some());
+        value.transpose()
     }
+}
+
+/// Where a read was answered from.
+enum Lookup {
+    Cached(Hit),
+    Stored(Option<Meta>),
 }

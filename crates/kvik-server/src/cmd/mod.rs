@@ -16,12 +16,12 @@ pub mod string;
 
 use crate::server::Server;
 use crate::session::Session;
-use ctx::{Args, CmdError, Ctx, Reply};
+use ctx::{Args, CmdError, Ctx, Mode, Reply};
 use spec::{CommandSpec, Flags};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One resolved command or subcommand.
 #[derive(Debug)]
@@ -31,6 +31,8 @@ pub struct Entry {
     pub full_name: String,
     /// Index into per-command statistics.
     pub id: usize,
+    /// May run to completion on an I/O thread when the cache holds its keys (see [`RTC`]).
+    pub rtc: bool,
     /// For containers: subcommand name -> entry id.
     subs: HashMap<&'static str, usize>,
 }
@@ -40,6 +42,24 @@ pub struct CommandTable {
     entries: Vec<Entry>,
     top: HashMap<&'static str, usize>,
 }
+
+/// Commands answered on the I/O thread (run-to-completion) when the hot cache holds every key
+/// they read. Each is read-only, cheap in memory, and reads keys only through
+/// `Ctx::lookup_read` / `Ctx::read_string` (checked by `rtc_commands_only_read` and, at run time,
+/// by `Ctx::storage` refusing [`Mode::CacheOnly`]).
+pub const RTC: &[&str] = &[
+    "get",
+    "mget",
+    "strlen",
+    "getrange",
+    "substr",
+    "exists",
+    "type",
+    "ttl",
+    "pttl",
+    "expiretime",
+    "pexpiretime",
+];
 
 /// Longest command or subcommand name that can exist; longer names are unknown without lookup.
 const MAX_NAME: usize = 32;
@@ -64,10 +84,12 @@ impl CommandTable {
 
     fn push(&mut self, spec: &'static CommandSpec, full_name: String) -> usize {
         let id = self.entries.len();
+        let rtc = RTC.contains(&full_name.as_str());
         self.entries.push(Entry {
             spec,
             full_name,
             id,
+            rtc,
             subs: HashMap::new(),
         });
         id
@@ -189,48 +211,109 @@ pub fn table() -> &'static CommandTable {
     })
 }
 
-/// Runs one command and appends its reply to `out`.
+/// Runs one command and appends its reply to `out` (pool path, cache in [`Mode::Normal`]).
+pub fn execute(server: &Server, session: &mut Session, out: &mut Reply, args: &Args) {
+    execute_with(server, session, out, args, Mode::Normal, Duration::ZERO);
+}
+
+/// What [`execute_with`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The command ran (or was rejected) and its reply is in `out`.
+    Done,
+    /// [`Mode::CacheOnly`] only: the command is not rtc (or does not resolve). Nothing
+    /// happened; run it in the pool.
+    NotServed,
+    /// [`Mode::CacheOnly`] only: the cache did not hold what the command reads. Nothing
+    /// happened (no reply, no stats); run it in the pool with [`Mode::SkipCache`].
+    Missed,
+}
+
+/// Runs one command in `mode` and appends its reply to `out`. `queue_wait` is the time it
+/// waited before a worker picked it up (SLOWLOG shows it apart from execution).
 ///
 /// The same function runs on a worker and (for cache hits) on an I/O thread, so every check the
-/// pool path makes is made on both.
-pub fn execute(server: &Server, session: &mut Session, out: &mut Reply, args: &Args) {
+/// pool path makes is made on both: resolution and arity, auth, keyspace hit/miss,
+/// commandstats, errorstats, slowlog, expiry (the cache never serves an expired entry).
+pub fn execute_with(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+    mode: Mode,
+    queue_wait: Duration,
+) -> Outcome {
     let start = Instant::now();
     let stats = &server.stats;
+    let rtc = mode == Mode::CacheOnly;
     let entry = match table().resolve(args) {
+        Ok(e) if rtc && !e.rtc => return Outcome::NotServed,
         Ok(e) => e,
+        Err(_) if rtc => return Outcome::NotServed,
         Err((id, e)) => {
             stats.record_rejected(id, &e);
             out.error(&e.0);
-            return;
+            return Outcome::Done;
         }
     };
     if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
         let e = CmdError::noauth();
         stats.record_rejected(Some(entry.id), &e);
         out.error(&e.0);
-        return;
+        return Outcome::Done;
     }
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
     let now_ms = crate::clock::unix_ms();
-    let result = {
+    let (result, deferred_hits) = {
         let mut ctx = Ctx {
             server,
             session,
             out,
             now_ms,
+            mode,
+            deferred_hits: Default::default(),
         };
-        (entry.spec.handler)(&mut ctx, args)
+        let r = if rtc {
+            // A handler that reached for storage in CacheOnly mode panics (see Ctx::storage):
+            // treat it as a miss rather than losing the I/O thread.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (entry.spec.handler)(&mut ctx, args)
+            }))
+            .unwrap_or_else(|_| Err(CmdError::cache_miss()))
+        } else {
+            (entry.spec.handler)(&mut ctx, args)
+        };
+        (r, ctx.deferred_hits.get())
     };
+    if let Err(e) = &result {
+        if e.is_cache_miss() {
+            out.buf.truncate(mark);
+            return Outcome::Missed;
+        }
+    }
     let elapsed = start.elapsed();
+    if deferred_hits > 0 {
+        stats
+            .keyspace_hits
+            .fetch_add(deferred_hits, Ordering::Relaxed);
+    }
     if let Err(e) = &result {
         out.buf.truncate(mark);
         out.error(&e.0);
     }
     stats.record_call(entry.id, elapsed, result.as_ref().err());
-    if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
-        server.slowlog.maybe_record(server, session, args, elapsed);
+    if rtc {
+        stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    } else {
+        stats.pool_commands.fetch_add(1, Ordering::Relaxed);
     }
+    if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
+        server
+            .slowlog
+            .maybe_record(server, session, args, elapsed, queue_wait);
+    }
+    Outcome::Done
 }
 
 #[cfg(test)]
@@ -264,6 +347,30 @@ mod tests {
             }
             assert!(!s.summary.is_empty(), "{} has no summary", e.full_name);
         }
+    }
+
+    #[test]
+    fn rtc_commands_only_read() {
+        let t = table();
+        for name in RTC {
+            let e = t
+                .lookup(name.as_bytes())
+                .unwrap_or_else(|| panic!("{name} not in table"));
+            assert!(e.rtc, "{name}");
+            let s = e.spec;
+            assert!(
+                s.flags.contains(Flags::READONLY),
+                "rtc command {name} must be readonly"
+            );
+            assert!(!s.flags.contains(Flags::WRITE | Flags::BLOCKING), "{name}");
+            assert_eq!(
+                s.cache,
+                CacheEffect::None,
+                "rtc command {name} changes the cache"
+            );
+            assert!(s.keys.first > 0, "rtc command {name} has no keys");
+        }
+        assert_eq!(t.entries.iter().filter(|e| e.rtc).count(), RTC.len());
     }
 
     #[test]

@@ -13,7 +13,8 @@
 use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE, READ_CHUNK};
 use super::{Completion, IoHandle, IoMsg};
 use crate::clients::{ClientInfo, NO_CMD};
-use crate::cmd::{self, ctx::Reply};
+use crate::cmd::ctx::{Mode, Reply};
+use crate::cmd::{self, Outcome};
 use crate::pool::Pool;
 use crate::server::Server;
 use crate::session::Session;
@@ -28,6 +29,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const WAKER: Token = Token(usize::MAX);
+/// Most commands one connection may have answered on the I/O thread per turn of the event loop,
+/// so a client pipelining cache hits cannot starve the others on its thread.
+const RTC_BUDGET: usize = 4 * MAX_RUN;
+/// Capacity of the reused RTC reply buffer above which it is given back to the allocator.
+const RTC_BUF_KEEP: usize = 64 * 1024;
 /// Listener tokens count down from here; connection tokens count up from 0.
 const LISTENER_BASE: usize = usize::MAX - 1;
 
@@ -46,6 +52,8 @@ pub struct IoThread {
     again: Vec<Token>,
     /// Where every socket read of this thread lands before it is appended to a query buffer.
     scratch: Box<[u8]>,
+    /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
+    rtc_buf: Vec<u8>,
 }
 
 impl IoThread {
@@ -75,6 +83,7 @@ impl IoThread {
             next_owner: 0,
             again: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+            rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
         })
     }
 
@@ -226,8 +235,13 @@ impl IoThread {
             return self.close(token);
         }
         let home = &self.handles[self.index];
+        let mut rtc_served = 0;
         loop {
             if conn.in_pool() || conn.close_after_write {
+                break;
+            }
+            if rtc_served >= RTC_BUDGET {
+                self.again.push(token);
                 break;
             }
             if server.is_shutting_down() {
@@ -240,7 +254,7 @@ impl IoThread {
             if !conn.leftover.is_empty() {
                 let run = std::mem::take(&mut conn.leftover);
                 let session = conn.session.take().expect("not in pool");
-                submit_run(&server, &self.pool, home, token, session, run);
+                submit_run(&server, &self.pool, home, token, session, run, Mode::Normal);
                 break;
             }
             let session = conn.session.as_ref().expect("not in pool");
@@ -252,10 +266,59 @@ impl IoThread {
             // Before AUTH succeeds, one request at a time: the pre-authentication limits must
             // apply only to requests that really arrive before authentication, as in Redis.
             let max_run = if session.authenticated { MAX_RUN } else { 1 };
-            let run = conn.parse_run(&limits, max_run);
+            let mut run = conn.parse_run(&limits, max_run);
             if !run.is_empty() {
+                // Run-to-completion: answer the leading cache hits here; the first command that
+                // is not an rtc hit, and everything after it, goes to the pool in order.
+                let mut first_mode = Mode::Normal;
+                if server.config.rtc_read.load(Relaxed) && server.storage.cache().enabled() {
+                    let session = conn.session.as_mut().expect("not in pool");
+                    let mut reply = Reply {
+                        buf: std::mem::take(&mut self.rtc_buf),
+                        proto: session.proto,
+                    };
+                    let mut served = 0;
+                    for args in &run {
+                        match cmd::execute_with(
+                            &server,
+                            session,
+                            &mut reply,
+                            args,
+                            Mode::CacheOnly,
+                            Duration::ZERO,
+                        ) {
+                            Outcome::Done => served += 1,
+                            Outcome::NotServed => break,
+                            Outcome::Missed => {
+                                first_mode = Mode::SkipCache;
+                                break;
+                            }
+                        }
+                        if reply.buf.len() > OUTPUT_BACKPRESSURE {
+                            break;
+                        }
+                    }
+                    conn.queue_output(&reply.buf);
+                    reply.buf.clear();
+                    if reply.buf.capacity() > RTC_BUF_KEEP {
+                        reply.buf = Vec::with_capacity(RTC_BUF_KEEP);
+                    }
+                    self.rtc_buf = reply.buf;
+                    rtc_served += served;
+                    run.drain(..served);
+                    if run.is_empty() {
+                        continue;
+                    }
+                    if first_mode == Mode::Normal
+                        && served > 0
+                        && conn.pending_output() > OUTPUT_BACKPRESSURE
+                    {
+                        conn.leftover = run;
+                        continue;
+                    }
+                }
                 let session = conn.session.take().expect("not in pool");
-                submit_run(&server, &self.pool, home, token, session, run);
+                submit_run(&server, &self.pool, home, token, session, run, first_mode);
                 break;
             }
             if let Some(e) = conn.pending_error.take() {
@@ -428,7 +491,9 @@ impl IoThread {
     }
 }
 
-/// Hands a run of one connection's commands to the pool. The job runs them in order and posts
+/// Hands a run of one connection's commands to the pool. The first runs in `first_mode`
+/// ([`Mode::SkipCache`] after it missed the cache on the I/O thread), the rest normally; each
+/// command's slowlog entry carries the job's queue wait. The job runs them in order and posts
 /// the replies and the session back to the owning I/O thread. It stops early after QUIT (the rest
 /// is dropped) or once its replies pass [`OUTPUT_BACKPRESSURE`] (the rest goes back with the
 /// completion and runs when the client has read enough), so a pipeline of big reads cannot make
@@ -440,16 +505,22 @@ fn submit_run(
     token: Token,
     mut session: Session,
     run: Vec<Vec<Bytes>>,
+    first_mode: Mode,
 ) {
     let server = server.clone();
     let home = home.clone();
+    let submitted = Instant::now();
     pool.submit(Box::new(move || {
+        let queue_wait = submitted.elapsed();
+        server.stats.queue_wait.record(queue_wait);
         let mut reply = Reply::new(session.proto);
         let mut run = run.into_iter();
+        let mut mode = first_mode;
         for args in run.by_ref() {
             let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                cmd::execute(&server, &mut session, &mut reply, &args)
+                cmd::execute_with(&server, &mut session, &mut reply, &args, mode, queue_wait)
             }));
+            mode = Mode::Normal;
             if ok.is_err() {
                 tracing::error!(command = %String::from_utf8_lossy(&args[0]), "command panicked");
                 reply.error("ERR internal error while running the command");

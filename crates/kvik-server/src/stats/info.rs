@@ -398,6 +398,64 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.field("migrate_cached_sockets", 0);
     w.field("unexpected_error_replies", 0);
     w.field("total_error_replies", s.total_error_replies.load(Relaxed));
+    pool_fields(server, w);
+    cache_fields(server, w);
+}
+
+/// kvik's hot cache, run-to-completion and pool queue fields (end of the stats section).
+fn cache_fields(server: &Server, w: &mut Lines<'_>) {
+    let s = &server.stats;
+    let cache = server.storage.cache();
+    let hits = cache.stats.hits.load(Relaxed);
+    let misses = cache.stats.misses.load(Relaxed);
+    let ratio = if hits + misses == 0 {
+        0.0
+    } else {
+        hits as f64 * 100.0 / (hits + misses) as f64
+    };
+    w.field("cache_enabled", u8::from(cache.enabled()));
+    w.field("cache_policy", cache.policy().name());
+    w.field("cache_hits", hits);
+    w.field("cache_misses", misses);
+    w.field("cache_hit_ratio", format!("{ratio:.2}"));
+    w.field("cache_fills", cache.stats.fills.load(Relaxed));
+    w.field("cache_evictions", cache.stats.evictions.load(Relaxed));
+    w.field("cache_used_memory", cache.used_memory());
+    w.field("cache_maxmemory", cache.max_bytes());
+    w.field("cache_entries", cache.entries());
+    w.field("rtc_commands", s.rtc_commands.load(Relaxed));
+    w.field("pool_commands", s.pool_commands.load(Relaxed));
+    w.field("pool_queue_wait_count", s.queue_wait.count());
+    w.field(
+        "pool_queue_wait_avg_usec",
+        format!("{:.2}", s.queue_wait.mean_us()),
+    );
+    w.field("pool_queue_wait_p99_usec", s.queue_wait.quantile_us(0.99));
+}
+
+/// The worker pool's counters (`kvik_pool_*`, end of the stats section); see pool::PoolStats.
+fn pool_fields(server: &Server, w: &mut Lines<'_>) {
+    let Some(pool) = server.pool.get() else {
+        return;
+    };
+    let p = pool.stats();
+    w.field("kvik_pool_mode", p.mode);
+    w.field("kvik_pool_wait", p.wait);
+    w.field("kvik_pool_workers", p.workers);
+    w.field("kvik_pool_lists", p.lists);
+    w.field("kvik_pool_submitted", p.submitted);
+    w.field("kvik_pool_completed", p.completed);
+    w.field("kvik_pool_panics", p.panics);
+    w.field("kvik_pool_batches", p.batches);
+    w.field("kvik_pool_spin_hits", p.spin_hits);
+    w.field("kvik_pool_yield_entered", p.yield_entered);
+    w.field("kvik_pool_yield_hits", p.yield_hits);
+    w.field("kvik_pool_yield_slow_exits", p.yield_slow_exits);
+    w.field("kvik_pool_yield_skipped", p.yield_skipped);
+    w.field("kvik_pool_parks", p.parks);
+    w.field("kvik_pool_yield_credit", p.credit);
+    w.field("kvik_pool_producer_yields", p.producer_yields);
+    w.field("kvik_pool_producer_blocks", p.producer_blocks);
 }
 
 fn replication_section(server: &Server, w: &mut Lines<'_>) {

@@ -33,6 +33,12 @@ pub struct Stats {
     pub expired_keys: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
+    /// Commands answered on an I/O thread from the hot cache (run-to-completion).
+    pub rtc_commands: AtomicU64,
+    /// Commands run by the worker pool.
+    pub pool_commands: AtomicU64,
+    /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
+    pub queue_wait: WaitHistogram,
     pub commands: Box<[CommandStats]>,
     errors: Mutex<BTreeMap<String, u64>>,
     /// (unix ms, total_commands_processed) of the last ops/sec sample, and the rate it gave.
@@ -51,6 +57,9 @@ impl Stats {
             expired_keys: AtomicU64::new(0),
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
+            rtc_commands: AtomicU64::new(0),
+            pool_commands: AtomicU64::new(0),
+            queue_wait: WaitHistogram::default(),
             commands: (0..commands).map(|_| CommandStats::default()).collect(),
             errors: Mutex::new(BTreeMap::new()),
             ops_sample: Mutex::new((0, 0, 0)),
@@ -125,14 +134,129 @@ impl Stats {
             &self.expired_keys,
             &self.net_input_bytes,
             &self.net_output_bytes,
+            &self.rtc_commands,
+            &self.pool_commands,
         ] {
             a.store(0, Relaxed);
         }
+        self.queue_wait.reset();
         for c in self.commands.iter() {
             for a in [&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls] {
                 a.store(0, Relaxed);
             }
         }
         self.errors.lock().clear();
+    }
+}
+
+/// A lock-free latency histogram in microseconds: 4 linear sub-buckets per power of two, so a
+/// percentile is reported within 25% (the bucket's upper bound).
+#[derive(Debug)]
+pub struct WaitHistogram {
+    buckets: [AtomicU64; WaitHistogram::BUCKETS],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl Default for WaitHistogram {
+    fn default() -> WaitHistogram {
+        WaitHistogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            count: AtomicU64::new(0),
+            sum_us: AtomicU64::new(0),
+        }
+    }
+}
+
+impl WaitHistogram {
+    const BUCKETS: usize = 4 * 40;
+
+    fn bucket(us: u64) -> usize {
+        if us < 4 {
+            return us as usize;
+        }
+        let exp = 63 - us.leading_zeros() as usize; // >= 2
+        let sub = ((us >> (exp - 2)) & 3) as usize;
+        (4 * (exp - 1) + sub).min(Self::BUCKETS - 1)
+    }
+
+    /// The largest value that falls into bucket `b`.
+    fn upper(b: usize) -> u64 {
+        if b < 4 {
+            return b as u64;
+        }
+        let exp = b / 4 + 1;
+        let sub = (b % 4) as u64;
+        ((4 + sub + 1) << (exp - 2)) - 1
+    }
+
+    pub fn record(&self, d: Duration) {
+        let us = d.as_micros() as u64;
+        self.buckets[Self::bucket(us)].fetch_add(1, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+        self.sum_us.fetch_add(us, Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+
+    /// Mean in microseconds (0 when empty).
+    pub fn mean_us(&self) -> f64 {
+        let n = self.count();
+        if n == 0 {
+            0.0
+        } else {
+            self.sum_us.load(Relaxed) as f64 / n as f64
+        }
+    }
+
+    /// The `q` quantile (0..=1) in microseconds, as its bucket's upper bound.
+    pub fn quantile_us(&self, q: f64) -> u64 {
+        let n = self.count();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((n as f64 * q).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (b, c) in self.buckets.iter().enumerate() {
+            seen += c.load(Relaxed);
+            if seen >= rank {
+                return Self::upper(b);
+            }
+        }
+        Self::upper(Self::BUCKETS - 1)
+    }
+
+    pub fn reset(&self) {
+        for b in &self.buckets {
+            b.store(0, Relaxed);
+        }
+        self.count.store(0, Relaxed);
+        self.sum_us.store(0, Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod wait_tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_bound_the_values() {
+        let h = WaitHistogram::default();
+        for us in 1..=1000u64 {
+            h.record(Duration::from_micros(us));
+        }
+        let p99 = h.quantile_us(0.99);
+        assert!((990..=1250).contains(&p99), "{p99}");
+        let p50 = h.quantile_us(0.5);
+        assert!((500..=640).contains(&p50), "{p50}");
+        assert!((h.mean_us() - 500.5).abs() < 0.01);
+        for us in [0u64, 1, 3, 4, 5, 7, 8, 100, 1 << 20] {
+            assert!(
+                WaitHistogram::upper(WaitHistogram::bucket(us)) >= us,
+                "{us}"
+            );
+        }
     }
 }

@@ -18,7 +18,9 @@ pub mod locks;
 #[cfg(test)]
 mod tests;
 
-use encoding::{db_prefix, decode_meta_key, meta_key, prefix_successor, Meta};
+use crate::cache::{Cache, CacheSettings};
+use bytes::Bytes;
+use encoding::{db_prefix, decode_meta_key, meta_key, prefix_successor, Meta, META_HEADER_LEN};
 use locks::{KeyGuard, KeyLocks};
 use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
 use std::path::Path;
@@ -67,20 +69,39 @@ impl FsyncPolicy {
 }
 
 /// A set of writes committed atomically, with one WAL record.
+///
+/// It also records, per key written, the write's effect on the hot cache (a put updates an
+/// entry already cached, a delete drops it); [`Storage::commit`] applies them right after the
+/// RocksDB write, while the writer still holds its key locks. Every write goes through a batch,
+/// so no write command can forget its cache update.
 #[derive(Default)]
 pub struct Batch {
     inner: rocksdb::WriteBatch,
+    effects: Vec<CacheEffect>,
+}
+
+/// One key's cache effect: the raw meta key and, for a put, the encoded meta value (shared with
+/// the cache entry, not copied).
+struct CacheEffect {
+    raw_key: Vec<u8>,
+    put: Option<Bytes>,
 }
 
 pub struct Storage {
     db: DB,
     fsync: AtomicU8,
     locks: KeyLocks,
+    cache: Cache,
 }
 
 impl Storage {
-    /// Opens (or creates) the database under `dir`.
+    /// Opens (or creates) the database under `dir`, with a default hot cache.
     pub fn open(dir: &Path) -> StorageResult<Storage> {
+        Storage::open_with_cache(dir, Cache::new(CacheSettings::default()))
+    }
+
+    /// Opens (or creates) the database under `dir`; `cache` fronts it.
+    pub fn open_with_cache(dir: &Path, cache: Cache) -> StorageResult<Storage> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -112,7 +133,13 @@ impl Storage {
             db,
             fsync: AtomicU8::new(FsyncPolicy::Everysec as u8),
             locks: KeyLocks::default(),
+            cache,
         })
+    }
+
+    /// The hot cache in front of this storage.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
     }
 
     fn cf(&self, name: &str) -> &ColumnFamily {
@@ -158,11 +185,31 @@ impl Storage {
         Ok(self.get_meta(db, key)?.filter(|m| !m.is_expired(now_ms)))
     }
 
-    /// Commits `batch` with the durability `appendfsync` asks for.
+    /// Commits `batch` with the durability `appendfsync` asks for, then applies its cache
+    /// effects (callers still hold the key locks, so no other write of these keys interleaves).
     pub fn commit(&self, batch: Batch) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
-        self.db.write_opt(batch.inner, &wo)
+        for e in &batch.effects {
+            if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
+                self.cache.begin_write(db, key);
+            }
+        }
+        let result = self.db.write_opt(batch.inner, &wo);
+        // Applied even if the write failed (then as a drop): a failed write may still have
+        // reached the memtable, and dropping an entry is always safe.
+        for e in batch.effects {
+            let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
+                continue;
+            };
+            let put = e.put.filter(|_| result.is_ok()).and_then(|v| {
+                let meta = Meta::decode(&v)?;
+                Some((meta.kind, meta.expire_at_ms, v.slice(META_HEADER_LEN..)))
+            });
+            // A put that did not decode is treated as a delete: the entry is dropped.
+            self.cache.apply(db, key, put);
+        }
+        result
     }
 
     /// Syncs the WAL to stable storage (the everysec timer and shutdown call this).
@@ -216,16 +263,20 @@ impl Storage {
         Ok(None)
     }
 
-    /// Removes every key of database `db`.
+    /// Removes every key of database `db` (and its cache entries).
     pub fn flush_db(&self, db: u16) -> StorageResult<()> {
         let from = db_prefix(db).to_vec();
         let to = prefix_successor(&from).expect("user db below INTERNAL_DB");
-        self.delete_range(&from, &to)
+        let r = self.delete_range(&from, &to);
+        self.cache.clear_db(db);
+        r
     }
 
-    /// Removes every key of every user database.
+    /// Removes every key of every user database (and the whole cache).
     pub fn flush_all(&self) -> StorageResult<()> {
-        self.delete_range(&[0, 0], &db_prefix(INTERNAL_DB))
+        let r = self.delete_range(&[0, 0], &db_prefix(INTERNAL_DB));
+        self.cache.clear();
+        r
     }
 
     fn delete_range(&self, from: &[u8], to: &[u8]) -> StorageResult<()> {
@@ -259,16 +310,84 @@ impl Storage {
 }
 
 impl Batch {
+    /// Stores `meta` under `key`; on commit, a cached entry of `key` is updated.
     pub fn put_meta(&mut self, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
-        self.inner
-            .put_cf(storage.meta_cf(), meta_key(db, key), meta.encode());
+        let raw_key = meta_key(db, key);
+        let value = Bytes::from(meta.encode());
+        self.inner.put_cf(storage.meta_cf(), &raw_key, &value);
+        if db != INTERNAL_DB {
+            self.effects.push(CacheEffect {
+                raw_key,
+                put: Some(value),
+            });
+        }
     }
 
+    /// Deletes `key`; on commit, a cached entry of `key` is dropped.
     pub fn delete_meta(&mut self, storage: &Storage, db: u16, key: &[u8]) {
-        self.inner.delete_cf(storage.meta_cf(), meta_key(db, key));
+        let raw_key = meta_key(db, key);
+        self.inner.delete_cf(storage.meta_cf(), &raw_key);
+        if db != INTERNAL_DB {
+            self.effects.push(CacheEffect { raw_key, put: None });
+        }
+    }
+
+    /// The keys whose cache entries this batch will update or drop, as (db, user key).
+    pub fn cache_keys(&self) -> impl Iterator<Item = (u16, &[u8])> {
+        self.effects
+            .iter()
+            .filter_map(|e| decode_meta_key(&e.raw_key).map(|(db, _, k)| (db, k)))
     }
 
     pub fn is_empty(&self) -> bool {
         self.inner.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod cache_effect_tests {
+    use super::*;
+    use crate::cache::CachedValue;
+
+    fn cached(s: &Storage, db: u16, key: &[u8]) -> Option<Vec<u8>> {
+        s.cache().get(db, key, 1).map(|h| match h.value {
+            CachedValue::Str(b) => b.to_vec(),
+            CachedValue::Hash(_) => panic!("string expected"),
+        })
+    }
+
+    fn fill(s: &Storage, db: u16, key: &[u8]) {
+        let t = s.cache().fill_token(db, key);
+        let meta = s.get_meta(db, key).unwrap().unwrap();
+        s.cache().fill(t, db, key, &meta, 1);
+    }
+
+    #[test]
+    fn commit_applies_the_batch_cache_effects() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let put = |key: &[u8], v: &str| {
+            let mut b = Batch::default();
+            b.put_meta(&s, 0, key, &Meta::string(v.as_bytes().to_vec(), 0));
+            assert_eq!(b.cache_keys().collect::<Vec<_>>(), vec![(0, key)]);
+            s.commit(b).unwrap();
+        };
+        put(b"k", "1");
+        assert_eq!(cached(&s, 0, b"k"), None, "writes never add keys");
+        fill(&s, 0, b"k");
+        assert_eq!(cached(&s, 0, b"k"), Some(b"1".to_vec()));
+        put(b"k", "2");
+        assert_eq!(cached(&s, 0, b"k"), Some(b"2".to_vec()), "a put updates");
+        let mut b = Batch::default();
+        b.delete_meta(&s, 0, b"k");
+        s.commit(b).unwrap();
+        assert_eq!(cached(&s, 0, b"k"), None, "a delete drops");
+        put(b"k", "3");
+        fill(&s, 0, b"k");
+        put(b"j", "x");
+        fill(&s, 0, b"j");
+        s.flush_db(0).unwrap();
+        assert_eq!(cached(&s, 0, b"k"), None, "FLUSHDB clears");
+        assert_eq!(s.cache().entries(), 0);
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 mod admin;
+mod cache;
 mod durability;
 mod keys;
 mod protocol;

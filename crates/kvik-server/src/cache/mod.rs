@@ -1,0 +1,771 @@
+//! The embedded hot cache: hot keys answered from memory, consistent with RocksDB.
+//!
+//! Shape: `cache-shards` shards chosen by key hash, each a mutex over a map (per database) from
+//! user key to a slot in a dense entry array. An entry carries the key's type, its expiry and its
+//! value ([`CachedValue`]: a string now; a whole small hash fits the same entry later), plus what
+//! the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
+//! shards and counted as key and value bytes plus a fixed per-entry overhead.
+//!
+//! Consistency rules (they are what every Pika cache bug broke):
+//!
+//! - A read that missed fills the cache only if no write to that key happened since the read
+//!   began: [`Cache::fill_token`] reads the key's write epoch (64 stripes per shard) *before* the
+//!   RocksDB read; [`Cache::fill`] re-checks it under the shard lock and never overwrites an entry.
+//! - Writes never add keys. Every write goes through `storage::Batch` + `Storage::commit` while
+//!   holding its key locks. Commit calls [`Cache::begin_write`] for each key the batch writes just
+//!   before the RocksDB write (bump the epoch; a cached entry is not served until the update) and
+//!   [`Cache::apply`] right after it: bump the epoch again, then update the entry if it is cached
+//!   (a put) or drop it (a delete, a failed write, or a type the cache does not hold). So no
+//!   reader can see the new value (from disk) and then the old one (from the cache).
+//!   FLUSHDB/FLUSHALL clear the cache (and bump every epoch).
+//! - Disabling empties the cache, enabling starts cold, and epochs are bumped by every write
+//!   either way, so no entry filled from a value read before a write survives.
+//! - Entries are never served past their expiry ([`Cache::get`] drops them instead).
+//!
+//! Eviction: sampled, like Redis's approximate LRU: on overflow, look at [`SAMPLES`] random
+//! entries of the shard and evict the worst. [`Policy::Lru`] ranks by last access;
+//! [`Policy::Lfu`] by a logarithmic access counter that decays with the shard's access clock.
+//! The hit ratios that chose the default are in `sim` (a deterministic trace simulation).
+
+#[cfg(test)]
+mod sim;
+
+use crate::storage::encoding::{Kind, Meta};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+
+/// Entries examined per eviction.
+pub const SAMPLES: usize = 5;
+/// Bytes counted per entry on top of its key (stored twice: map and entry) and value.
+pub const ENTRY_OVERHEAD: usize = 96;
+/// Write-epoch stripes per shard.
+const STRIPES: usize = 64;
+/// LFU: initial counter of a new entry (Redis's LFU_INIT_VAL).
+const LFU_INIT: u8 = 5;
+
+/// Eviction policy (`cache-policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Policy {
+    /// Sampled least-recently-used.
+    Lru = 0,
+    /// Sampled least-frequently-used with a decaying logarithmic counter.
+    Lfu = 1,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s.to_ascii_lowercase().as_str() {
+            "lru" => Some(Policy::Lru),
+            "lfu" => Some(Policy::Lfu),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Lru => "lru",
+            Policy::Lfu => "lfu",
+        }
+    }
+}
+
+/// A cached value. Strings now; a hash is cached whole (up to `cache-max-hash-fields`) once
+/// hashes exist, so HGET/HGETALL can be answered without a partial view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CachedValue {
+    Str(Bytes),
+    Hash(Box<[(Bytes, Bytes)]>),
+}
+
+impl CachedValue {
+    fn bytes(&self) -> usize {
+        match self {
+            CachedValue::Str(b) => b.len(),
+            CachedValue::Hash(f) => f.iter().map(|(k, v)| k.len() + v.len() + 32).sum(),
+        }
+    }
+}
+
+/// What a hit returns: cheap to clone (the value is reference-counted, never copied).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    pub kind: Kind,
+    pub expire_at_ms: u64,
+    pub value: CachedValue,
+}
+
+impl Hit {
+    /// The hit as a [`Meta`] record (copies a string value).
+    pub fn to_meta(&self) -> Meta {
+        match &self.value {
+            CachedValue::Str(b) => Meta::string(b.to_vec(), self.expire_at_ms),
+            CachedValue::Hash(f) => Meta {
+                kind: Kind::Hash,
+                expire_at_ms: self.expire_at_ms,
+                version: 0,
+                len: f.len() as u64,
+                value: Vec::new(),
+            },
+        }
+    }
+}
+
+/// The write epoch of a key, read before a RocksDB read that may fill the cache.
+#[derive(Clone, Copy, Debug)]
+pub struct FillToken {
+    hash: u64,
+    epoch: u64,
+}
+
+struct Entry {
+    db: u16,
+    key: Box<[u8]>,
+    hit: Hit,
+    size: usize,
+    /// Shard clock at the last access.
+    tick: u32,
+    /// LFU counter.
+    freq: u8,
+    /// A write of this key is between its RocksDB write and its cache update: not served.
+    pending: bool,
+}
+
+#[derive(Default)]
+struct Shard {
+    /// Per database: user key -> index into `entries`.
+    maps: Vec<HashMap<Box<[u8]>, u32, FastHash>>,
+    entries: Vec<Entry>,
+    used: usize,
+    clock: u32,
+    rng: u64,
+}
+
+/// One shard and its write epochs (read without the lock by [`Cache::fill_token`]).
+struct ShardCell {
+    shard: Mutex<Shard>,
+    epochs: [AtomicU64; STRIPES],
+}
+
+/// Counters for INFO.
+#[derive(Default, Debug)]
+pub struct CacheStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub evictions: AtomicU64,
+    pub fills: AtomicU64,
+}
+
+/// Settings the cache reads; `shards` is fixed at start.
+#[derive(Clone, Copy, Debug)]
+pub struct CacheSettings {
+    pub enabled: bool,
+    pub max_bytes: u64,
+    pub shards: usize,
+    pub max_key: usize,
+    pub max_fields: usize,
+    pub policy: Policy,
+    pub fill_delay_us: u64,
+}
+
+impl Default for CacheSettings {
+    fn default() -> CacheSettings {
+        CacheSettings {
+            enabled: true,
+            max_bytes: 256 << 20,
+            shards: 16,
+            max_key: 512,
+            max_fields: 512,
+            policy: Policy::Lfu,
+            fill_delay_us: 0,
+        }
+    }
+}
+
+pub struct Cache {
+    shards: Box<[ShardCell]>,
+    enabled: AtomicBool,
+    max_bytes: AtomicU64,
+    max_key: AtomicUsize,
+    max_fields: AtomicUsize,
+    policy: AtomicU8,
+    /// Testing only (`cache-fill-delay-us`): sleep between a miss's RocksDB read and its fill,
+    /// widening the window in which a racing write must be noticed.
+    fill_delay_us: AtomicU64,
+    seed: u64,
+    pub stats: CacheStats,
+}
+
+impl Cache {
+    pub fn new(s: CacheSettings) -> Cache {
+        let n = s.shards.max(1);
+        let seed = rand::random::<u64>() | 1;
+        Cache {
+            shards: (0..n)
+                .map(|i| ShardCell {
+                    shard: Mutex::new(Shard {
+                        rng: seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        ..Default::default()
+                    }),
+                    epochs: std::array::from_fn(|_| AtomicU64::new(0)),
+                })
+                .collect(),
+            enabled: AtomicBool::new(s.enabled),
+            max_bytes: AtomicU64::new(s.max_bytes),
+            max_key: AtomicUsize::new(s.max_key),
+            max_fields: AtomicUsize::new(s.max_fields),
+            policy: AtomicU8::new(s.policy as u8),
+            fill_delay_us: AtomicU64::new(s.fill_delay_us),
+            seed,
+            stats: CacheStats::default(),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Acquire)
+    }
+
+    /// Turns the cache on or off. Off empties it; on starts cold.
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, SeqCst);
+        self.clear();
+    }
+
+    pub fn set_max_bytes(&self, n: u64) {
+        self.max_bytes.store(n, Relaxed);
+        let budget = self.shard_budget();
+        for cell in self.shards.iter() {
+            let mut s = cell.shard.lock();
+            while s.used > budget && !s.entries.is_empty() {
+                self.evict_one(&mut s);
+            }
+        }
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes.load(Relaxed)
+    }
+
+    pub fn set_max_key(&self, n: usize) {
+        self.max_key.store(n, Relaxed);
+    }
+
+    pub fn set_max_fields(&self, n: usize) {
+        self.max_fields.store(n, Relaxed);
+    }
+
+    pub fn max_fields(&self) -> usize {
+        self.max_fields.load(Relaxed)
+    }
+
+    pub fn set_fill_delay_us(&self, us: u64) {
+        self.fill_delay_us.store(us, Relaxed);
+    }
+
+    pub fn set_policy(&self, p: Policy) {
+        self.policy.store(p as u8, Relaxed);
+    }
+
+    pub fn policy(&self) -> Policy {
+        if self.policy.load(Relaxed) == Policy::Lru as u8 {
+            Policy::Lru
+        } else {
+            Policy::Lfu
+        }
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn shard_budget(&self) -> usize {
+        (self.max_bytes.load(Relaxed) / self.shards.len() as u64) as usize
+    }
+
+    fn hash(&self, db: u16, key: &[u8]) -> u64 {
+        let mut h = FastHasher(self.seed ^ db as u64);
+        h.write(key);
+        h.finish()
+    }
+
+    fn cell(&self, hash: u64) -> &ShardCell {
+        &self.shards[(hash % self.shards.len() as u64) as usize]
+    }
+
+    fn epoch(cell: &ShardCell, hash: u64) -> &AtomicU64 {
+        &cell.epochs[((hash >> 48) as usize) % STRIPES]
+    }
+
+    /// The cached record of `key`, if cached and not expired at `now_ms` (an expired entry is
+    /// dropped). Counts a cache hit or miss. No allocation: the value is reference-counted.
+    pub fn get(&self, db: u16, key: &[u8], now_ms: u64) -> Option<Hit> {
+        if !self.enabled() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let cell = self.cell(hash);
+        let policy = self.policy();
+        let found = {
+            let mut guard = cell.shard.lock();
+            let s = &mut *guard;
+            match s.maps.get(db as usize).and_then(|m| m.get(key)).copied() {
+                None => None,
+                Some(i) if s.entries[i as usize].pending => None,
+                Some(i)
+                    if s.entries[i as usize].hit.expire_at_ms != 0
+                        && s.entries[i as usize].hit.expire_at_ms <= now_ms =>
+                {
+                    s.remove_at(i as usize);
+                    None
+                }
+                Some(i) => {
+                    s.clock = s.clock.wrapping_add(1);
+                    let clock = s.clock;
+                    let draw = s.next_rand();
+                    let decay = decay_period(s.entries.len());
+                    let e = &mut s.entries[i as usize];
+                    if policy == Policy::Lfu {
+                        e.freq = lfu_decayed(e.freq, e.tick, clock, decay);
+                        e.freq = lfu_incr(e.freq, draw);
+                    }
+                    e.tick = clock;
+                    Some(e.hit.clone())
+                }
+            }
+        };
+        let counter = if found.is_some() {
+            &self.stats.hits
+        } else {
+            &self.stats.misses
+        };
+        counter.fetch_add(1, Relaxed);
+        found
+    }
+
+    /// Whether the cache may hold `key` at all (enabled, key short enough).
+    pub fn admits_key(&self, key: &[u8]) -> bool {
+        self.enabled() && key.len() <= self.max_key.load(Relaxed)
+    }
+
+    /// Read before a RocksDB read whose result may [`fill`](Cache::fill) the cache.
+    pub fn fill_token(&self, db: u16, key: &[u8]) -> FillToken {
+        let hash = self.hash(db, key);
+        FillToken {
+            hash,
+            epoch: Self::epoch(self.cell(hash), hash).load(Acquire),
+        }
+    }
+
+    /// Caches `meta` (read from RocksDB after `token` was taken) unless the key was written since,
+    /// is already cached, or does not qualify (type, size, expiry).
+    pub fn fill(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta, now_ms: u64) {
+        if !self.admits_key(key) || meta.is_expired(now_ms) {
+            return;
+        }
+        let value = match meta.kind {
+            Kind::String => CachedValue::Str(Bytes::copy_from_slice(&meta.value)),
+            _ => return, // hashes: filled whole by the hash family once it exists
+        };
+        self.fill_value(token, db, key, meta.kind, meta.expire_at_ms, value);
+    }
+
+    /// [`fill`](Cache::fill) with a value already built (hashes will use this).
+    pub fn fill_value(
+        &self,
+        token: FillToken,
+        db: u16,
+        key: &[u8],
+        kind: Kind,
+        expire_at_ms: u64,
+        value: CachedValue,
+    ) {
+        if let CachedValue::Hash(f) = &value {
+            if f.len() > self.max_fields() {
+                return;
+            }
+        }
+        let cell = self.cell(token.hash);
+        let size = entry_size(key, &value);
+        let budget = self.shard_budget();
+        if size > budget / 4 {
+            return;
+        }
+        let delay = self.fill_delay_us.load(Relaxed);
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
+        }
+        let mut s = cell.shard.lock();
+        if !self.enabled() || Self::epoch(cell, token.hash).load(Acquire) != token.epoch {
+            return;
+        }
+        if s.find(db, key).is_some() {
+            return;
+        }
+        while s.used + size > budget && !s.entries.is_empty() {
+            self.evict_one(&mut s);
+        }
+        s.insert(
+            db,
+            key,
+            Hit {
+                kind,
+                expire_at_ms,
+                value,
+            },
+            size,
+        );
+        self.stats.fills.fetch_add(1, Relaxed);
+    }
+
+    /// A write of `key` is about to reach RocksDB: bump the key's write epoch and stop serving
+    /// its entry until [`apply`](Cache::apply). Without this, between the RocksDB write and the
+    /// cache update a reader could read the new value from disk (a read that began before the
+    /// entry was filled) and then the old one from the cache.
+    pub fn begin_write(&self, db: u16, key: &[u8]) {
+        let hash = self.hash(db, key);
+        let cell = self.cell(hash);
+        let mut s = cell.shard.lock();
+        Self::epoch(cell, hash).fetch_add(1, Release);
+        if let Some(i) = s.find(db, key) {
+            s.entries[i].pending = true;
+        }
+    }
+
+    /// A committed write of `key`: `Some(meta)` for a put (update the entry if cached), `None`
+    /// for a delete or a failed write (drop it). Always bumps the key's write epoch, so fills
+    /// racing the write are refused.
+    pub fn apply(&self, db: u16, key: &[u8], put: Option<(Kind, u64, Bytes)>) {
+        let hash = self.hash(db, key);
+        let cell = self.cell(hash);
+        let budget = self.shard_budget();
+        let mut s = cell.shard.lock();
+        Self::epoch(cell, hash).fetch_add(1, Release);
+        let Some(i) = s.find(db, key) else {
+            return;
+        };
+        s.remove_at(i);
+        if let Some((Kind::String, expire_at_ms, value)) = put {
+            let value = CachedValue::Str(value);
+            let size = entry_size(key, &value);
+            if size <= budget / 4 {
+                while s.used + size > budget && !s.entries.is_empty() {
+                    self.evict_one(&mut s);
+                }
+                s.insert(
+                    db,
+                    key,
+                    Hit {
+                        kind: Kind::String,
+                        expire_at_ms,
+                        value,
+                    },
+                    size,
+                );
+            }
+        }
+    }
+
+    /// Drops every entry of database `db` (FLUSHDB) and bumps every epoch.
+    pub fn clear_db(&self, db: u16) {
+        self.clear_where(|e| e == db);
+    }
+
+    /// Drops every entry (FLUSHALL, disabling) and bumps every epoch.
+    pub fn clear(&self) {
+        self.clear_where(|_| true);
+    }
+
+    fn clear_where(&self, f: impl Fn(u16) -> bool) {
+        for cell in self.shards.iter() {
+            let mut s = cell.shard.lock();
+            for e in cell.epochs.iter() {
+                e.fetch_add(1, Release);
+            }
+            let mut i = 0;
+            while i < s.entries.len() {
+                if f(s.entries[i].db) {
+                    s.remove_at(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    fn evict_one(&self, s: &mut Shard) {
+        let n = s.entries.len();
+        let policy = self.policy();
+        let decay = decay_period(n);
+        let mut victim = usize::MAX;
+        let mut worst = (u32::MAX, u32::MAX);
+        for _ in 0..SAMPLES.min(n) {
+            let i = (s.next_rand() % n as u64) as usize;
+            let e = &s.entries[i];
+            let age = s.clock.wrapping_sub(e.tick);
+            // Lower rank = evicted first: LRU by recency; LFU by frequency, then recency.
+            let rank = match policy {
+                Policy::Lru => (0, u32::MAX - age),
+                Policy::Lfu => (
+                    lfu_decayed(e.freq, e.tick, s.clock, decay) as u32,
+                    u32::MAX - age,
+                ),
+            };
+            if rank < worst {
+                worst = rank;
+                victim = i;
+            }
+        }
+        if victim != usize::MAX {
+            s.remove_at(victim);
+            self.stats.evictions.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Bytes the cache holds (summed over the shards on demand, so writes share no counter) (keys, values and per-entry overhead).
+    pub fn used_memory(&self) -> usize {
+        self.shards.iter().map(|c| c.shard.lock().used).sum()
+    }
+
+    pub fn entries(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|c| c.shard.lock().entries.len())
+            .sum()
+    }
+}
+
+impl Shard {
+    fn next_rand(&mut self) -> u64 {
+        // xorshift64*
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn find(&self, db: u16, key: &[u8]) -> Option<usize> {
+        self.maps
+            .get(db as usize)
+            .and_then(|m| m.get(key))
+            .map(|&i| i as usize)
+    }
+
+    fn insert(&mut self, db: u16, key: &[u8], hit: Hit, size: usize) {
+        if self.maps.len() <= db as usize {
+            self.maps.resize_with(db as usize + 1, HashMap::default);
+        }
+        let i = self.entries.len() as u32;
+        self.maps[db as usize].insert(key.into(), i);
+        self.clock = self.clock.wrapping_add(1);
+        self.entries.push(Entry {
+            db,
+            key: key.into(),
+            hit,
+            size,
+            tick: self.clock,
+            freq: LFU_INIT,
+            pending: false,
+        });
+        self.used += size;
+    }
+
+    fn remove_at(&mut self, i: usize) {
+        let e = self.entries.swap_remove(i);
+        self.used -= e.size;
+        self.maps[e.db as usize].remove(&e.key);
+        if i < self.entries.len() {
+            let moved = &self.entries[i];
+            if let Some(slot) = self.maps[moved.db as usize].get_mut(&moved.key) {
+                *slot = i as u32;
+            }
+        }
+    }
+}
+
+fn entry_size(key: &[u8], value: &CachedValue) -> usize {
+    2 * key.len() + value.bytes() + ENTRY_OVERHEAD
+}
+
+/// LFU decay: one step per `decay` shard accesses since the entry was last touched, so the
+/// counter follows recent popularity (Redis decays per minute of idle time).
+fn decay_period(entries: usize) -> u32 {
+    (entries as u32).saturating_mul(2).max(1024)
+}
+
+fn lfu_decayed(freq: u8, tick: u32, clock: u32, decay: u32) -> u8 {
+    let steps = clock.wrapping_sub(tick) / decay;
+    freq.saturating_sub(steps.min(255) as u8)
+}
+
+/// Redis's logarithmic increment: the higher the counter, the less likely it grows.
+fn lfu_incr(freq: u8, draw: u64) -> u8 {
+    if freq == 255 {
+        return 255;
+    }
+    let base = freq.saturating_sub(LFU_INIT) as u64;
+    // p = 1 / (base * factor + 1), factor 10
+    if draw.is_multiple_of(base * 10 + 1) {
+        freq + 1
+    } else {
+        freq
+    }
+}
+
+/// A fast, seeded hash for cache keys (multiply-xorshift over 8-byte words).
+#[derive(Clone, Copy, Default)]
+pub struct FastHash;
+
+impl BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(0x243F_6A88_85A3_08D3)
+    }
+}
+
+pub struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h = self.0 ^ (bytes.len() as u64).wrapping_mul(K);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in chunks.by_ref() {
+            let w = u64::from_le_bytes(c.try_into().unwrap());
+            h = (h ^ w).wrapping_mul(K).rotate_left(29);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            h = (h ^ u64::from_le_bytes(buf))
+                .wrapping_mul(K)
+                .rotate_left(29);
+        }
+        self.0 = h;
+    }
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        h ^= h >> 33;
+        h
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Meta {
+        Meta::string(v.as_bytes().to_vec(), 0)
+    }
+
+    fn str_of(h: Option<Hit>) -> Option<Vec<u8>> {
+        h.map(|h| match h.value {
+            CachedValue::Str(b) => b.to_vec(),
+            _ => panic!("not a string"),
+        })
+    }
+
+    #[test]
+    fn fill_then_hit_and_write_updates() {
+        let c = Cache::new(CacheSettings::default());
+        assert!(c.get(0, b"k", 1).is_none());
+        let t = c.fill_token(0, b"k");
+        c.fill(t, 0, b"k", &s("v1"), 1);
+        assert_eq!(str_of(c.get(0, b"k", 1)), Some(b"v1".to_vec()));
+        assert!(c.get(1, b"k", 1).is_none(), "databases are separate");
+        c.apply(0, b"k", Some((Kind::String, 0, Bytes::from_static(b"v2"))));
+        assert_eq!(str_of(c.get(0, b"k", 1)), Some(b"v2".to_vec()));
+        c.apply(0, b"k", None);
+        assert!(c.get(0, b"k", 1).is_none());
+        // Writes never add keys.
+        c.apply(0, b"new", Some((Kind::String, 0, Bytes::from_static(b"x"))));
+        assert!(c.get(0, b"new", 1).is_none());
+    }
+
+    #[test]
+    fn fill_after_a_racing_write_is_refused() {
+        let c = Cache::new(CacheSettings::default());
+        let t = c.fill_token(0, b"k");
+        // A write commits between the read's token and its fill.
+        c.apply(0, b"k", Some((Kind::String, 0, Bytes::from_static(b"new"))));
+        c.fill(t, 0, b"k", &s("old"), 1);
+        assert!(c.get(0, b"k", 1).is_none());
+        // Flush and disable also refuse older tokens.
+        let t = c.fill_token(0, b"k");
+        c.clear_db(3);
+        c.fill(t, 0, b"k", &s("old"), 1);
+        assert!(c.get(0, b"k", 1).is_none());
+        let t = c.fill_token(0, b"k");
+        c.set_enabled(false);
+        c.set_enabled(true);
+        c.fill(t, 0, b"k", &s("old"), 1);
+        assert!(c.get(0, b"k", 1).is_none());
+    }
+
+    #[test]
+    fn an_entry_being_written_is_not_served() {
+        let c = Cache::new(CacheSettings::default());
+        let t = c.fill_token(0, b"k");
+        c.fill(t, 0, b"k", &s("old"), 1);
+        c.begin_write(0, b"k");
+        assert!(
+            c.get(0, b"k", 1).is_none(),
+            "between disk write and cache update"
+        );
+        c.apply(0, b"k", Some((Kind::String, 0, Bytes::from_static(b"new"))));
+        assert_eq!(str_of(c.get(0, b"k", 1)), Some(b"new".to_vec()));
+    }
+
+    #[test]
+    fn expired_entries_are_never_served() {
+        let c = Cache::new(CacheSettings::default());
+        let t = c.fill_token(0, b"k");
+        c.fill(t, 0, b"k", &Meta::string(b"v".to_vec(), 100), 50);
+        assert!(c.get(0, b"k", 99).is_some());
+        assert!(c.get(0, b"k", 100).is_none());
+        assert_eq!(c.entries(), 0);
+    }
+
+    #[test]
+    fn memory_stays_under_the_limit() {
+        for policy in [Policy::Lru, Policy::Lfu] {
+            let c = Cache::new(CacheSettings {
+                max_bytes: 64 * 1024,
+                shards: 4,
+                policy,
+                ..Default::default()
+            });
+            for i in 0..10_000u32 {
+                let k = format!("key:{i}");
+                let t = c.fill_token(0, k.as_bytes());
+                c.fill(t, 0, k.as_bytes(), &s(&"x".repeat(100)), 1);
+                assert!(c.used_memory() as u64 <= c.max_bytes());
+            }
+            assert!(c.entries() > 100);
+            assert!(c.stats.evictions.load(Relaxed) > 0);
+            c.set_max_bytes(16 * 1024);
+            assert!(c.used_memory() <= 16 * 1024);
+        }
+    }
+
+    #[test]
+    fn long_keys_and_disabled_cache_are_not_filled() {
+        let c = Cache::new(CacheSettings {
+            max_key: 4,
+            ..Default::default()
+        });
+        let t = c.fill_token(0, b"toolong");
+        c.fill(t, 0, b"toolong", &s("v"), 1);
+        assert_eq!(c.entries(), 0);
+        c.set_enabled(false);
+        let t = c.fill_token(0, b"k");
+        c.fill(t, 0, b"k", &s("v"), 1);
+        assert_eq!(c.entries(), 0);
+    }
+}

@@ -1,0 +1,135 @@
+//! Hit-ratio simulation of the eviction policies on deterministic traces (no server needed).
+//!
+//! Run with `cargo test --release -p kvik-server --lib cache::sim -- --nocapture` to print the
+//! table in docs/bench-sections/5.md. Traces, over N keys of equal size (10-byte key, 100-byte
+//! value), read-through (a miss fills):
+//!
+//! - `zipf`: zipf(0.99) popularity;
+//! - `scan`: the same zipf stream, with every 10,000 requests followed by a scan of 2,500 keys
+//!   read once in sequence from a cold range 4N wide (20% of the requests are scan reads).
+//!
+//! Cache sizes are 1%, 10% and 50% of the key space's bytes.
+
+use super::*;
+
+const KEYS: usize = 100_000;
+const REQUESTS: usize = 600_000;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Inverse-CDF zipf sampler over ranks 0..n.
+struct Zipf {
+    cdf: Vec<f64>,
+}
+impl Zipf {
+    fn new(n: usize, s: f64) -> Zipf {
+        let mut cdf = Vec::with_capacity(n);
+        let mut sum = 0.0;
+        for i in 1..=n {
+            sum += 1.0 / (i as f64).powf(s);
+            cdf.push(sum);
+        }
+        for c in cdf.iter_mut() {
+            *c /= sum;
+        }
+        Zipf { cdf }
+    }
+    fn sample(&self, rng: &mut Rng) -> usize {
+        let u = rng.unit();
+        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1)
+    }
+}
+
+fn trace(scan: bool) -> Vec<u64> {
+    let zipf = Zipf::new(KEYS, 0.99);
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut out = Vec::with_capacity(REQUESTS);
+    let mut cursor = 0u64;
+    while out.len() < REQUESTS {
+        out.push(zipf.sample(&mut rng) as u64);
+        if scan && out.len() % 10_000 == 0 {
+            for _ in 0..2_500 {
+                out.push(KEYS as u64 + cursor % (4 * KEYS as u64));
+                cursor += 1;
+            }
+        }
+    }
+    out.truncate(REQUESTS);
+    out
+}
+
+fn hit_ratio(policy: Policy, fraction: f64, keys: &[u64]) -> f64 {
+    let value = Meta::string(vec![b'v'; 100], 0);
+    let key_bytes = |k: u64| format!("key:{k:06}");
+    let per_entry = entry_size(
+        key_bytes(0).as_bytes(),
+        &CachedValue::Str(Bytes::from(vec![0; 100])),
+    );
+    let c = Cache::new(CacheSettings {
+        max_bytes: (KEYS as f64 * fraction * per_entry as f64) as u64,
+        shards: 16,
+        policy,
+        ..Default::default()
+    });
+    let mut hits = 0u64;
+    for &k in keys {
+        let key = key_bytes(k);
+        if c.get(0, key.as_bytes(), 1).is_some() {
+            hits += 1;
+        } else {
+            let t = c.fill_token(0, key.as_bytes());
+            c.fill(t, 0, key.as_bytes(), &value, 1);
+        }
+    }
+    hits as f64 / keys.len() as f64
+}
+
+#[test]
+fn policies_hit_ratio_table_and_default_is_the_better_one() {
+    let traces = [("zipf(0.99)", trace(false)), ("zipf + scans", trace(true))];
+    let sizes = [0.01, 0.10, 0.50];
+    let mut total = [0.0f64; 2];
+    println!("| trace | cache size | lru | lfu |");
+    println!("|---|---|---|---|");
+    for (name, keys) in &traces {
+        for &size in &sizes {
+            let lru = hit_ratio(Policy::Lru, size, keys);
+            let lfu = hit_ratio(Policy::Lfu, size, keys);
+            assert!((0.0..=1.0).contains(&lru) && (0.0..=1.0).contains(&lfu));
+            total[0] += lru;
+            total[1] += lfu;
+            println!(
+                "| {name} | {:.0}% | {:.2}% | {:.2}% |",
+                size * 100.0,
+                lru * 100.0,
+                lfu * 100.0
+            );
+        }
+    }
+    println!(
+        "| mean | | {:.2}% | {:.2}% |",
+        total[0] / 6.0 * 100.0,
+        total[1] / 6.0 * 100.0
+    );
+    let better = if total[1] >= total[0] {
+        Policy::Lfu
+    } else {
+        Policy::Lru
+    };
+    assert_eq!(
+        CacheSettings::default().policy,
+        better,
+        "the default policy must be the one with the better mean hit ratio"
+    );
+}

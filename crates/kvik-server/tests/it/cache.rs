@@ -1,0 +1,452 @@
+//! The hot cache and run-to-completion reads: same replies and counters with RTC on and off,
+//! no stale value after any kind of write, expiry, the memory bound, and a concurrent
+//! monotonicity check of INCR counters read through both paths.
+
+use crate::common::*;
+use redis::{Connection, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn stat(con: &mut Connection, field: &str) -> u64 {
+    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has no {field}"))
+}
+
+fn get(con: &mut Connection, key: &str) -> Option<String> {
+    q(con, &["GET", key])
+}
+
+/// Reads `key` twice so the second read is answered by the cache, and checks it was.
+fn warm(con: &mut Connection, key: &str) {
+    let _ = get(con, key);
+    let before = stat(con, "cache_hits");
+    let _ = get(con, key);
+    assert_eq!(
+        stat(con, "cache_hits"),
+        before + 1,
+        "{key} should be cached"
+    );
+}
+
+/// The scenario run with RTC on and off: every reply, in order, plus raw pipelined replies.
+fn scenario(s: &TestServer) -> (Vec<Value>, Vec<u8>) {
+    let mut c = s.client();
+    let mut replies = Vec::new();
+    let script: &[&[&str]] = &[
+        &["SET", "a", "hello"],
+        &["SET", "b", "12345"],
+        &["SET", "t", "v", "EX", "1000"],
+        &["GET", "a"],
+        &["GET", "a"],
+        &["GET", "missing"],
+        &["MGET", "a", "b", "missing"],
+        &["MGET", "a", "b"],
+        &["STRLEN", "a"],
+        &["STRLEN", "missing"],
+        &["EXISTS", "a", "b", "missing", "a"],
+        &["GETRANGE", "a", "1", "-2"],
+        &["SUBSTR", "a", "0", "0"],
+        &["TTL", "t"],
+        &["TTL", "a"],
+        &["TYPE", "a"],
+        &["TYPE", "missing"],
+        &["GETRANGE", "a", "x", "1"],
+        &["GET"],
+        &["APPEND", "a", "!"],
+        &["GET", "a"],
+        &["DEL", "b"],
+        &["GET", "b"],
+        &["SELECT", "1"],
+        &["GET", "a"],
+        &["SELECT", "0"],
+        &["GET", "a"],
+    ];
+    for cmd in script {
+        let mut c2 = redis::cmd(cmd[0]);
+        for a in &cmd[1..] {
+            c2.arg(*a);
+        }
+        replies.push(match c2.query::<Value>(&mut c) {
+            Ok(v) => v,
+            Err(e) => Value::SimpleString(format!("error: {e}")),
+        });
+    }
+    // A pipeline: hits, a miss in the middle, hits, a write, hits again.
+    let mut raw = s.raw();
+    let mut req = Vec::new();
+    for cmd in [
+        &["GET", "a"][..],
+        &["STRLEN", "a"],
+        &["GET", "nope"],
+        &["GET", "a"],
+        &["SET", "a", "x"],
+        &["GET", "a"],
+        &["EXISTS", "a"],
+        &["TTL", "a"],
+    ] {
+        req.extend(resp_str(cmd));
+    }
+    let expect = b"$6\r\nhello!\r\n:6\r\n$-1\r\n$6\r\nhello!\r\n+OK\r\n$1\r\nx\r\n:1\r\n:-1\r\n";
+    let (got, _) = roundtrip_raw(&mut raw, &req, expect.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(expect)
+    );
+    (replies, got)
+}
+
+fn counters(s: &TestServer) -> HashMap<String, String> {
+    let mut c = s.client();
+    let mut out = HashMap::new();
+    let all = info(&mut c, "all");
+    for (k, v) in &all["Stats"] {
+        // cache_hits / cache_misses count cache probes, which legitimately differ: an RTC
+        // attempt stops at its first miss (EXISTS a missing b probes two keys, not three) and
+        // the pool then skips the cache. What clients see (keyspace_*, commandstats, errors)
+        // and what the cache holds must be the same.
+        let probe = matches!(
+            k.as_str(),
+            "cache_hits" | "cache_misses" | "cache_hit_ratio"
+        );
+        if (k.starts_with("keyspace_") || k.starts_with("cache_") || k == "total_error_replies")
+            && !probe
+        {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    for (k, v) in &all["Commandstats"] {
+        if !k.contains("info") {
+            out.insert(k.clone(), strip_usec(v));
+        }
+    }
+    out
+}
+
+/// Commandstats without the timing fields (calls, rejected and failed counts only).
+fn strip_usec(v: &str) -> String {
+    v.split(',')
+        .filter(|f| !f.starts_with("usec"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[test]
+fn rtc_on_and_off_give_the_same_replies_and_counters() {
+    let on = TestServer::start_with(&["--rtc-read", "yes"]);
+    let off = TestServer::start_with(&["--rtc-read", "no"]);
+    let (replies_on, raw_on) = scenario(&on);
+    let (replies_off, raw_off) = scenario(&off);
+    assert_eq!(replies_on, replies_off);
+    assert_eq!(raw_on, raw_off);
+    assert_eq!(counters(&on), counters(&off));
+    let mut c_on = on.client();
+    let mut c_off = off.client();
+    assert!(stat(&mut c_on, "rtc_commands") >= 10);
+    assert_eq!(stat(&mut c_off, "rtc_commands"), 0);
+    assert!(
+        stat(&mut c_off, "cache_hits") >= 10,
+        "the pool path uses the cache too"
+    );
+    // RTC can be switched at run time.
+    assert_eq!(
+        q::<String>(&mut c_on, &["CONFIG", "SET", "rtc-read", "no"]),
+        "OK"
+    );
+    let before = stat(&mut c_on, "rtc_commands");
+    assert_eq!(get(&mut c_on, "a").as_deref(), Some("x"));
+    assert_eq!(stat(&mut c_on, "rtc_commands"), before);
+    q::<String>(&mut c_on, &["CONFIG", "SET", "rtc-read", "yes"]);
+    assert_eq!(get(&mut c_on, "a").as_deref(), Some("x"));
+    assert_eq!(stat(&mut c_on, "rtc_commands"), before + 1);
+}
+
+#[test]
+fn rtc_makes_the_auth_and_slowlog_checks() {
+    let s = TestServer::start_with(&["--requirepass", "pw"]);
+    let mut raw = s.raw();
+    let noauth = b"-NOAUTH Authentication required.\r\n";
+    let (got, _) = roundtrip_raw(&mut raw, &resp_str(&["GET", "k"]), noauth.len());
+    assert_eq!(got, noauth.to_vec());
+    let mut c = s.client();
+    let _: String = q(&mut c, &["AUTH", "pw"]);
+    let _: String = q(&mut c, &["SET", "k", "v"]);
+    let _: String = q(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    let _: String = q(&mut c, &["SLOWLOG", "RESET"]);
+    warm(&mut c, "k");
+    let log: Vec<Value> = q(&mut c, &["SLOWLOG", "GET", "-1"]);
+    let gets: Vec<&Vec<Value>> = log
+        .iter()
+        .filter_map(|e| match e {
+            Value::Array(f) if f.len() == 7 => Some(f),
+            _ => None,
+        })
+        .filter(|f| matches!(&f[3], Value::Array(a) if a.first() == Some(&Value::BulkString(b"GET".to_vec()))))
+        .collect();
+    assert!(
+        gets.len() >= 2,
+        "GETs served by RTC are in the slowlog too: {log:?}"
+    );
+    for f in gets {
+        assert!(matches!(f[6], Value::Int(w) if w >= 0));
+    }
+    assert!(stat(&mut c, "rtc_commands") >= 1);
+    // INFO reports the queue wait of pool runs.
+    assert!(stat(&mut c, "pool_queue_wait_count") > 0);
+    assert!(info_field(&mut c, "stats", "pool_queue_wait_p99_usec").is_some());
+}
+
+#[test]
+fn writes_never_leave_a_stale_value() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let _: String = q(&mut c, &["SET", "k", "1"]);
+
+    // SET, APPEND, INCR, SETRANGE, MSET, GETSET update the cached entry.
+    let updates: &[(&[&str], &str)] = &[
+        (&["SET", "k", "2"], "2"),
+        (&["APPEND", "k", "0"], "20"),
+        (&["INCR", "k"], "21"),
+        (&["INCRBYFLOAT", "k", "0.5"], "21.5"),
+        (&["SETRANGE", "k", "0", "9"], "91.5"),
+        (&["MSET", "k", "m", "other", "o"], "m"),
+        (&["GETSET", "k", "g"], "g"),
+        (&["SET", "k", "e", "KEEPTTL"], "e"),
+    ];
+    for (cmd, want) in updates {
+        warm(&mut c, "k");
+        let _: Value = qv(&mut c, cmd);
+        assert_eq!(get(&mut c, "k").as_deref(), Some(*want), "after {cmd:?}");
+    }
+
+    // Deletes, renames, moves and flushes drop it.
+    let gone: &[&[&str]] = &[
+        &["DEL", "k"],
+        &["UNLINK", "k"],
+        &["GETDEL", "k"],
+        &["RENAME", "k", "k2"],
+        &["MOVE", "k", "3"],
+        &["FLUSHDB"],
+        &["FLUSHALL"],
+        &["EXPIRE", "k", "0"],
+        &["SET", "k", "v", "PX", "1"],
+    ];
+    for cmd in gone {
+        let _: String = q(&mut c, &["SET", "k", "before"]);
+        warm(&mut c, "k");
+        let _: Value = qv(&mut c, cmd);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(get(&mut c, "k"), None, "after {cmd:?}");
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 0, "after {cmd:?}");
+    }
+    // RENAME onto a cached destination updates it.
+    let _: String = q(&mut c, &["SET", "src", "new"]);
+    let _: String = q(&mut c, &["SET", "dst", "old"]);
+    warm(&mut c, "dst");
+    let _: String = q(&mut c, &["RENAME", "src", "dst"]);
+    assert_eq!(get(&mut c, "dst").as_deref(), Some("new"));
+    // COPY REPLACE onto a cached destination.
+    let _: String = q(&mut c, &["SET", "src", "copied"]);
+    warm(&mut c, "dst");
+    let _: i64 = q(&mut c, &["COPY", "src", "dst", "REPLACE"]);
+    assert_eq!(get(&mut c, "dst").as_deref(), Some("copied"));
+
+    // Expiry changes are seen by TTL at once.
+    let _: String = q(&mut c, &["SET", "t", "v"]);
+    warm(&mut c, "t");
+    assert_eq!(q::<i64>(&mut c, &["TTL", "t"]), -1);
+    let _: i64 = q(&mut c, &["EXPIRE", "t", "100"]);
+    assert_eq!(q::<i64>(&mut c, &["TTL", "t"]), 100);
+    let _: i64 = q(&mut c, &["PERSIST", "t"]);
+    assert_eq!(q::<i64>(&mut c, &["TTL", "t"]), -1);
+    let _: Value = qv(&mut c, &["GETEX", "t", "EX", "50"]);
+    assert_eq!(q::<i64>(&mut c, &["TTL", "t"]), 50);
+
+    // CONFIG SET cache-enabled no empties the cache; yes starts cold; writes in between are
+    // seen.
+    let _: String = q(&mut c, &["SET", "c", "1"]);
+    warm(&mut c, "c");
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-enabled", "no"]);
+    assert_eq!(stat(&mut c, "cache_entries"), 0);
+    assert_eq!(stat(&mut c, "cache_enabled"), 0);
+    let _: String = q(&mut c, &["SET", "c", "2"]);
+    assert_eq!(get(&mut c, "c").as_deref(), Some("2"));
+    let hits = stat(&mut c, "cache_hits");
+    let _ = get(&mut c, "c");
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        hits,
+        "a disabled cache answers nothing"
+    );
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-enabled", "yes"]);
+    assert_eq!(stat(&mut c, "cache_entries"), 0);
+    let _: String = q(&mut c, &["SET", "c", "3"]);
+    warm(&mut c, "c");
+    assert_eq!(get(&mut c, "c").as_deref(), Some("3"));
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["CONFIG", "GET", "cache-enabled"]),
+        vec!["cache-enabled", "yes"]
+    );
+}
+
+#[test]
+fn expired_entries_are_never_served() {
+    let s = TestServer::start_with(&["--active-expire", "no"]);
+    let mut c = s.client();
+    let _: String = q(&mut c, &["SET", "e", "v", "PX", "300"]);
+    warm(&mut c, "e");
+    let t0 = Instant::now();
+    // Until it expires it is served; after, never (no active expiry deletes it meanwhile).
+    loop {
+        let v = get(&mut c, "e");
+        if t0.elapsed() > Duration::from_millis(320) {
+            assert_eq!(v, None);
+            break;
+        }
+        if v.is_none() {
+            assert!(
+                t0.elapsed() >= Duration::from_millis(250),
+                "expired too early"
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(350));
+    assert_eq!(get(&mut c, "e"), None);
+    assert_eq!(q::<i64>(&mut c, &["TTL", "e"]), -2);
+    // PEXPIRE on a cached key shortens what the cache serves.
+    let _: String = q(&mut c, &["SET", "f", "v"]);
+    warm(&mut c, "f");
+    let _: i64 = q(&mut c, &["PEXPIRE", "f", "50"]);
+    std::thread::sleep(Duration::from_millis(80));
+    assert_eq!(get(&mut c, "f"), None);
+}
+
+#[test]
+fn cache_maxmemory_is_respected() {
+    let s = TestServer::start_with(&["--cache-maxmemory", "64kb", "--cache-shards", "4"]);
+    let mut c = s.client();
+    let value = "x".repeat(100);
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("SET").arg(format!("key:{i}")).arg(&value).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let mut pipe = redis::pipe();
+    for i in 0..3000 {
+        pipe.cmd("GET").arg(format!("key:{i}")).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let used = stat(&mut c, "cache_used_memory");
+    assert!(used <= 64 * 1024, "used {used}");
+    assert!(stat(&mut c, "cache_entries") > 50);
+    assert!(stat(&mut c, "cache_evictions") > 0);
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-maxmemory", "16kb"]);
+    assert!(stat(&mut c, "cache_used_memory") <= 16 * 1024);
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["CONFIG", "GET", "cache-maxmemory"]),
+        vec!["cache-maxmemory", "16384"]
+    );
+    // Long keys are not cached.
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-max-key-size", "4"]);
+    let _: String = q(&mut c, &["SET", "longkey", "v"]);
+    let _ = get(&mut c, "longkey");
+    let hits = stat(&mut c, "cache_hits");
+    let _ = get(&mut c, "longkey");
+    assert_eq!(stat(&mut c, "cache_hits"), hits);
+    assert!(err(&mut c, &["CONFIG", "SET", "cache-policy", "fifo"]).starts_with("ERR"));
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-policy", "lru"]);
+    assert_eq!(
+        info(&mut c, "stats")["Stats"]["cache_policy"],
+        "lru".to_string()
+    );
+}
+
+/// Writers INCR counters while readers GET them through RTC (plain GET) and through the pool
+/// (GET pipelined behind a non-rtc command); the cache holds 4 of the 6 counters, so entries
+/// keep being evicted and refilled and fills race the writes. No reader may ever see a counter
+/// go backwards.
+#[test]
+fn concurrent_counters_never_go_backwards() {
+    // Fills are delayed 300 us after their disk read, so writes often land inside that window:
+    // a fill that ignored them would cache an old value (this test fails without the write
+    // epoch check in Cache::fill_value).
+    let s = TestServer::start_with(&[
+        "--cache-maxmemory",
+        "512",
+        "--cache-shards",
+        "1",
+        "--cache-fill-delay-us",
+        "300",
+    ]);
+    const KEYS: usize = 6;
+    let port = s.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for w in 0..2 {
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut c = kvik_testkit::connect(port);
+            let mut i = w;
+            while !stop.load(Ordering::Relaxed) {
+                let _: i64 = q(&mut c, &["INCR", &format!("ctr:{}", i % KEYS)]);
+                i += 1;
+                // Slow writers: a stale entry would stay visible until the key's next write.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            0u64
+        }));
+    }
+    for r in 0..4 {
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut c = kvik_testkit::connect(port);
+            let mut last = [0i64; KEYS];
+            let mut i = r;
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = i % KEYS;
+                let key = format!("ctr:{k}");
+                let v: Option<i64> = if r % 2 == 0 {
+                    q(&mut c, &["GET", &key])
+                } else {
+                    // PING is not rtc, so the GET behind it runs in the pool.
+                    let (_, v): (String, Option<i64>) = redis::pipe()
+                        .cmd("PING")
+                        .cmd("GET")
+                        .arg(&key)
+                        .query(&mut c)
+                        .unwrap();
+                    v
+                };
+                let v = v.unwrap_or(0);
+                assert!(v >= last[k], "{key} went from {} back to {v}", last[k]);
+                last[k] = v;
+                i += 1;
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("no reader saw a counter go backwards");
+    }
+    let mut c = s.client();
+    assert!(stat(&mut c, "rtc_commands") > 0);
+    assert!(stat(&mut c, "cache_evictions") > 0);
+    assert!(stat(&mut c, "cache_used_memory") <= 512);
+    // Final values agree between the cache and storage.
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-enabled", "no"]);
+    let stored: Vec<Option<i64>> = (0..KEYS)
+        .map(|k| q(&mut c, &["GET", &format!("ctr:{k}")]))
+        .collect();
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-enabled", "yes"]);
+    for (k, want) in stored.iter().enumerate() {
+        let key = format!("ctr:{k}");
+        let _ = get(&mut c, &key);
+        assert_eq!(q::<Option<i64>>(&mut c, &["GET", &key]), *want);
+    }
+}
