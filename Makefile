@@ -25,7 +25,7 @@ run: build
 
 ## The whole suite: formatting, lints, unit, property and integration tests.
 test: deps fmt lint
-	$(CARGO) test $(PROFILE) --workspace
+	./scripts/cargo-test.sh $(PROFILE) --workspace
 
 fmt:
 	$(CARGO) fmt --all -- --check

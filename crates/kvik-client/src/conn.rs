@@ -5,7 +5,7 @@
 //!
 //! Submission. A caller first takes an in-flight permit (`Permits`; the wait for one counts
 //! against its deadline), then pushes its encoded command with its reply `Slot` onto the
-//! lock-free `TakeAllQueue`, then tries to become the flusher by swapping the `flushing` flag
+//! lock-free `TaskList` (the crate `kvik-pool-list`, shared with the server's worker pool), then tries to become the flusher by swapping the `flushing` flag
 //! from false to true. The winner takes everything queued, writes it in chunks of at most
 //! `max_batch_commands` commands / `max_batch_bytes` bytes (one `write` each, normally exactly
 //! one), and repeats until the queue is empty; then it clears the flag and looks at the queue
@@ -65,7 +65,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::cmd::{Cmd, Pipeline};
 use crate::error::{Error, Result};
 use crate::options::ConnectOptions;
-use crate::queue::TakeAllQueue;
+use kvik_pool_list::TaskList;
 
 /// Batches a flusher writes for others before handing the flusher role on.
 const MAX_ROUNDS: usize = 4;
@@ -246,7 +246,7 @@ struct Inner {
     allow_blocking: bool,
     timeout: Duration,
     proto: Proto,
-    queue: TakeAllQueue<Entry>,
+    queue: TaskList<Entry>,
     flushing: AtomicBool,
     /// Entries taken from the queue by a flusher that reached `MAX_ROUNDS`, waiting for the
     /// successor it woke; flushed before anything newer.
@@ -306,7 +306,7 @@ impl Inner {
                         batch.append(&mut h);
                         self.handoff_pending.store(false, Ordering::SeqCst);
                     }
-                    self.queue.take_all(&mut batch);
+                    batch.extend(self.queue.take_all());
                     if batch.is_empty() {
                         break;
                     }
@@ -414,7 +414,7 @@ impl Inner {
             self.permits.release();
         }
         let mut queued = std::mem::take(&mut *self.handoff.lock());
-        self.queue.take_all(&mut queued);
+        queued.extend(self.queue.take_all());
         for e in queued {
             e.slot
                 .complete(Err(Error::ConnectionClosed(reason.clone())));
@@ -667,7 +667,7 @@ impl Connection {
             allow_blocking: opts.allow_blocking,
             timeout: opts.timeout,
             proto: opts.proto,
-            queue: TakeAllQueue::new(),
+            queue: TaskList::new(),
             flushing: AtomicBool::new(false),
             handoff: Mutex::new(Vec::new()),
             handoff_pending: AtomicBool::new(false),

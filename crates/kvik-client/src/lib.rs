@@ -146,7 +146,6 @@ pub mod conn;
 mod error;
 mod multiget;
 mod options;
-mod queue;
 pub mod ring;
 mod sharded;
 

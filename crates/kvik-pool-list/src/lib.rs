@@ -1,5 +1,6 @@
 //! The worker pool's task list: many producers push without a lock, a consumer takes the whole
-//! list at once and gets it back in arrival order.
+//! list at once and gets it back in arrival order. kvik-client's connections queue their callers'
+//! commands in the same list (the flusher takes everything queued and writes it in one call).
 //!
 //! # How it works
 //!
