@@ -1,9 +1,10 @@
 //! One I/O thread: a mio event loop over its connections (and, on thread 0, the listeners).
 //!
 //! The request path, top to bottom, is [`IoThread::drive`]: read the socket, parse every complete
-//! request, hand the run to the pool (the connection reads nothing more until the job's
-//! [`Completion`] comes back), then write the replies. This thread never touches storage and never
-//! blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
+//! request, answer the leading cache hits right here (run-to-completion: the same handlers run in
+//! cache-only mode, so they make every check the pool path makes), hand the rest of the run to the
+//! pool (the connection reads nothing more until the job's [`Completion`] comes back), then write
+//! the replies. This thread never touches storage and never blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
 //! socket was drained (read budget, job in flight, output backpressure) is driven again
 //! explicitly when the obstacle goes away.
 //!
