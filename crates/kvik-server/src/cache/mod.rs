@@ -158,6 +158,15 @@ pub struct CacheStats {
     pub fills: AtomicU64,
 }
 
+impl CacheStats {
+    /// CONFIG RESETSTAT.
+    pub fn reset(&self) {
+        for c in [&self.hits, &self.misses, &self.evictions, &self.fills] {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
 /// Settings the cache reads; `shards` is fixed at start.
 #[derive(Clone, Copy, Debug)]
 pub struct CacheSettings {

@@ -246,6 +246,10 @@ fn commandstats_errorstats_and_resetstat() {
     assert!(!cs.contains_key("cmdstat_set"));
     assert_eq!(all["Errorstats"]["errorstat_ERR"], "count=3");
     assert_eq!(all["Stats"]["total_error_replies"], "3");
+    assert_ne!(
+        all["Stats"]["cache_misses"], "0",
+        "the GETs probed the cache"
+    );
 
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -255,6 +259,8 @@ fn commandstats_errorstats_and_resetstat() {
     assert!(!all["Commandstats"].contains_key("cmdstat_get"));
     assert!(all["Errorstats"].is_empty());
     assert_eq!(all["Stats"]["total_error_replies"], "0");
+    assert_eq!(all["Stats"]["cache_misses"], "0");
+    assert_eq!(all["Stats"]["cache_hits"], "0");
 }
 
 #[test]
