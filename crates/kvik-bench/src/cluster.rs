@@ -1,40 +1,44 @@
-//! Cluster routing: Redis Cluster's key slot (CRC16-XMODEM of the key or of its `{hash tag}`,
-//! modulo 16384), the slot map read from CLUSTER SLOTS, and MOVED/ASK redirect parsing.
+//! Cluster routing for the load generator: the key slot, MOVED/ASK and CLUSTER SLOTS come from
+//! `kvik_resp::cluster` (shared with kvik-server and kvik-client); this module only turns their
+//! "host:port" strings into socket addresses, where an empty host means the node that answered.
 
 use std::net::{IpAddr, SocketAddr};
 
 use kvik_resp::Frame;
 
-/// Number of hash slots in a Redis cluster.
-pub const SLOTS: usize = 16384;
+pub use kvik_resp::cluster::{key_slot, SLOTS};
 
-/// CRC16 with polynomial 0x1021, initial value 0 (XMODEM), as Redis Cluster uses.
-pub fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
+/// A redirect with its target resolved to an address.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub ask: bool,
+    pub slot: u16,
+    pub addr: SocketAddr,
 }
 
-/// The slot of `key`: only the part between the first `{` and the next `}` counts when that
-/// part is not empty.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let part = match key.iter().position(|&b| b == b'{') {
-        Some(open) => match key[open + 1..].iter().position(|&b| b == b'}') {
-            Some(len) if len > 0 => &key[open + 1..open + 1 + len],
-            _ => key,
-        },
-        None => key,
+/// "host:port" to an address; an empty (or `?`) host is `default_ip`.
+fn resolve(addr: &str, default_ip: IpAddr) -> Option<SocketAddr> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let ip: IpAddr = if host.is_empty() || host == "?" {
+        default_ip
+    } else {
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse()
+            .ok()?
     };
-    crc16(part) % SLOTS as u16
+    Some(SocketAddr::new(ip, port.parse().ok()?))
+}
+
+/// Parses the text of an error reply (without the leading `-`) as a redirect; an empty host
+/// means the node that sent it (`default_ip`).
+pub fn parse_redirect(err: &[u8], default_ip: IpAddr) -> Option<Redirect> {
+    let r = kvik_resp::cluster::parse_redirect(std::str::from_utf8(err).ok()?)?;
+    Some(Redirect {
+        ask: r.ask,
+        slot: r.slot,
+        addr: resolve(&r.addr, default_ip)?,
+    })
 }
 
 /// Master ranges from a CLUSTER SLOTS reply: (first, last, address). A node announced with an
@@ -43,70 +47,14 @@ pub fn parse_cluster_slots(
     reply: &Frame,
     default_ip: IpAddr,
 ) -> Result<Vec<(u16, u16, SocketAddr)>, String> {
-    let Frame::Array(ranges) = reply else {
-        return Err(format!("CLUSTER SLOTS: unexpected reply {reply:?}"));
-    };
-    let mut out = Vec::new();
-    for r in ranges {
-        let Frame::Array(items) = r else {
-            return Err("CLUSTER SLOTS: range is not an array".into());
-        };
-        let (Some(Frame::Integer(a)), Some(Frame::Integer(b)), Some(Frame::Array(node))) =
-            (items.first(), items.get(1), items.get(2))
-        else {
-            return Err("CLUSTER SLOTS: malformed range".into());
-        };
-        let host = match node.first() {
-            Some(Frame::Bulk(h)) => String::from_utf8_lossy(h).into_owned(),
-            _ => String::new(),
-        };
-        let Some(Frame::Integer(port)) = node.get(1) else {
-            return Err("CLUSTER SLOTS: node without port".into());
-        };
-        let ip: IpAddr = if host.is_empty() || host == "?" {
-            default_ip
-        } else {
-            host.parse()
-                .map_err(|_| format!("CLUSTER SLOTS: host '{host}' is not an IP address"))?
-        };
-        out.push((*a as u16, *b as u16, SocketAddr::new(ip, *port as u16)));
-    }
-    Ok(out)
-}
-
-/// A redirect reply: `MOVED slot host:port` or `ASK slot host:port`.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Redirect {
-    pub ask: bool,
-    pub slot: u16,
-    pub addr: SocketAddr,
-}
-
-/// Parses the text of an error reply (without the leading `-`) as a redirect; an empty host
-/// means the node that sent it (`default_ip`).
-pub fn parse_redirect(err: &[u8], default_ip: IpAddr) -> Option<Redirect> {
-    let s = std::str::from_utf8(err).ok()?;
-    let mut it = s.split_whitespace();
-    let ask = match it.next()? {
-        "MOVED" => false,
-        "ASK" => true,
-        _ => return None,
-    };
-    let slot: u16 = it.next()?.parse().ok()?;
-    let (host, port) = it.next()?.rsplit_once(':')?;
-    let ip: IpAddr = if host.is_empty() {
-        default_ip
-    } else {
-        host.trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse()
-            .ok()?
-    };
-    Some(Redirect {
-        ask,
-        slot,
-        addr: SocketAddr::new(ip, port.parse().ok()?),
-    })
+    kvik_resp::cluster::parse_cluster_slots(reply, "")?
+        .into_iter()
+        .map(|(a, b, addr)| {
+            resolve(&addr, default_ip)
+                .map(|sa| (a, b, sa))
+                .ok_or_else(|| format!("CLUSTER SLOTS: '{addr}' is not an IP address and port"))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -114,23 +62,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_match_redis_cluster() {
-        // Values from CLUSTER KEYSLOT on redis-server 7.0.
-        assert_eq!(crc16(b"123456789"), 0x31C3);
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"bar"), 5061);
-        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
-        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
-        assert_ne!(
-            key_slot(b"foo{}{bar}"),
-            key_slot(b"bar"),
-            "empty tag: whole key"
-        );
-        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
-    }
-
-    #[test]
-    fn redirects() {
+    fn redirects_resolve_empty_hosts_to_the_sender() {
         let lo: IpAddr = "127.0.0.1".parse().unwrap();
         assert_eq!(
             parse_redirect(b"MOVED 3999 127.0.0.1:6381", lo),

@@ -2,7 +2,6 @@
 //! (kvik-testkit), with tiny counts. Nothing here asserts a timing: the checks are on what the
 //! servers received (INFO commandstats, keys) and on the shape of the output.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -96,24 +95,6 @@ fn keys(port: u16) -> Vec<String> {
         .arg("*")
         .query(&mut kvik_testkit::connect(port))
         .unwrap()
-}
-
-/// The kvik-server binary next to the test executable's directory (<target>/release/).
-fn kvik_server_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let bin = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("kvik-server"))
-        .expect("target dir");
-    assert!(
-        bin.exists(),
-        "kvik-server binary not found at {}: build it first with \
-         `cargo build --release -p kvik-server` (same CARGO_TARGET_DIR), or run \
-         `cargo test --release --workspace`",
-        bin.display()
-    );
-    bin
 }
 
 #[test]
@@ -435,7 +416,7 @@ fn several_servers_share_the_keys() {
 
 #[test]
 fn error_replies_are_counted_not_fatal() {
-    let k = KvikServer::start(kvik_server_bin(), &[]);
+    let k = KvikServer::start(kvik_testkit::kvik_server_bin(), &[]);
     let port = k.port.to_string();
     let (ok, out, err) = bench(&[
         "-p", &port, "-c", "2", "-n", "50", "-t", "hset,set", "--csv",
@@ -466,39 +447,9 @@ fn bad_flags_and_unreachable_servers_fail_cleanly() {
     assert!(!ok && err.contains("Could not connect"), "{err}");
 }
 
-/// A 3-node redis-server cluster (no replicas), ready to serve.
-fn start_cluster() -> Vec<RedisServer> {
-    let nodes: Vec<RedisServer> = (0..3)
-        .map(|_| {
-            RedisServer::start(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
-        })
-        .collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(nodes.iter().map(RedisServer::addr));
-    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    let out = Command::new("timeout")
-        .arg("60")
-        .arg("redis-cli")
-        .args(&args)
-        .output()
-        .expect("redis-cli must be installed");
-    assert!(out.status.success(), "cluster create failed");
-    let start = Instant::now();
-    for n in &nodes {
-        while !kvik_testkit::redis_cli(n.port, &["cluster", "info"]).contains("cluster_state:ok") {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "cluster never ok"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    nodes
-}
-
 #[test]
 fn cluster_mode_routes_by_slot() {
-    let nodes = start_cluster();
+    let nodes = kvik_testkit::start_redis_cluster();
     let doc = bench_json(&[
         "--cluster",
         "-p",

@@ -35,70 +35,10 @@ use crate::error::{Error, Result};
 use crate::multiget::{self, Job, KeyOutcome, MultiGet, ServerHandle, ServerStatus};
 use crate::sharded::ShardOptions;
 
-/// Number of hash slots.
-pub const SLOTS: usize = 16384;
-
 /// Most redirects followed for one command.
 pub const MAX_REDIRECTS: usize = 5;
 
-/// CRC16/XMODEM, the checksum Redis Cluster hashes keys with.
-pub fn crc16(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0;
-    for &b in data {
-        crc ^= (b as u16) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc
-}
-
-/// The slot of `key`: of its `{hash tag}` when it has a non-empty one.
-pub fn key_slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = &key[open + 1..];
-            rest.iter()
-                .position(|&b| b == b'}')
-                .filter(|&close| close > 0)
-                .map(|close| &rest[..close])
-        })
-        .unwrap_or(key);
-    crc16(tagged) % SLOTS as u16
-}
-
-/// A parsed `MOVED` or `ASK` error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Redirect {
-    /// True for `ASK` (one-off), false for `MOVED` (permanent).
-    pub ask: bool,
-    /// The slot.
-    pub slot: u16,
-    /// The node to go to, "host:port".
-    pub addr: String,
-}
-
-/// Parses `MOVED 3999 127.0.0.1:6381` / `ASK 3999 127.0.0.1:6381`.
-pub fn parse_redirect(msg: &str) -> Option<Redirect> {
-    let mut it = msg.split_ascii_whitespace();
-    let ask = match it.next()? {
-        "MOVED" => false,
-        "ASK" => true,
-        _ => return None,
-    };
-    let slot: u16 = it.next()?.parse().ok()?;
-    let addr = it.next()?.to_string();
-    if slot as usize >= SLOTS || !addr.contains(':') {
-        return None;
-    }
-    Some(Redirect { ask, slot, addr })
-}
+pub use kvik_resp::cluster::{crc16, key_slot, parse_redirect, Redirect, SLOTS};
 
 /// Slot ranges and the master serving each, as `CLUSTER SLOTS` reports them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -111,40 +51,8 @@ impl SlotMap {
     /// Parses a `CLUSTER SLOTS` reply. An empty host means "the node you asked": `asked_host`
     /// stands in for it.
     pub fn from_cluster_slots(reply: &Frame, asked_host: &str) -> Result<SlotMap> {
-        let bad = || Error::Cluster(format!("malformed CLUSTER SLOTS reply: {reply:?}"));
-        let Frame::Array(entries) = reply else {
-            return Err(bad());
-        };
-        let mut ranges = Vec::new();
-        for e in entries {
-            let Frame::Array(parts) = e else {
-                return Err(bad());
-            };
-            let (Some(Frame::Integer(a)), Some(Frame::Integer(b)), Some(Frame::Array(master))) =
-                (parts.first(), parts.get(1), parts.get(2))
-            else {
-                return Err(bad());
-            };
-            let host = match master.first() {
-                Some(Frame::Bulk(h)) => String::from_utf8_lossy(h).into_owned(),
-                Some(Frame::Simple(h)) => h.clone(),
-                _ => return Err(bad()),
-            };
-            let host = if host.is_empty() || host == "?" {
-                asked_host.to_string()
-            } else {
-                host
-            };
-            let port = match master.get(1) {
-                Some(Frame::Integer(p)) => *p,
-                _ => return Err(bad()),
-            };
-            if !(0..SLOTS as i64).contains(a) || !(0..SLOTS as i64).contains(b) || a > b {
-                return Err(bad());
-            }
-            ranges.push((*a as u16, *b as u16, format!("{host}:{port}")));
-        }
-        ranges.sort();
+        let ranges =
+            kvik_resp::cluster::parse_cluster_slots(reply, asked_host).map_err(Error::Cluster)?;
         Ok(SlotMap { ranges })
     }
 }
@@ -544,35 +452,6 @@ impl Commands for ClusterClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_match_redis() {
-        // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
-        assert_eq!(crc16(b"123456789"), 0x31c3);
-        assert_eq!(key_slot(b"foo"), 12182);
-        assert_eq!(key_slot(b"bar"), 5061);
-        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
-        assert_eq!(key_slot(b"foo{}{bar}"), key_slot(b"foo{}{bar}"));
-        assert_ne!(key_slot(b"foo{}{bar}"), key_slot(b"bar"));
-        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
-        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
-    }
-
-    #[test]
-    fn redirects_parse() {
-        assert_eq!(
-            parse_redirect("MOVED 3999 127.0.0.1:6381"),
-            Some(Redirect {
-                ask: false,
-                slot: 3999,
-                addr: "127.0.0.1:6381".into()
-            })
-        );
-        assert!(parse_redirect("ASK 1 10.0.0.1:7000").unwrap().ask);
-        assert_eq!(parse_redirect("ERR nope"), None);
-        assert_eq!(parse_redirect("MOVED 99999 h:1"), None);
-        assert_eq!(parse_redirect("MOVED 1"), None);
-    }
 
     #[test]
     fn cluster_slots_reply_parses() {

@@ -26,6 +26,7 @@
 
 #![deny(missing_docs, missing_debug_implementations)]
 
+pub mod cluster;
 pub mod double;
 pub mod encode;
 pub mod error;

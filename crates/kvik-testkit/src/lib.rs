@@ -428,3 +428,58 @@ pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The kvik-server binary for tests of crates other than kvik-server (which use
+/// `env!("CARGO_BIN_EXE_kvik-server")`): it sits next to the test executable's directory,
+/// `<target>/release/kvik-server`. Fails the test with instructions when it is missing.
+pub fn kvik_server_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let bin = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .map(|p| p.join("kvik-server"))
+        .expect("target dir");
+    assert!(
+        bin.exists(),
+        "kvik-server binary not found at {}: build it first with \
+         `cargo build --release -p kvik-server` (same CARGO_TARGET_DIR), or run \
+         `cargo test --release --workspace` / `make test`",
+        bin.display()
+    );
+    bin
+}
+
+/// A 3-node redis-server cluster (no replicas) created with `redis-cli --cluster create`, waited
+/// for (bounded) until every node reports `cluster_state:ok`. Dropping the nodes stops it.
+pub fn start_redis_cluster() -> Vec<RedisServer> {
+    let nodes: Vec<RedisServer> = (0..3)
+        .map(|_| {
+            RedisServer::start(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
+        })
+        .collect();
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(nodes.iter().map(RedisServer::addr));
+    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg("redis-cli")
+        .args(&args)
+        .output()
+        .expect("redis-cli (Debian's redis-tools) must be installed");
+    assert!(
+        out.status.success(),
+        "redis-cli --cluster create failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let start = Instant::now();
+    for n in &nodes {
+        while !redis_cli(n.port, &["cluster", "info"]).contains("cluster_state:ok") {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the redis cluster never reached cluster_state:ok"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    nodes
+}

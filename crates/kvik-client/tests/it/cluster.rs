@@ -1,53 +1,12 @@
 //! The cluster client against a real 3-node redis-server cluster (kvik has no cluster mode
 //! yet).
 
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kvik_client::cluster::key_slot;
 use kvik_client::{cmd, Client, ClusterClient, Commands, ConnectOptions, Frame, ShardOptions};
 
 use crate::common::{Endpoint, RedisServer};
-
-fn start_cluster() -> Vec<RedisServer> {
-    let nodes: Vec<RedisServer> = (0..3)
-        .map(|_| {
-            RedisServer::start(&["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"])
-        })
-        .collect();
-    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
-    args.extend(nodes.iter().map(RedisServer::addr));
-    args.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    let out = Command::new("timeout")
-        .arg("60")
-        .arg("redis-cli")
-        .args(&args)
-        .output()
-        .expect("redis-cli must be installed");
-    assert!(
-        out.status.success(),
-        "cluster create: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let start = Instant::now();
-    for n in &nodes {
-        let c = Client::connect(&n.addr(), ConnectOptions::new()).unwrap();
-        loop {
-            let Frame::Bulk(info) = c.query(&cmd("CLUSTER").arg("INFO")).unwrap() else {
-                panic!("CLUSTER INFO")
-            };
-            if String::from_utf8_lossy(&info).contains("cluster_state:ok") {
-                break;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "cluster never became ok"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    nodes
-}
 
 fn owner(nodes: &[RedisServer], slot: u16) -> usize {
     let c = Client::connect(&nodes[0].addr(), ConnectOptions::new()).unwrap();
@@ -67,7 +26,7 @@ fn owner(nodes: &[RedisServer], slot: u16) -> usize {
 
 #[test]
 fn cluster_routing_splitting_get_multi_ask_and_moved() {
-    let nodes = start_cluster();
+    let nodes = kvik_testkit::start_redis_cluster();
     let opts = ShardOptions {
         conn: ConnectOptions::new().timeout(Duration::from_secs(20)),
         multiget_timeout: Duration::from_secs(20),

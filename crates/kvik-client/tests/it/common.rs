@@ -6,7 +6,6 @@
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -14,23 +13,7 @@ use std::time::{Duration, Instant};
 
 pub use kvik_testkit::{free_port, Endpoint, KvikServer, RedisServer};
 
-/// The kvik-server binary next to the test executable's directory (<target>/release/).
-pub fn kvik_server_bin() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let bin = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("kvik-server"))
-        .expect("target dir");
-    assert!(
-        bin.exists(),
-        "kvik-server binary not found at {}: build it first with \
-         `cargo build --release -p kvik-server` (same CARGO_TARGET_DIR), or run \
-         `cargo test --release --workspace` / `make test`",
-        bin.display()
-    );
-    bin
-}
+pub use kvik_testkit::kvik_server_bin;
 
 /// A running kvik-server or redis-server process (kvik-testkit's handles), killed on drop.
 pub enum Server {

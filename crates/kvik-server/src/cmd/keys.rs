@@ -703,7 +703,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     let db = ctx.db();
     let now = ctx.now_ms;
     let storage = &ctx.server.storage;
-    let slot: u16 = rand::random::<u16>() % crate::slot::SLOTS;
+    let slot: u16 = rand::random::<u16>() % crate::slot::SLOTS as u16;
     let mut found: Option<Vec<u8>> = None;
     if slot > 0 {
         // Seeks to db|slot: the first key of that slot or later. (The only key whose raw key is
