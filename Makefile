@@ -47,6 +47,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 CALLS=50 bash bench/client_multiget.sh
 	$(BENCH_LOCK) env QUICK=1 N=30000 bash bench/pool.sh
 	$(BENCH_LOCK) env QUICK=1 IDLE=5 bash bench/pool_idle.sh
+	$(BENCH_LOCK) env N=100000 HOT=25000 GETS=100000 bash bench/cache.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -55,6 +56,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/client_multiget.sh
 	$(BENCH_LOCK) bash bench/pool.sh
 	$(BENCH_LOCK) bash bench/pool_idle.sh
+	$(BENCH_LOCK) env N=1000000 HOT=200000 GETS=500000 ROUNDS=5 bash bench/cache.sh
 
 clean-data:
 	rm -rf ./kvik-data
