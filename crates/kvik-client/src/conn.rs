@@ -330,6 +330,30 @@ impl Inner {
         }
     }
 
+    /// Runs the flusher role a hand-off gave this caller. The old flusher wakes its successor
+    /// just before it releases the `flushing` flag, so the successor's first attempt can lose
+    /// the race to it; giving up then would leave the handed-off batch parked with nobody to
+    /// write it (and its abandoned entries holding permits). So keep trying, yielding, until
+    /// someone has taken the batch: whoever holds the flag takes it at its next round.
+    fn take_over_flush(&self) {
+        loop {
+            self.try_flush();
+            if !self.handoff_pending.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// Makes sure queued commands get written before a caller waits for a permit: abandoned
+    /// commands still queued hold permits until a flush skips them, and if every caller only
+    /// waited for permits, nobody would ever flush them.
+    fn flush_before_permit_wait(&self) {
+        if !self.queue.is_empty() || self.handoff_pending.load(Ordering::SeqCst) {
+            self.try_flush();
+        }
+    }
+
     /// Parks `batch` for a successor: wakes the oldest live caller in it. False (batch left
     /// untouched) when every entry was abandoned.
     fn hand_off(&self, batch: &mut Vec<Entry>) -> bool {
@@ -738,8 +762,11 @@ impl Connection {
     /// the thread until `deadline`.
     fn call_raw(&self, bytes: Vec<u8>, expected: usize, deadline: Instant) -> Result<Vec<Frame>> {
         let inner = &self.handle.inner;
-        if !inner.permits.acquire(deadline) {
-            return Err(Error::Timeout { sent: false });
+        if !inner.permits.try_acquire() {
+            inner.flush_before_permit_wait();
+            if !inner.permits.acquire(deadline) {
+                return Err(Error::Timeout { sent: false });
+            }
         }
         if inner.broken.load(Ordering::SeqCst) {
             inner.permits.release();
@@ -754,7 +781,7 @@ impl Connection {
         loop {
             if st.must_flush {
                 st.must_flush = false;
-                parking_lot::MutexGuard::unlocked(&mut st, || inner.try_flush());
+                parking_lot::MutexGuard::unlocked(&mut st, || inner.take_over_flush());
                 continue;
             }
             if let Some(r) = st.outcome.take() {
@@ -768,7 +795,7 @@ impl Connection {
                 let sent = st.sent;
                 if std::mem::take(&mut st.must_flush) {
                     drop(st);
-                    inner.try_flush();
+                    inner.take_over_flush();
                 }
                 return Err(Error::Timeout { sent });
             }
@@ -916,6 +943,7 @@ impl ReplyFuture {
                 }
                 Stage::Start { .. } => {
                     if !inner.permits.try_acquire() {
+                        inner.flush_before_permit_wait();
                         inner.permits.register(cx.waker());
                         if !inner.permits.try_acquire() {
                             return Poll::Pending;
@@ -942,7 +970,7 @@ impl ReplyFuture {
                     if st.must_flush {
                         st.must_flush = false;
                         drop(st);
-                        inner.try_flush();
+                        inner.take_over_flush();
                         continue;
                     }
                     if let Some(r) = st.outcome.take() {
@@ -981,7 +1009,7 @@ impl Drop for ReplyFuture {
             st.waker = None;
             if std::mem::take(&mut st.must_flush) {
                 drop(st);
-                self.handle.inner.try_flush();
+                self.handle.inner.take_over_flush();
             }
         }
     }
