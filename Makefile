@@ -4,6 +4,9 @@
 # directory lives outside the checkout, so RocksDB's C++ (about 15 minutes on 2 cores) is
 # compiled once per machine and reused by every clone, including CI's.
 
+# Caveat: cargo judges the workspace's own crates fresh by file times, so two checkouts sharing
+# this directory can pick up each other's builds when one has older files (a fresh clone never
+# does). After building another checkout, `touch crates/*/src/*.rs` here, or set CARGO_TARGET_DIR.
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/kvik-target
 CARGO   ?= cargo
 PROFILE := --release
