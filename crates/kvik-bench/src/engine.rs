@@ -76,6 +76,22 @@ pub struct OpResult {
     pub hist: Histogram<u64>,
 }
 
+impl OpResult {
+    /// One empty result per operation of `test`, in the test's order (each client thread's
+    /// tallies and the merged totals start from this).
+    fn empty_for(test: &Test) -> Vec<OpResult> {
+        test.ops
+            .iter()
+            .map(|(o, _)| OpResult {
+                name: o.name.clone(),
+                requests: 0,
+                errors: 0,
+                hist: histogram(),
+            })
+            .collect()
+    }
+}
+
 /// A finished test.
 #[derive(Debug)]
 pub struct TestResult {
@@ -710,16 +726,7 @@ pub fn run_test(
     });
     let run_len = start.elapsed();
     let mut total = histogram();
-    let mut ops: Vec<OpResult> = test
-        .ops
-        .iter()
-        .map(|(o, _)| OpResult {
-            name: o.name.clone(),
-            requests: 0,
-            errors: 0,
-            hist: histogram(),
-        })
-        .collect();
+    let mut ops = OpResult::empty_for(test);
     let mut samples = Vec::new();
     let mut redirects = 0;
     let mut last: Option<Instant> = None;
@@ -782,16 +789,7 @@ fn run_thread(
             rng: SmallRng::seed_from_u64(seed ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
             scratch: Vec::new(),
             weight_total: weight_total.max(1),
-            ops: test
-                .ops
-                .iter()
-                .map(|(o, _)| OpResult {
-                    name: o.name.clone(),
-                    requests: 0,
-                    errors: 0,
-                    hist: histogram(),
-                })
-                .collect(),
+            ops: OpResult::empty_for(test),
             errors_sample: Vec::new(),
             redirects: 0,
             last_reply: None,

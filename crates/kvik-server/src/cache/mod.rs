@@ -412,10 +412,8 @@ impl Cache {
         if s.find(db, key).is_some() {
             return;
         }
-        while s.used + size > budget && !s.entries.is_empty() {
-            self.evict_one(&mut s);
-        }
-        s.insert(
+        self.insert_evicting(
+            &mut s,
             db,
             key,
             Hit {
@@ -424,6 +422,7 @@ impl Cache {
                 value,
             },
             size,
+            budget,
         );
         self.stats.fills.fetch_add(1, Relaxed);
     }
@@ -459,10 +458,8 @@ impl Cache {
             let value = CachedValue::Str(value);
             let size = entry_size(key, &value);
             if size <= budget / 4 {
-                while s.used + size > budget && !s.entries.is_empty() {
-                    self.evict_one(&mut s);
-                }
-                s.insert(
+                self.insert_evicting(
+                    &mut s,
                     db,
                     key,
                     Hit {
@@ -471,6 +468,7 @@ impl Cache {
                         value,
                     },
                     size,
+                    budget,
                 );
             }
         }
@@ -501,6 +499,24 @@ impl Cache {
                 }
             }
         }
+    }
+
+    /// Inserts `hit` into shard `s`, evicting by the policy until it fits `budget` (the shard's
+    /// share of `cache-maxmemory`). Used by read fills and by write updates alike.
+    #[allow(clippy::too_many_arguments)]
+    fn insert_evicting(
+        &self,
+        s: &mut Shard,
+        db: u16,
+        key: &[u8],
+        hit: Hit,
+        size: usize,
+        budget: usize,
+    ) {
+        while s.used + size > budget && !s.entries.is_empty() {
+            self.evict_one(s);
+        }
+        s.insert(db, key, hit, size);
     }
 
     fn evict_one(&self, s: &mut Shard) {
