@@ -107,6 +107,7 @@ impl Hit {
                 expire_at_ms: self.expire_at_ms,
                 version: 0,
                 len: f.len() as u64,
+                head: 0,
                 value: Vec::new(),
             },
         }

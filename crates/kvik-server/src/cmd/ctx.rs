@@ -5,7 +5,7 @@ use crate::cache::{CachedValue, Hit};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
-use crate::storage::{Storage, StorageError};
+use crate::storage::{Storage, StorageError, View};
 use bytes::Bytes;
 use kvik_resp::{encode, Proto};
 use std::borrow::Cow;
@@ -244,6 +244,33 @@ impl<'a> Ctx<'a> {
     /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock.
     pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
         Ok(self.storage().get_live(self.db(), key, self.now_ms)?)
+    }
+
+    /// A collection for a read command: a snapshot [`View`] (read its members from it, so they
+    /// agree with the meta record) and the key's live meta, or `None` if the key does not exist.
+    /// Counts a keyspace hit or miss; WRONGTYPE if the key holds another kind.
+    pub fn read_collection(
+        &self,
+        key: &[u8],
+        kind: Kind,
+    ) -> Result<Option<(View<'a>, Meta)>, CmdError> {
+        let view = self.storage().view();
+        let meta = view.get_live(self.db(), key, self.now_ms)?;
+        self.count_lookup(meta.is_some());
+        match meta {
+            None => Ok(None),
+            Some(m) if m.kind == kind => Ok(Some((view, m))),
+            Some(_) => Err(CmdError::wrong_type()),
+        }
+    }
+
+    /// A collection for a write command (the caller holds the key's lock): its live meta,
+    /// `None` if the key does not exist, WRONGTYPE if it holds another kind.
+    pub fn write_collection(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>, CmdError> {
+        match self.lookup_write(key)? {
+            Some(m) if m.kind != kind => Err(CmdError::wrong_type()),
+            m => Ok(m),
+        }
     }
 
     /// A string key's value for reading; WRONGTYPE if the key holds another type. A cache hit

@@ -1074,13 +1074,7 @@ mod tests {
 
     #[test]
     fn wrong_type_is_reported_for_other_kinds() {
-        let hash = Meta {
-            kind: Kind::Hash,
-            expire_at_ms: 0,
-            version: 1,
-            len: 1,
-            value: Vec::new(),
-        };
+        let hash = Meta::collection(Kind::Hash, 1, 0);
         assert_eq!(string_value(Some(hash)), Err(CmdError::wrong_type()));
         assert_eq!(
             string_value(Some(Meta::string(b"v".to_vec(), 0))),

@@ -5,8 +5,16 @@
 //!           value: kind (u8) | expire_at_ms (u64 BE, 0 = none) | payload
 //!                  payload of a string:     the value bytes
 //!                  payload of a collection: version (u64 BE) | length (u64 BE)
+//!                  payload of a list:       version | length | head (u64 BE)
 //! data CF   key:   db | slot | key length (u32 BE) | user key | version (u64 BE) | member
+//! score CF  key:   db | slot | key length | user key | version | score (8 bytes) | member
 //! ```
+//!
+//! Every collection entry (data or score CF) starts with [`data_prefix`], so one key's members are
+//! one prefix, a key is copied or exported without knowing its type, and the data compaction
+//! filter (`expire::data_filter`) recognises stale members by their version alone. The member part
+//! is the type's business: a hash field, a set member, a list position ([`list_index`]), a sorted
+//! set member (data CF, value = score) or score + member ([`encode_score`], score CF).
 //!
 //! The database index and the cluster slot come first so a database or a slot is one prefix
 //! (FLUSHDB and slot migration are range operations), and cluster mode never changes the format.
@@ -64,6 +72,8 @@ pub struct Meta {
     pub version: u64,
     /// Collection length (0 for strings).
     pub len: u64,
+    /// A list's position of its first element (see [`list_index`]); 0 for other kinds.
+    pub head: u64,
     /// A string's value (empty for collections).
     pub value: Vec<u8>,
 }
@@ -76,8 +86,29 @@ impl Meta {
             expire_at_ms,
             version: 0,
             len: 0,
+            head: 0,
             value,
         }
+    }
+
+    /// An empty collection record of `kind` with a fresh `version` (from
+    /// `Storage::next_version`); a list starts in the middle of the index space so it can grow
+    /// at both ends.
+    pub fn collection(kind: Kind, version: u64, expire_at_ms: u64) -> Meta {
+        debug_assert!(kind != Kind::String);
+        Meta {
+            kind,
+            expire_at_ms,
+            version,
+            len: 0,
+            head: if kind == Kind::List { LIST_MIDDLE } else { 0 },
+            value: Vec::new(),
+        }
+    }
+
+    /// True for hashes, lists, sets and sorted sets (records with members in the data CF).
+    pub fn is_collection(&self) -> bool {
+        self.kind != Kind::String
     }
 
     /// True if the key has expired at `now_ms`.
@@ -94,6 +125,9 @@ impl Meta {
         } else {
             out.extend_from_slice(&self.version.to_be_bytes());
             out.extend_from_slice(&self.len.to_be_bytes());
+            if self.kind == Kind::List {
+                out.extend_from_slice(&self.head.to_be_bytes());
+            }
         }
         out
     }
@@ -109,14 +143,17 @@ impl Meta {
         if kind == Kind::String {
             return Some(Meta::string(payload.to_vec(), expire_at_ms));
         }
-        if payload.len() < 16 {
+        let need = if kind == Kind::List { 24 } else { 16 };
+        if payload.len() < need {
             return None;
         }
+        let word = |i: usize| u64::from_be_bytes(payload[i * 8..i * 8 + 8].try_into().expect("8"));
         Some(Meta {
             kind,
             expire_at_ms,
-            version: u64::from_be_bytes(payload[0..8].try_into().ok()?),
-            len: u64::from_be_bytes(payload[8..16].try_into().ok()?),
+            version: word(0),
+            len: word(1),
+            head: if kind == Kind::List { word(2) } else { 0 },
             value: Vec::new(),
         })
     }
@@ -168,6 +205,64 @@ pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
     out
 }
 
+/// Where a new list's first element goes: the middle of the u64 index space, so pushes at either
+/// end never run out of room.
+pub const LIST_MIDDLE: u64 = 1 << 63;
+
+/// The data CF member part of list position `index` (big-endian, so positions sort in order).
+pub fn list_index(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+/// A score as 8 bytes whose unsigned byte order is the numeric order of the scores (sign bit
+/// flipped for positives, all bits flipped for negatives). -0.0 is stored as 0.0, as Redis
+/// treats them as the same score.
+pub fn encode_score(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let ordered = if bits >> 63 == 0 {
+        bits | (1 << 63)
+    } else {
+        !bits
+    };
+    ordered.to_be_bytes()
+}
+
+/// The inverse of [`encode_score`].
+pub fn decode_score(raw: &[u8]) -> Option<f64> {
+    let ordered = u64::from_be_bytes(raw.get(..8)?.try_into().ok()?);
+    let bits = if ordered >> 63 == 1 {
+        ordered & !(1 << 63)
+    } else {
+        !ordered
+    };
+    Some(f64::from_bits(bits))
+}
+
+/// A data or score CF key split into its parts.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DataKey<'a> {
+    pub db: u16,
+    pub key: &'a [u8],
+    pub version: u64,
+    /// What follows the version: the member part.
+    pub member: &'a [u8],
+}
+
+/// Splits a data or score CF key; `None` if it is malformed.
+pub fn decode_data_key(raw: &[u8]) -> Option<DataKey<'_>> {
+    let db = u16::from_be_bytes(raw.get(0..2)?.try_into().ok()?);
+    let key_len = u32::from_be_bytes(raw.get(4..8)?.try_into().ok()?) as usize;
+    let key = raw.get(8..8 + key_len)?;
+    let version = u64::from_be_bytes(raw.get(8 + key_len..16 + key_len)?.try_into().ok()?);
+    Some(DataKey {
+        db,
+        key,
+        version,
+        member: &raw[16 + key_len..],
+    })
+}
+
 /// The smallest byte string greater than every string that starts with `prefix`, for range
 /// deletes and iterator bounds; `None` if `prefix` is all 0xff.
 pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -195,9 +290,14 @@ mod tests {
             expire_at_ms: 0,
             version: 77,
             len: 3,
+            head: 0,
             value: Vec::new(),
         };
         assert_eq!(Meta::decode(&h.encode()), Some(h));
+        let mut l = Meta::collection(Kind::List, 9, 5);
+        l.len = 2;
+        assert_eq!(l.head, LIST_MIDDLE);
+        assert_eq!(Meta::decode(&l.encode()), Some(l));
         assert_eq!(Meta::decode(b"\x09xxxxxxxx"), None);
         assert_eq!(Meta::decode(b"\x01"), None);
     }
@@ -212,6 +312,52 @@ mod tests {
             (db, slot, key),
             (1, crate::slot::key_slot(b"bar"), &b"bar"[..])
         );
+    }
+
+    #[test]
+    fn scores_sort_as_bytes() {
+        let scores = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            0.0,
+            f64::MIN_POSITIVE,
+            1.0,
+            2.5,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in scores.windows(2) {
+            assert!(
+                encode_score(w[0]) < encode_score(w[1]),
+                "{} < {}",
+                w[0],
+                w[1]
+            );
+        }
+        for s in scores {
+            assert_eq!(decode_score(&encode_score(s)), Some(s));
+        }
+        assert_eq!(encode_score(-0.0), encode_score(0.0));
+    }
+
+    #[test]
+    fn data_keys_round_trip() {
+        let mut raw = data_prefix(3, b"key", 42);
+        raw.extend_from_slice(b"field");
+        let d = decode_data_key(&raw).unwrap();
+        assert_eq!(
+            d,
+            DataKey {
+                db: 3,
+                key: b"key",
+                version: 42,
+                member: b"field"
+            }
+        );
+        assert!(decode_data_key(&raw[..10]).is_none());
     }
 
     #[test]

@@ -8,17 +8,43 @@
 //!    rewritten meanwhile survives.
 //! 3. At compaction: [`meta_filter`] drops expired meta records. RocksDB turns a filtered record
 //!    into a deletion when older versions may exist below, so an older value never resurfaces.
+//!    [`data_filter`] then drops the members of collections that are gone: deleted, overwritten
+//!    (a new version), or expired. This is what makes DEL of a big collection O(1).
 
-use super::encoding::meta_expire_at;
-use super::{Batch, Storage, StorageResult};
+use super::encoding::{decode_data_key, meta_expire_at, meta_key, Meta};
+use super::{Batch, Storage, StorageResult, CF_META};
 use crate::clock::unix_ms;
 use rocksdb::compaction_filter::Decision;
+use rocksdb::DB;
 
 /// Compaction filter for the meta column family: drops records whose expiry has passed.
 pub fn meta_filter(_level: u32, _key: &[u8], value: &[u8]) -> Decision {
     match meta_expire_at(value) {
         Some(at) if at != 0 && at <= unix_ms() => Decision::Remove,
         _ => Decision::Keep,
+    }
+}
+
+/// Compaction filter for the data and score column families: keeps an entry only while its
+/// collection's meta record exists, is live, and has the entry's version. A failed metadata read
+/// keeps the entry (it is looked at again in a later compaction).
+pub fn data_filter(db: &DB, raw_key: &[u8]) -> Decision {
+    let Some(k) = decode_data_key(raw_key) else {
+        return Decision::Keep;
+    };
+    let Some(cf) = db.cf_handle(CF_META) else {
+        return Decision::Keep;
+    };
+    match db.get_pinned_cf(cf, meta_key(k.db, k.key)) {
+        Ok(Some(raw)) => match Meta::decode(&raw) {
+            Some(m) if m.is_collection() && m.version == k.version && !m.is_expired(unix_ms()) => {
+                Decision::Keep
+            }
+            Some(_) => Decision::Remove,
+            None => Decision::Keep,
+        },
+        Ok(None) => Decision::Remove,
+        Err(_) => Decision::Keep,
     }
 }
 

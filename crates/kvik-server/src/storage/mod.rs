@@ -15,16 +15,22 @@
 pub mod encoding;
 pub mod expire;
 pub mod locks;
+pub mod members;
 #[cfg(test)]
 mod tests;
 
 use crate::cache::{Cache, CacheSettings};
 use bytes::Bytes;
-use encoding::{db_prefix, decode_meta_key, meta_key, prefix_successor, Meta, META_HEADER_LEN};
+use encoding::{
+    db_prefix, decode_meta_key, meta_key, prefix_successor, Kind, Meta, META_HEADER_LEN,
+};
 use locks::{KeyGuard, KeyLocks};
+pub use members::{Cf, KeyRecord, MemberCursor, View};
+use parking_lot::{Mutex, RwLock};
 use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 pub use rocksdb::Error as StorageError;
 pub type StorageResult<T> = Result<T, StorageError>;
@@ -36,6 +42,22 @@ const CF_SCORE: &str = "score";
 /// Database index reserved for kvik's own records (topology, version floor). User databases are
 /// limited to fewer than this, so FLUSHALL's range never reaches it.
 pub const INTERNAL_DB: u16 = u16::MAX;
+
+/// The INTERNAL_DB record holding the collection version floor (see [`Storage::next_version`]).
+const VERSION_FLOOR_KEY: &[u8] = b"version-floor";
+/// Versions reserved per floor write: the floor is persisted about once per this many new
+/// collections.
+const VERSION_RESERVE: u64 = 1 << 24;
+
+/// Told about every committed write, while the writer still holds its key locks: WATCH marks
+/// transactions dirty, blocked clients learn that a key they wait on got data.
+pub trait WriteObserver: Send + Sync {
+    /// `keys`: every key whose meta record the batch put or deleted, as (db, key, kind after the
+    /// write, or `None` if deleted).
+    fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]);
+    /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`).
+    fn db_flushed(&self, db: Option<u16>);
+}
 
 /// How often the WAL is synced to stable storage, in Redis's `appendfsync` terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,10 +110,25 @@ struct CacheEffect {
 }
 
 pub struct Storage {
-    db: DB,
+    db: Arc<DB>,
     fsync: AtomicU8,
     locks: KeyLocks,
     cache: Cache,
+    /// Last collection version handed out, and the persisted floor it must stay below.
+    version: AtomicU64,
+    version_floor: Mutex<u64>,
+    observers: RwLock<Vec<Arc<dyn WriteObserver>>>,
+    /// Set before the DB closes, so the data compaction filter stops looking up metadata.
+    closing: Arc<AtomicBool>,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.closing.store(true, Ordering::SeqCst);
+        // Waits for running compactions, whose filter may hold a strong reference to the DB:
+        // the last reference must be dropped here, not on a RocksDB background thread.
+        self.db.cancel_all_background_work(true);
+    }
 }
 
 impl Storage {
@@ -119,22 +156,87 @@ impl Storage {
         meta_opts.set_block_based_table_factory(&table);
         meta_opts.set_compaction_filter("kvik-meta-expiry", expire::meta_filter);
         meta_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-        let mut data_opts = opts.clone();
-        data_opts.set_block_based_table_factory(&table);
-        data_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
+        let closing = Arc::new(AtomicBool::new(false));
+        let data_cf_opts = |name: &'static str| {
+            let mut o = opts.clone();
+            o.set_block_based_table_factory(&table);
+            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            let (handle, closing) = (handle.clone(), closing.clone());
+            o.set_compaction_filter(name, move |_level: u32, key: &[u8], _value: &[u8]| {
+                if closing.load(Ordering::Relaxed) {
+                    return rocksdb::compaction_filter::Decision::Keep;
+                }
+                match handle.get().and_then(Weak::upgrade) {
+                    Some(db) => expire::data_filter(&db, key),
+                    None => rocksdb::compaction_filter::Decision::Keep,
+                }
+            });
+            o
+        };
 
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
-            ColumnFamilyDescriptor::new(CF_DATA, data_opts.clone()),
-            ColumnFamilyDescriptor::new(CF_SCORE, data_opts),
+            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale")),
+            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale")),
         ];
-        let db = DB::open_cf_descriptors(&opts, dir, cfs)?;
-        Ok(Storage {
+        let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
+        let _ = handle.set(Arc::downgrade(&db));
+        let storage = Storage {
             db,
             fsync: AtomicU8::new(FsyncPolicy::Everysec as u8),
             locks: KeyLocks::default(),
             cache,
-        })
+            version: AtomicU64::new(0),
+            version_floor: Mutex::new(0),
+            observers: RwLock::new(Vec::new()),
+            closing,
+        };
+        storage.init_versions()?;
+        Ok(storage)
+    }
+
+    /// Starts collection versions above both the persisted floor and the clock (microseconds),
+    /// and persists a new floor, so a version is never reused, even if the clock went back.
+    fn init_versions(&self) -> StorageResult<()> {
+        let floor = self
+            .get_meta(INTERNAL_DB, VERSION_FLOOR_KEY)?
+            .and_then(|m| Some(u64::from_be_bytes(m.value.get(..8)?.try_into().ok()?)))
+            .unwrap_or(0);
+        let start = floor.max(crate::clock::unix_ms().saturating_mul(1000));
+        self.version.store(start, Ordering::SeqCst);
+        self.write_version_floor(start + VERSION_RESERVE)?;
+        *self.version_floor.lock() = start + VERSION_RESERVE;
+        Ok(())
+    }
+
+    fn write_version_floor(&self, floor: u64) -> StorageResult<()> {
+        let mut batch = Batch::default();
+        batch.put_meta(
+            self,
+            INTERNAL_DB,
+            VERSION_FLOOR_KEY,
+            &Meta::string(floor.to_be_bytes().to_vec(), 0),
+        );
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(batch.inner, &wo)
+    }
+
+    /// A collection version never handed out before (on this database, across restarts).
+    pub fn next_version(&self) -> StorageResult<u64> {
+        let v = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut floor = self.version_floor.lock();
+        if v >= *floor {
+            self.write_version_floor(v + VERSION_RESERVE)?;
+            *floor = v + VERSION_RESERVE;
+        }
+        Ok(v)
+    }
+
+    /// Registers an observer of committed writes (see [`WriteObserver`]).
+    pub fn add_observer(&self, observer: Arc<dyn WriteObserver>) {
+        self.observers.write().push(observer);
     }
 
     /// The hot cache in front of this storage.
@@ -196,20 +298,38 @@ impl Storage {
             }
         }
         let result = self.db.write_opt(batch.inner, &wo);
+        let observers = self.observers.read();
+        let mut written = Vec::with_capacity(if observers.is_empty() {
+            0
+        } else {
+            batch.effects.len()
+        });
         // Applied even if the write failed (then as a drop): a failed write may still have
         // reached the memtable, and dropping an entry is always safe.
-        for e in batch.effects {
+        for e in &batch.effects {
             let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
                 continue;
             };
-            let put = e.put.filter(|_| result.is_ok()).and_then(|v| {
-                let meta = Meta::decode(&v)?;
+            let put = e.put.as_ref().filter(|_| result.is_ok()).and_then(|v| {
+                let meta = Meta::decode(v)?;
                 Some((meta.kind, meta.expire_at_ms, v.slice(META_HEADER_LEN..)))
             });
+            if !observers.is_empty() {
+                written.push((db, key, put.as_ref().map(|p| p.0)));
+            }
             // A put that did not decode is treated as a delete: the entry is dropped.
             self.cache.apply(db, key, put);
         }
+        for o in observers.iter() {
+            o.keys_written(&written);
+        }
         result
+    }
+
+    fn flushed(&self, db: Option<u16>) {
+        for o in self.observers.read().iter() {
+            o.db_flushed(db);
+        }
     }
 
     /// Syncs the WAL to stable storage (the everysec timer and shutdown call this).
@@ -225,9 +345,33 @@ impl Storage {
         db: u16,
         after: Option<&[u8]>,
         limit: usize,
+        f: impl FnMut(&[u8], &Meta) -> bool,
+    ) -> StorageResult<Option<Vec<u8>>> {
+        self.scan_meta_prefix(&db_prefix(db), after, limit, f)
+    }
+
+    /// [`scan_meta`](Storage::scan_meta) over the keys of one cluster slot of database `db`
+    /// (CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT, slot migration).
+    pub fn scan_slot(
+        &self,
+        db: u16,
+        slot: u16,
+        after: Option<&[u8]>,
+        limit: usize,
+        f: impl FnMut(&[u8], &Meta) -> bool,
+    ) -> StorageResult<Option<Vec<u8>>> {
+        let mut prefix = db_prefix(db).to_vec();
+        prefix.extend_from_slice(&slot.to_be_bytes());
+        self.scan_meta_prefix(&prefix, after, limit, f)
+    }
+
+    fn scan_meta_prefix(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
         mut f: impl FnMut(&[u8], &Meta) -> bool,
     ) -> StorageResult<Option<Vec<u8>>> {
-        let prefix = db_prefix(db);
         let mut it = self.db.raw_iterator_cf(self.meta_cf());
         match after {
             Some(after) => {
@@ -243,7 +387,7 @@ impl Storage {
             let (Some(raw_key), Some(raw_val)) = (it.key(), it.value()) else {
                 break;
             };
-            if !raw_key.starts_with(&prefix) {
+            if !raw_key.starts_with(prefix) {
                 break;
             }
             visited += 1;
@@ -269,6 +413,7 @@ impl Storage {
         let to = prefix_successor(&from).expect("user db below INTERNAL_DB");
         let r = self.delete_range(&from, &to);
         self.cache.clear_db(db);
+        self.flushed(Some(db));
         r
     }
 
@@ -276,6 +421,7 @@ impl Storage {
     pub fn flush_all(&self) -> StorageResult<()> {
         let r = self.delete_range(&[0, 0], &db_prefix(INTERNAL_DB));
         self.cache.clear();
+        self.flushed(None);
         r
     }
 
@@ -287,7 +433,8 @@ impl Storage {
         self.commit(batch)
     }
 
-    /// Compacts the meta column family (runs the expiry compaction filter over everything).
+    /// Compacts every column family: meta first (expired records go), then data and score (the
+    /// members of deleted, overwritten and expired collections go).
     pub fn compact_all(&self) {
         for cf in [CF_META, CF_DATA, CF_SCORE] {
             self.db

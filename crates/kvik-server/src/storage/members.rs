@@ -1,0 +1,294 @@
+//! Collection members: consistent read views, member cursors, member writes, and the type-blind
+//! key copy that RENAME, COPY, MOVE, DUMP/RESTORE and slot migration share.
+//!
+//! A collection is its meta record plus its entries under [`data_prefix`] in the data CF (and, for
+//! sorted sets, the score CF). Readers take no lock: a [`View`] is one RocksDB snapshot, so a
+//! meta record and the members read after it always agree (a reply's array length is the meta
+//! length). Writers hold the key's stripe lock and read the latest state ([`Storage::latest`]),
+//! then commit one [`Batch`] with the member changes and the new meta record together.
+//!
+//! Deleting or overwriting a collection only replaces its meta record (O(1)): a new collection
+//! gets a new version from [`Storage::next_version`], and the members of any other version are
+//! dropped later by the data compaction filter.
+
+use super::encoding::{data_prefix, prefix_successor, Meta};
+use super::{Batch, Storage, StorageResult, CF_DATA, CF_SCORE};
+use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
+
+/// The column family of a collection entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cf {
+    /// Hash fields, set members, list positions, sorted-set member -> score.
+    Data,
+    /// Sorted-set score index: score + member -> empty.
+    Score,
+}
+
+impl Cf {
+    fn name(self) -> &'static str {
+        match self {
+            Cf::Data => CF_DATA,
+            Cf::Score => CF_SCORE,
+        }
+    }
+}
+
+/// A read view of the whole database: a snapshot ([`Storage::view`]) or the latest state
+/// ([`Storage::latest`], for writers that hold the key locks).
+pub struct View<'a> {
+    storage: &'a Storage,
+    snapshot: Option<SnapshotWithThreadMode<'a, DB>>,
+}
+
+impl Storage {
+    /// A consistent snapshot for readers that read a key's meta and then its members.
+    pub fn view(&self) -> View<'_> {
+        View {
+            storage: self,
+            snapshot: Some(self.db.snapshot()),
+        }
+    }
+
+    /// The latest state, for a writer holding the key's lock (nothing else can change it).
+    pub fn latest(&self) -> View<'_> {
+        View {
+            storage: self,
+            snapshot: None,
+        }
+    }
+}
+
+impl<'a> View<'a> {
+    fn read_opts(&self) -> ReadOptions {
+        let mut o = ReadOptions::default();
+        if let Some(s) = &self.snapshot {
+            o.set_snapshot(s);
+        }
+        o
+    }
+
+    /// The metadata of `key`, expired or not.
+    pub fn get_meta(&self, db: u16, key: &[u8]) -> StorageResult<Option<Meta>> {
+        let raw = self.storage.db.get_pinned_cf_opt(
+            self.storage.meta_cf(),
+            super::encoding::meta_key(db, key),
+            &self.read_opts(),
+        )?;
+        Ok(raw.and_then(|raw| Meta::decode(&raw)))
+    }
+
+    /// The metadata of `key` if it exists and has not expired at `now_ms`.
+    pub fn get_live(&self, db: u16, key: &[u8], now_ms: u64) -> StorageResult<Option<Meta>> {
+        Ok(self.get_meta(db, key)?.filter(|m| !m.is_expired(now_ms)))
+    }
+
+    /// One member's value in the data CF (a hash field's value, a sorted-set member's score,
+    /// a list element at a position, an empty value for a set member).
+    pub fn get_member(
+        &self,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        member: &[u8],
+    ) -> StorageResult<Option<Vec<u8>>> {
+        let mut raw = data_prefix(db, key, meta.version);
+        raw.extend_from_slice(member);
+        self.storage
+            .db
+            .get_cf_opt(self.storage.cf(CF_DATA), raw, &self.read_opts())
+    }
+
+    /// Several members' values at once (HMGET, SMISMEMBER, ZMSCORE), in the order asked.
+    pub fn get_members<M: AsRef<[u8]>>(
+        &self,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        members: &[M],
+    ) -> StorageResult<Vec<Option<Vec<u8>>>> {
+        let prefix = data_prefix(db, key, meta.version);
+        let cf = self.storage.cf(CF_DATA);
+        let keys = members.iter().map(|m| {
+            let mut raw = prefix.clone();
+            raw.extend_from_slice(m.as_ref());
+            (cf, raw)
+        });
+        self.storage
+            .db
+            .multi_get_cf_opt(keys, &self.read_opts())
+            .into_iter()
+            .collect()
+    }
+
+    /// A cursor over the entries of one collection in `cf`, ordered by member bytes. It starts
+    /// unpositioned: call [`MemberCursor::first`], [`MemberCursor::last`] or a seek.
+    pub fn members(&self, cf: Cf, db: u16, key: &[u8], meta: &Meta) -> MemberCursor<'a> {
+        let prefix = data_prefix(db, key, meta.version);
+        let mut o = self.read_opts();
+        o.set_iterate_lower_bound(prefix.clone());
+        if let Some(upper) = prefix_successor(&prefix) {
+            o.set_iterate_upper_bound(upper);
+        }
+        MemberCursor {
+            it: self
+                .storage
+                .db
+                .raw_iterator_cf_opt(self.storage.cf(cf.name()), o),
+            prefix,
+        }
+    }
+
+    /// Calls `f(member, value)` for every entry of the collection in `cf`, in order, until it
+    /// returns false.
+    pub fn for_each_member(
+        &self,
+        cf: Cf,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> StorageResult<()> {
+        let mut c = self.members(cf, db, key, meta);
+        c.first();
+        while let Some((m, v)) = c.entry() {
+            if !f(m, v) {
+                break;
+            }
+            c.next();
+        }
+        c.status()
+    }
+
+    /// Everything stored for `key` (live), type-blind: for RENAME, COPY, MOVE, DUMP and slot
+    /// migration.
+    pub fn export_key(&self, db: u16, key: &[u8], now_ms: u64) -> StorageResult<Option<KeyRecord>> {
+        let Some(meta) = self.get_live(db, key, now_ms)? else {
+            return Ok(None);
+        };
+        let mut rec = KeyRecord {
+            meta,
+            data: Vec::new(),
+            score: Vec::new(),
+        };
+        if rec.meta.is_collection() {
+            for (cf, out) in [(Cf::Data, &mut rec.data), (Cf::Score, &mut rec.score)] {
+                self.for_each_member(cf, db, key, &rec.meta, |m, v| {
+                    out.push((m.to_vec(), v.to_vec()));
+                    true
+                })?;
+            }
+        }
+        Ok(Some(rec))
+    }
+}
+
+/// A positioned iterator over one collection's entries; the prefix is stripped from members.
+pub struct MemberCursor<'a> {
+    it: DBRawIteratorWithThreadMode<'a, DB>,
+    prefix: Vec<u8>,
+}
+
+impl MemberCursor<'_> {
+    pub fn first(&mut self) {
+        self.it.seek_to_first();
+    }
+    pub fn last(&mut self) {
+        self.it.seek_to_last();
+    }
+    /// Positions at the first entry whose member is >= `member`.
+    pub fn seek(&mut self, member: &[u8]) {
+        let mut raw = self.prefix.clone();
+        raw.extend_from_slice(member);
+        self.it.seek(raw);
+    }
+    /// Positions at the last entry whose member is <= `member`.
+    pub fn seek_back(&mut self, member: &[u8]) {
+        let mut raw = self.prefix.clone();
+        raw.extend_from_slice(member);
+        self.it.seek_for_prev(raw);
+    }
+    pub fn next(&mut self) {
+        self.it.next();
+    }
+    pub fn prev(&mut self) {
+        self.it.prev();
+    }
+    /// The current (member, value), or `None` past either end.
+    pub fn entry(&self) -> Option<(&[u8], &[u8])> {
+        if !self.it.valid() {
+            return None;
+        }
+        let k = self.it.key()?;
+        Some((k.get(self.prefix.len()..)?, self.it.value()?))
+    }
+    /// The error that ended the iteration, if one did.
+    pub fn status(&self) -> StorageResult<()> {
+        self.it.status()
+    }
+}
+
+/// A whole key, type-blind: its meta record and its entries (member parts, without the prefix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRecord {
+    pub meta: Meta,
+    pub data: Vec<(Vec<u8>, Vec<u8>)>,
+    pub score: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Batch {
+    /// Stores a collection entry of `key` at `meta`'s version.
+    pub fn put_member(
+        &mut self,
+        storage: &Storage,
+        cf: Cf,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        member: &[u8],
+        value: &[u8],
+    ) {
+        let mut raw = data_prefix(db, key, meta.version);
+        raw.extend_from_slice(member);
+        self.inner.put_cf(storage.cf(cf.name()), raw, value);
+    }
+
+    /// Deletes a collection entry of `key` at `meta`'s version.
+    pub fn delete_member(
+        &mut self,
+        storage: &Storage,
+        cf: Cf,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        member: &[u8],
+    ) {
+        let mut raw = data_prefix(db, key, meta.version);
+        raw.extend_from_slice(member);
+        self.inner.delete_cf(storage.cf(cf.name()), raw);
+    }
+
+    /// Writes `rec` as `key` of `db` (replacing whatever is there): strings as they are,
+    /// collections under `version` (a fresh one from [`Storage::next_version`]) so nothing of an
+    /// older collection of that name is visible. `expire_at_ms` overrides the record's expiry.
+    pub fn import_key(
+        &mut self,
+        storage: &Storage,
+        db: u16,
+        key: &[u8],
+        rec: &KeyRecord,
+        version: u64,
+        expire_at_ms: u64,
+    ) {
+        let mut meta = rec.meta.clone();
+        meta.expire_at_ms = expire_at_ms;
+        if meta.is_collection() {
+            meta.version = version;
+            for (cf, entries) in [(Cf::Data, &rec.data), (Cf::Score, &rec.score)] {
+                for (m, v) in entries {
+                    self.put_member(storage, cf, db, key, &meta, m, v);
+                }
+            }
+        }
+        self.put_meta(storage, db, key, &meta);
+    }
+}
