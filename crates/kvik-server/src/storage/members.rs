@@ -33,6 +33,35 @@ impl Cf {
     }
 }
 
+/// One version of one collection: where its entries live.
+#[derive(Clone, Copy, Debug)]
+pub struct Coll<'k> {
+    pub db: u16,
+    pub key: &'k [u8],
+    pub version: u64,
+}
+
+impl<'k> Coll<'k> {
+    /// The collection `meta` describes, stored as `key` of database `db`.
+    pub fn new(db: u16, key: &'k [u8], meta: &Meta) -> Coll<'k> {
+        Coll {
+            db,
+            key,
+            version: meta.version,
+        }
+    }
+
+    fn prefix(&self) -> Vec<u8> {
+        data_prefix(self.db, self.key, self.version)
+    }
+
+    fn entry_key(&self, member: &[u8]) -> Vec<u8> {
+        let mut raw = self.prefix();
+        raw.extend_from_slice(member);
+        raw
+    }
+}
+
 /// A read view of the whole database: a snapshot ([`Storage::view`]) or the latest state
 /// ([`Storage::latest`], for writers that hold the key locks).
 pub struct View<'a> {
@@ -84,35 +113,22 @@ impl<'a> View<'a> {
 
     /// One member's value in the data CF (a hash field's value, a sorted-set member's score,
     /// a list element at a position, an empty value for a set member).
-    pub fn get_member(
-        &self,
-        db: u16,
-        key: &[u8],
-        meta: &Meta,
-        member: &[u8],
-    ) -> StorageResult<Option<Vec<u8>>> {
-        let mut raw = data_prefix(db, key, meta.version);
-        raw.extend_from_slice(member);
-        self.storage
-            .db
-            .get_cf_opt(self.storage.cf(CF_DATA), raw, &self.read_opts())
+    pub fn get_member(&self, coll: &Coll, member: &[u8]) -> StorageResult<Option<Vec<u8>>> {
+        self.storage.db.get_cf_opt(
+            self.storage.cf(CF_DATA),
+            coll.entry_key(member),
+            &self.read_opts(),
+        )
     }
 
     /// Several members' values at once (HMGET, SMISMEMBER, ZMSCORE), in the order asked.
     pub fn get_members<M: AsRef<[u8]>>(
         &self,
-        db: u16,
-        key: &[u8],
-        meta: &Meta,
+        coll: &Coll,
         members: &[M],
     ) -> StorageResult<Vec<Option<Vec<u8>>>> {
-        let prefix = data_prefix(db, key, meta.version);
         let cf = self.storage.cf(CF_DATA);
-        let keys = members.iter().map(|m| {
-            let mut raw = prefix.clone();
-            raw.extend_from_slice(m.as_ref());
-            (cf, raw)
-        });
+        let keys = members.iter().map(|m| (cf, coll.entry_key(m.as_ref())));
         self.storage
             .db
             .multi_get_cf_opt(keys, &self.read_opts())
@@ -122,8 +138,8 @@ impl<'a> View<'a> {
 
     /// A cursor over the entries of one collection in `cf`, ordered by member bytes. It starts
     /// unpositioned: call [`MemberCursor::first`], [`MemberCursor::last`] or a seek.
-    pub fn members(&self, cf: Cf, db: u16, key: &[u8], meta: &Meta) -> MemberCursor<'a> {
-        let prefix = data_prefix(db, key, meta.version);
+    pub fn members(&self, cf: Cf, coll: &Coll) -> MemberCursor<'a> {
+        let prefix = coll.prefix();
         let mut o = self.read_opts();
         o.set_iterate_lower_bound(prefix.clone());
         if let Some(upper) = prefix_successor(&prefix) {
@@ -143,12 +159,10 @@ impl<'a> View<'a> {
     pub fn for_each_member(
         &self,
         cf: Cf,
-        db: u16,
-        key: &[u8],
-        meta: &Meta,
+        coll: &Coll,
         mut f: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> StorageResult<()> {
-        let mut c = self.members(cf, db, key, meta);
+        let mut c = self.members(cf, coll);
         c.first();
         while let Some((m, v)) = c.entry() {
             if !f(m, v) {
@@ -171,8 +185,9 @@ impl<'a> View<'a> {
             score: Vec::new(),
         };
         if rec.meta.is_collection() {
+            let coll = Coll::new(db, key, &rec.meta);
             for (cf, out) in [(Cf::Data, &mut rec.data), (Cf::Score, &mut rec.score)] {
-                self.for_each_member(cf, db, key, &rec.meta, |m, v| {
+                self.for_each_member(cf, &coll, |m, v| {
                     out.push((m.to_vec(), v.to_vec()));
                     true
                 })?;
@@ -241,30 +256,18 @@ impl Batch {
         &mut self,
         storage: &Storage,
         cf: Cf,
-        db: u16,
-        key: &[u8],
-        meta: &Meta,
+        coll: &Coll,
         member: &[u8],
         value: &[u8],
     ) {
-        let mut raw = data_prefix(db, key, meta.version);
-        raw.extend_from_slice(member);
-        self.inner.put_cf(storage.cf(cf.name()), raw, value);
+        self.inner
+            .put_cf(storage.cf(cf.name()), coll.entry_key(member), value);
     }
 
     /// Deletes a collection entry of `key` at `meta`'s version.
-    pub fn delete_member(
-        &mut self,
-        storage: &Storage,
-        cf: Cf,
-        db: u16,
-        key: &[u8],
-        meta: &Meta,
-        member: &[u8],
-    ) {
-        let mut raw = data_prefix(db, key, meta.version);
-        raw.extend_from_slice(member);
-        self.inner.delete_cf(storage.cf(cf.name()), raw);
+    pub fn delete_member(&mut self, storage: &Storage, cf: Cf, coll: &Coll, member: &[u8]) {
+        self.inner
+            .delete_cf(storage.cf(cf.name()), coll.entry_key(member));
     }
 
     /// Writes `rec` as `key` of `db` (replacing whatever is there): strings as they are,
@@ -283,9 +286,10 @@ impl Batch {
         meta.expire_at_ms = expire_at_ms;
         if meta.is_collection() {
             meta.version = version;
+            let coll = Coll::new(db, key, &meta);
             for (cf, entries) in [(Cf::Data, &rec.data), (Cf::Score, &rec.score)] {
                 for (m, v) in entries {
-                    self.put_member(storage, cf, db, key, &meta, m, v);
+                    self.put_member(storage, cf, &coll, m, v);
                 }
             }
         }

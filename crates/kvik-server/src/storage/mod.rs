@@ -25,7 +25,7 @@ use encoding::{
     db_prefix, decode_meta_key, meta_key, prefix_successor, Kind, Meta, META_HEADER_LEN,
 };
 use locks::{KeyGuard, KeyLocks};
-pub use members::{Cf, KeyRecord, MemberCursor, View};
+pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
 use parking_lot::{Mutex, RwLock};
 use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
 use std::path::Path;

@@ -141,7 +141,7 @@ fn active_expiry_deletes_expired_keys_and_keeps_live_ones() {
 
 mod collections {
     use super::super::encoding::Kind;
-    use super::super::{Batch, Cf, Storage};
+    use super::super::{Batch, Cf, Coll, Storage};
     use crate::clock::unix_ms;
 
     /// Writes a hash of `n` fields under a fresh version, as a hash command would.
@@ -150,7 +150,13 @@ mod collections {
         let mut b = Batch::default();
         for i in 0..n {
             let field = format!("field-{i:08}");
-            b.put_member(s, Cf::Data, 0, key, &meta, field.as_bytes(), &[7u8; 100]);
+            b.put_member(
+                s,
+                Cf::Data,
+                &Coll::new(0, key, &meta),
+                field.as_bytes(),
+                &[7u8; 100],
+            );
         }
         meta.len = n as u64;
         b.put_meta(s, 0, key, &meta);
@@ -161,7 +167,7 @@ mod collections {
     fn members(s: &Storage, key: &[u8], meta: &super::Meta) -> usize {
         let mut n = 0;
         s.view()
-            .for_each_member(Cf::Data, 0, key, meta, |_, _| {
+            .for_each_member(Cf::Data, &Coll::new(0, key, meta), |_, _| {
                 n += 1;
                 true
             })
@@ -194,7 +200,7 @@ mod collections {
         let a = write_hash(&s, b"a", 5, 0);
         write_hash(&s, b"ab", 3, 0); // a neighbouring key must not leak into "a"
         let view = s.view();
-        let mut c = view.members(Cf::Data, 0, b"a", &a);
+        let mut c = view.members(Cf::Data, &Coll::new(0, b"a", &a));
         c.first();
         let mut seen = Vec::new();
         while let Some((m, _)) = c.entry() {
@@ -210,7 +216,7 @@ mod collections {
         c.seek_back(b"field-00000002x");
         assert_eq!(c.entry().unwrap().0, b"field-00000002");
         let got = view
-            .get_members(0, b"a", &a, &[&b"field-00000001"[..], b"nope"])
+            .get_members(&Coll::new(0, b"a", &a), &[&b"field-00000001"[..], b"nope"])
             .unwrap();
         assert_eq!(got, vec![Some(vec![7u8; 100]), None]);
     }
