@@ -459,7 +459,7 @@ fn command_getkeys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     } else {
         top
     };
-    if e.spec.keys.first == 0 {
+    if e.spec.keys.first == 0 && e.spec.keys_fn.is_none() {
         return Err(CmdError::err("The command has no key arguments"));
     }
     if !e.spec.arity_ok(cmd.len()) {
@@ -467,7 +467,7 @@ fn command_getkeys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             "Invalid number of arguments specified for command",
         ));
     }
-    let positions: Vec<usize> = e.spec.keys.positions(cmd.len()).collect();
+    let positions = e.spec.key_positions(cmd);
     if positions.is_empty() && !e.spec.flags.contains(Flags::NO_MANDATORY_KEYS) {
         return Err(CmdError::err("Invalid arguments specified for command"));
     }

@@ -146,6 +146,23 @@ impl KeySpec {
     }
 }
 
+/// Finds the key positions of a command whose keys move (a `numkeys` argument, keys before a
+/// timeout ...): given the whole argument vector, the indexes of its keys.
+pub type KeysFn = fn(&Args) -> Vec<usize>;
+
+/// Key positions of `numkeys` keys following a count at index `at` (LMPOP, ZUNION, SINTERCARD
+/// ...): `at + 1 ..= at + numkeys`, clamped to the arguments present; none if the count is not a
+/// positive integer (the handler reports that error).
+pub fn keys_after_count(args: &Args, at: usize) -> Vec<usize> {
+    let n = args
+        .get(at)
+        .and_then(|a| kvik_resp::parse_i64(a))
+        .filter(|n| *n > 0)
+        .unwrap_or(0) as usize;
+    let end = (at + n).min(args.len().saturating_sub(1));
+    (at + 1..=end).collect()
+}
+
 /// Handler of a container (CONFIG, CLIENT ...): never called, the dispatcher runs the
 /// subcommand's handler instead.
 pub fn container(_: &mut Ctx<'_>, _: &Args) -> CmdResult {
@@ -166,6 +183,9 @@ pub struct CommandSpec {
     pub arity: i32,
     pub flags: Flags,
     pub keys: KeySpec,
+    /// For commands with [`Flags::MOVABLE_KEYS`]: finds the keys in the arguments; `keys` then
+    /// only tells COMMAND INFO the legacy triple.
+    pub keys_fn: Option<KeysFn>,
     pub cache: CacheEffect,
     /// ACL categories, without '@' (COMMAND INFO prints them with it).
     pub acl: &'static [&'static str],
@@ -194,6 +214,7 @@ impl CommandSpec {
             arity,
             flags,
             keys,
+            keys_fn: None,
             cache: CacheEffect::None,
             acl: &[],
             group: "generic",
@@ -228,9 +249,23 @@ impl CommandSpec {
         self.complexity = complexity;
         self
     }
+    /// Keys found by `f` rather than by the (first, last, step) triple; sets MOVABLE_KEYS.
+    pub const fn movable(mut self, f: KeysFn) -> CommandSpec {
+        self.keys_fn = Some(f);
+        self.flags = self.flags.union(Flags::MOVABLE_KEYS);
+        self
+    }
     pub const fn subs(mut self, subcommands: &'static [CommandSpec]) -> CommandSpec {
         self.subcommands = subcommands;
         self
+    }
+
+    /// The positions of the keys in `args` (locks, cluster slots, COMMAND GETKEYS, EXEC).
+    pub fn key_positions(&self, args: &Args) -> Vec<usize> {
+        match self.keys_fn {
+            Some(f) => f(args),
+            None => self.keys.positions(args.len()).collect(),
+        }
     }
 
     /// True if `argc` arguments satisfy the arity.
@@ -254,5 +289,19 @@ mod tests {
         assert_eq!(v, vec![1, 3]);
         assert_eq!(KeySpec::NONE.positions(3).count(), 0);
         assert_eq!(KeySpec::ONE.positions(1).count(), 0);
+    }
+
+    #[test]
+    fn keys_after_a_count_are_clamped() {
+        let args: Vec<bytes::Bytes> = ["lmpop", "2", "a", "b", "left"]
+            .iter()
+            .map(|s| bytes::Bytes::from(*s))
+            .collect();
+        assert_eq!(keys_after_count(&args, 1), vec![2, 3]);
+        let mut bad = args.clone();
+        bad[1] = "9".into();
+        assert_eq!(keys_after_count(&bad, 1), vec![2, 3, 4]);
+        bad[1] = "x".into();
+        assert!(keys_after_count(&bad, 1).is_empty());
     }
 }
