@@ -34,6 +34,7 @@ pub mod frame;
 pub mod limits;
 pub mod parse;
 pub mod request;
+pub mod topology;
 
 pub use double::{format_g17, format_human, parse_i64, parse_redis_double};
 pub use error::ProtocolError;
