@@ -225,7 +225,7 @@ mod tests {
     use super::*;
 
     fn id(c: char) -> String {
-        std::iter::repeat(c).take(40).collect()
+        std::iter::repeat_n(c, 40).collect()
     }
 
     #[test]
