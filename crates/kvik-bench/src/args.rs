@@ -63,7 +63,7 @@ pub struct Cli {
     #[arg(short = 'P', default_value_t = 1)]
     pub pipeline: usize,
     /// Only run the comma-separated list of tests (names as in redis-benchmark; also mget,
-    /// hget).
+    /// hget, zrange).
     #[arg(short = 't')]
     pub tests: Option<String>,
     /// Quiet: one line per test.

@@ -259,6 +259,11 @@ pub fn tests_for(cfg: &Config) -> Vec<Test> {
             "HGET".into(),
             op("HGET", "HGET myhash element:__rand_int__", random, vec![1]),
         ),
+        (
+            "zrange",
+            "ZRANGE (first 10)".into(),
+            op("ZRANGE", "ZRANGE myzset 0 9", random, vec![1]),
+        ),
     ];
     let selected = |key: &str, name: &str| -> bool {
         let Some(sel) = &cfg.tests else {
