@@ -51,6 +51,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 N=30000 bash bench/pool.sh
 	$(BENCH_LOCK) env QUICK=1 IDLE=5 bash bench/pool_idle.sh
 	$(BENCH_LOCK) env N=100000 HOT=25000 GETS=100000 bash bench/cache.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/cluster_slots.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/collections.sh
 
 bench-full: build
@@ -61,6 +62,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/pool.sh
 	$(BENCH_LOCK) bash bench/pool_idle.sh
 	$(BENCH_LOCK) env N=1000000 HOT=200000 GETS=500000 ROUNDS=5 bash bench/cache.sh
+	$(BENCH_LOCK) bash bench/cluster_slots.sh
 	$(BENCH_LOCK) bash bench/collections.sh
 
 clean-data:

@@ -9,6 +9,11 @@ for pkg in libclang-dev clang g++ make redis-tools redis-server; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 
+# redis-py's cluster test makes a virtualenv; Debian's python3 needs python3-venv for that.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  need+=(python3-venv)
+fi
+
 if ((${#need[@]})); then
   echo "kvik: installing missing packages: ${need[*]}"
   SUDO=""

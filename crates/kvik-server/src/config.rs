@@ -54,6 +54,8 @@ pub struct Config {
     pub cache_fill_delay_us: AtomicU64,
     /// Answer cache hits of rtc commands on the I/O thread.
     pub rtc_read: AtomicBool,
+    /// `cluster-*` settings (see `crate::cluster`).
+    pub cluster: crate::cluster::ClusterSettings,
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -146,8 +148,69 @@ pub const LOG_LEVELS: &[(&str, &str)] = &[
     ("nothing", "off"),
 ];
 
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
 /// Every setting kvik knows.
 pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "cluster-enabled",
+        default: "no",
+        mutable: false,
+        help: "cluster mode: 16384 slots, MOVED/ASK redirects, topology pushed with CLUSTER SETTOPOLOGY",
+        get: |c| yes_no(c.cluster.enabled.load(Relaxed)),
+        set: |c, v| {
+            c.cluster.enabled.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster-reply-cache",
+        default: "yes",
+        mutable: true,
+        help: "reuse rendered CLUSTER SLOTS/SHARDS/NODES replies until the topology changes",
+        get: |c| yes_no(c.cluster.reply_cache.load(Relaxed)),
+        set: |c, v| {
+            c.cluster.reply_cache.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster-reply-cache-verify",
+        default: "no",
+        mutable: true,
+        help: "testing: compare every cached CLUSTER reply with a fresh rendering (a mismatch fails the command)",
+        get: |c| yes_no(c.cluster.reply_cache_verify.load(Relaxed)),
+        set: |c, v| {
+            c.cluster.reply_cache_verify.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster-require-full-coverage",
+        default: "yes",
+        mutable: true,
+        help: "refuse key commands (CLUSTERDOWN) while some slot has no owner",
+        get: |c| yes_no(c.cluster.require_full_coverage.load(Relaxed)),
+        set: |c, v| {
+            c.cluster.require_full_coverage.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cluster-preferred-endpoint-type",
+        default: "ip",
+        mutable: true,
+        help: "how nodes are shown to clients: ip, hostname (both the topology's host) or unknown-endpoint",
+        get: |c| c.cluster.endpoint().name().into(),
+        set: |c, v| {
+            c.cluster.set_endpoint(crate::cluster::EndpointKind::parse(v).ok_or(
+                "argument(s) must be one of the following: ip, hostname, unknown-endpoint",
+            )?);
+            Ok(())
+        },
+    },
     Setting {
         name: "port",
         default: "6379",
@@ -593,6 +656,7 @@ impl Default for Config {
             cache_policy: RwLock::new(crate::cache::Policy::Lfu),
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
+            cluster: Default::default(),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");

@@ -15,9 +15,11 @@
 //! (shared state, startup, timer, shutdown), [`stats`] (INFO counters, slowlog), [`clients`]
 //! (CLIENT LIST / KILL), [`session`] (per-connection state), [`slot`] (cluster key slots).
 
+pub mod blocking;
 pub mod cache;
 pub mod clients;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod glob;
@@ -29,3 +31,4 @@ pub mod session;
 pub mod slot;
 pub mod stats;
 pub mod storage;
+pub mod watch;

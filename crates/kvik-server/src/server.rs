@@ -37,10 +37,16 @@ pub struct Server {
     /// The TCP port actually bound (differs from the setting when that is 0).
     pub port: std::sync::atomic::AtomicU16,
     pub scan_cursors: Mutex<ScanCursors>,
+    /// WATCHed keys of every client (an observer of the storage's writes).
+    pub watches: Arc<crate::watch::WatchRegistry>,
+    /// Clients blocked on keys (BLPOP & co.; an observer of the storage's writes).
+    pub blocking: Arc<crate::blocking::Blocking>,
     shutting_down: AtomicBool,
     io_handles: OnceLock<Vec<Arc<IoHandle>>>,
     /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
     pub pool: OnceLock<Arc<dyn Pool>>,
+    /// Cluster mode state (empty unless `cluster-enabled yes`).
+    pub cluster: crate::cluster::Cluster,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -85,6 +91,10 @@ impl Server {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap())
             .collect();
+        let watches = Arc::new(crate::watch::WatchRegistry::default());
+        storage.add_observer(watches.clone());
+        let blocking = Arc::new(crate::blocking::Blocking::default());
+        storage.add_observer(blocking.clone());
         Server {
             config,
             storage,
@@ -95,9 +105,12 @@ impl Server {
             run_id,
             port: Default::default(),
             scan_cursors: Mutex::new(ScanCursors::default()),
+            watches,
+            blocking,
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
             pool: OnceLock::new(),
+            cluster: Default::default(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
         }
@@ -163,6 +176,9 @@ pub fn run(config: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
     storage.set_fsync_policy(*config.appendfsync.read());
     let server = Arc::new(Server::new(config, storage));
+    if server.config.cluster.enabled.load(Ordering::Relaxed) {
+        server.cluster.enable(&dir)?;
+    }
 
     let pool: Arc<dyn Pool> = crate::pool::from_config(&server.config);
     let _ = server.pool.set(pool.clone());

@@ -16,6 +16,19 @@ pub struct Session {
     pub close_after_reply: bool,
     /// The shared, observable side of this client (CLIENT LIST, CLIENT KILL).
     pub client: Arc<ClientInfo>,
+    /// Inside MULTI: the queued commands (see `cmd::multi`).
+    pub multi: Option<crate::cmd::multi::MultiState>,
+    /// WATCHed keys; dropping the session (disconnect) unwatches them.
+    pub watches: crate::watch::Watches,
+    /// Set while EXEC runs the queued commands: blocking commands must not block.
+    pub in_exec: bool,
+    /// Set when this client's command blocked (see `crate::blocking`): its I/O thread parks the
+    /// connection until the client is served, times out or goes away.
+    pub blocked: Option<crate::blocking::Blocked>,
+    /// Cluster mode: ASKING was sent; lets the next command into an IMPORTING slot.
+    pub asking: bool,
+    /// Cluster mode: READONLY was sent (kvik has no replicas, so it changes no routing).
+    pub readonly: bool,
 }
 
 impl Session {
@@ -26,6 +39,12 @@ impl Session {
             authenticated,
             close_after_reply: false,
             client,
+            multi: None,
+            watches: Default::default(),
+            in_exec: false,
+            blocked: None,
+            asking: false,
+            readonly: false,
         }
     }
 

@@ -11,6 +11,8 @@
 //! - [`RedisServer`]: Debian's redis-server on a free loopback port with persistence off, for
 //!   tests that compare kvik with Redis or need a Redis cluster.
 //! - [`free_port`], [`read_raw`], [`roundtrip_raw`], [`redis_cli`] and [`eventually`].
+//! - Clusters: [`start_redis_cluster`] (3 redis-server nodes) and [`start_kvik_cluster`] (N kvik
+//!   nodes with an even-split topology pushed by `CLUSTER SETTOPOLOGY`).
 //!
 //! The kvik-server binary is a parameter: kvik-server's own tests pass
 //! `env!("CARGO_BIN_EXE_kvik-server")`; other crates find it in the target directory.
@@ -160,6 +162,27 @@ impl KvikServer {
         self.port = port;
     }
 
+    /// Like [`KvikServer::restart`], but the new process listens on the same port again (a
+    /// cluster node must: the pushed topology names its address).
+    pub fn restart_same_port(&mut self) {
+        if self.child.is_some() {
+            self.terminate();
+        }
+        let mut args = Vec::new();
+        let mut it = self.extra_args.iter();
+        while let Some(a) = it.next() {
+            if a == "--port" {
+                it.next();
+            } else {
+                args.push(a.clone());
+            }
+        }
+        args.extend(["--port".to_string(), self.port.to_string()]);
+        let (child, port) = spawn_kvik(&self.bin, &self.dir, &args);
+        self.child = Some(child);
+        self.port = port;
+    }
+
     /// Resident memory of the server process in KiB (from /proc).
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
@@ -218,9 +241,12 @@ fn wait_bounded(c: &mut Child, limit: Duration, what: &str) -> ExitStatus {
 /// reader thread keeps draining stdout (echoed to stderr when KVIK_TEST_LOG is set) so the
 /// server never blocks on a full pipe.
 fn spawn_kvik(bin: &Path, dir: &Path, extra: &[String]) -> (Child, u16) {
-    let mut child = Command::new(bin)
-        .arg("--port")
-        .arg("0")
+    let mut cmd = Command::new(bin);
+    // `--port 0` (a free port, read back from the log) unless the caller fixes the port.
+    if !extra.iter().any(|a| a == "--port") {
+        cmd.arg("--port").arg("0");
+    }
+    let mut child = cmd
         .arg("--dir")
         .arg(dir)
         .args(extra)
@@ -481,5 +507,56 @@ pub fn start_redis_cluster() -> Vec<RedisServer> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    nodes
+}
+
+/// The node id of a kvik cluster node (`CLUSTER MYID`).
+pub fn kvik_node_id(port: u16) -> String {
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut connect(port))
+        .unwrap_or_else(|e| panic!("CLUSTER MYID on {port}: {e}"))
+}
+
+/// One topology node line per node, `<id> 127.0.0.1 <port> <first>-<last>`, with the slots split
+/// evenly in node order as `redis-cli --cluster create` splits them (3 nodes: 0-5460,
+/// 5461-10922, 10923-16383).
+pub fn kvik_even_topology(nodes: &[KvikServer]) -> Vec<String> {
+    kvik_resp::topology::even_split(nodes.len())
+        .into_iter()
+        .zip(nodes)
+        .map(|((a, b), n)| format!("{} 127.0.0.1 {} {a}-{b}", kvik_node_id(n.port), n.port))
+        .collect()
+}
+
+/// Pushes a topology to every port with `CLUSTER SETTOPOLOGY <version> <line> ...` and fails the
+/// test unless each node answers +OK.
+pub fn push_kvik_topology(ports: &[u16], version: u64, lines: &[String]) {
+    for &port in ports {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETTOPOLOGY").arg(version).arg(lines);
+        let r: redis::RedisResult<String> = cmd.query(&mut connect(port));
+        match r {
+            Ok(ok) if ok == "OK" => {}
+            other => panic!("CLUSTER SETTOPOLOGY {version} on {port}: {other:?}"),
+        }
+    }
+}
+
+/// A kvik cluster of `n` nodes on loopback: each node started from `bin` with
+/// `--cluster-enabled yes` and `extra_args` on its own temporary directory and free port, then
+/// topology version 1 pushed to all of them, the 16384 slots split evenly in node order (see
+/// [`kvik_even_topology`]). There is no gossip, so the cluster is usable as soon as this returns.
+/// Read the topology back with `CLUSTER TOPOLOGY`; push a newer one with
+/// [`push_kvik_topology`]. Dropping the nodes stops them.
+pub fn start_kvik_cluster(bin: impl AsRef<Path>, n: usize, extra_args: &[&str]) -> Vec<KvikServer> {
+    let mut args = vec!["--cluster-enabled", "yes"];
+    args.extend_from_slice(extra_args);
+    let nodes: Vec<KvikServer> = (0..n)
+        .map(|_| KvikServer::start(bin.as_ref(), &args))
+        .collect();
+    let lines = kvik_even_topology(&nodes);
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    push_kvik_topology(&ports, 1, &lines);
     nodes
 }

@@ -1,5 +1,6 @@
 //! CLIENT: connection introspection and control (ID SETNAME GETNAME LIST INFO KILL NO-EVICT
-//! NO-TOUCH SETINFO REPLY HELP), over the shared [`ClientInfo`] records of the client registry.
+//! NO-TOUCH SETINFO REPLY UNBLOCK HELP), over the shared [`ClientInfo`] records of the client
+//! registry.
 //!
 //! kvik has no client pause, tracking or eviction; those subcommands are unknown, and NO-EVICT /
 //! NO-TOUCH are accepted and change nothing (kvik never evicts clients, and key access times are
@@ -85,6 +86,14 @@ static SUBS: &[CommandSpec] = &[
             "Instructs the server whether to reply to commands.",
             "3.2.0",
             "O(1)",
+        ),
+    CommandSpec::new("unblock", -3, ADMIN_SUB, KeySpec::NONE, client_unblock)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc(
+            "Unblocks a client blocked by a blocking command from a different connection.",
+            "5.0.0",
+            "O(log N) where N is the number of client connections",
         ),
     CommandSpec::new(
         "help",
@@ -295,6 +304,30 @@ impl KillFilter {
 /// CLIENT KILL ip:port (old form: OK or "No such client") or CLIENT KILL <filter> <value> ...
 /// (new form: the number of clients killed). Killing the calling client closes it after the
 /// reply, as Redis does.
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: answers a client blocked by BLPOP & co. as if its timeout
+/// expired, or with the UNBLOCKED error (see `crate::blocking`).
+fn client_unblock(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    if args.len() > 4 {
+        return Err(CmdError::err(
+            "unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+        ));
+    }
+    let id = kvik_resp::parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if a.eq_ignore_ascii_case(b"timeout") => false,
+        Some(a) if a.eq_ignore_ascii_case(b"error") => true,
+        Some(_) => {
+            return Err(CmdError::err(
+                "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+    };
+    let done = id > 0 && ctx.server.blocking.unblock_client(id as u64, error);
+    ctx.out.int(i64::from(done));
+    Ok(())
+}
+
 fn client_kill(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let me = ctx.session.id();
     let clients = ctx.server.clients.snapshot();
@@ -414,6 +447,8 @@ fn client_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
             "    Control the replies sent to the current connection (kvik: ON only).",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
             "    Set client library name or version (accepted, not shown).",
             "NO-EVICT (ON|OFF)",

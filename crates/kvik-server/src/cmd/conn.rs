@@ -191,7 +191,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     out.bulk(b"id");
     out.int(ctx.session.client.id as i64);
     out.bulk(b"mode");
-    out.bulk(b"standalone");
+    out.bulk(if ctx.server.cluster.node().is_some() {
+        b"cluster"
+    } else {
+        b"standalone"
+    });
     out.bulk(b"role");
     out.bulk(b"master");
     out.bulk(b"modules");
@@ -221,6 +225,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     s.db = 0;
     s.proto = Proto::Resp2;
     s.authenticated = ctx.server.config.requirepass.read().is_none();
+    s.asking = false;
+    s.readonly = false;
     s.client.db.store(0, Relaxed);
     s.client.resp.store(2, Relaxed);
     *s.client.name.lock() = None;

@@ -169,6 +169,8 @@ pub struct Ctx<'a> {
     /// Keyspace hits counted in [`Mode::CacheOnly`], added to the stats only if the command
     /// completes (an aborted command is counted once, by the pool).
     pub deferred_hits: std::cell::Cell<u64>,
+    /// The command's arguments (what [`Ctx::block_on`] records to re-run a blocked command).
+    pub args: &'a Args,
 }
 
 impl<'a> Ctx<'a> {

@@ -5,8 +5,8 @@
 //! read and, for writes, one WriteBatch under the stripe locks of the keys they touch (held from
 //! the read to the commit). Commands that copy a key (RENAME, COPY, MOVE) copy its [`Meta`]; a
 //! string's value and expiry are inline, so that is the whole key. A collection's members live in
-//! the data column family under its version and will need copying too: see
-//! [`write_copy`], the one place that copies a key.
+//! the data (and score) column families under its version and are copied too, under a fresh
+//! version, in O(N): see [`write_copy`], the one place that copies a key.
 //!
 //! Expired keys are invisible to every command here: reads go through `ctx.lookup_*` or
 //! [`Storage::get_live`], and scans skip records whose expiry has passed.
@@ -16,7 +16,7 @@ use super::spec::{container, CacheEffect, CommandSpec, Flags, KeySpec};
 use crate::glob;
 use crate::slot::key_slot;
 use crate::storage::encoding::{db_prefix, Kind, Meta};
-use crate::storage::{Batch, Storage};
+use crate::storage::{Batch, Cf, Coll, Storage};
 
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
 const WRITE_FAST: Flags = Flags::WRITE.union(Flags::FAST);
@@ -216,12 +216,19 @@ pub fn delete_keys(ctx: &mut Ctx<'_>, keys: &[bytes::Bytes]) -> Result<i64, CmdE
         if !seen.insert(key) {
             continue;
         }
-        if ctx.lookup_write(key)?.is_some() {
+        // Only records that exist are deleted (an expired one too: it goes now, as Redis's lazy
+        // expiry would): deleting a missing key is no write, and must not touch WATCHers.
+        let Some(meta) = storage.get_meta(db, key)? else {
+            continue;
+        };
+        if !meta.is_expired(ctx.now_ms) {
             removed += 1;
         }
         batch.delete_meta(storage, db, key);
     }
-    storage.commit(batch)?;
+    if !batch.is_empty() {
+        storage.commit(batch)?;
+    }
     Ok(removed)
 }
 
@@ -456,19 +463,54 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /* ---- Renaming, copying, moving ---- */
 
-/// Adds to `batch` the writes that make `dst` in database `dst_db` a copy of `meta` (the record
-/// of `src` in `src_db`), value and expiry included, replacing whatever `dst` held.
+/// Bytes of copied entries per WriteBatch when a collection is copied (see [`write_copy`]).
+const COPY_CHUNK: usize = 4 << 20;
+
+/// Returns a batch that makes `dst` in database `dst_db` a copy of `src` of `src_db` (whose live
+/// record is `meta`), value and expiry included, replacing whatever `dst` held. The caller holds
+/// the locks of both keys, adds what else it writes (RENAME and MOVE delete `src`) and commits.
 ///
-/// A string is entirely inside its meta record, so this is one put.
-// collections: a collection's members live in the data CF under (db, key, version). RENAME, COPY
-// and MOVE of a hash/list/set/zset must (1) give the destination a fresh version, so members of a
-// collection that `dst` held before stay stale and never mix with the copied ones, and (2) copy
-// every member from data_prefix(src_db, src, meta.version) to data_prefix(dst_db, dst, new
-// version) (and the score CF entries of a zset) in this same batch. RENAME and MOVE may then drop
-// the source's members or leave them to the compaction filter. Until collections exist, only the
-// meta record is copied, which is the whole key.
-fn write_copy(batch: &mut Batch, storage: &Storage, dst_db: u16, dst: &[u8], meta: &Meta) {
-    batch.put_meta(storage, dst_db, dst, meta);
+/// A string is entirely inside its meta record: one put. A collection gets a fresh version, so
+/// the entries of whatever `dst` held before stay stale (the compaction filter drops them) and
+/// never mix with the copied ones, and every entry of `src` (data and score column families) is
+/// copied to it: O(N) in the collection's size. Memory stays bounded whatever that size: entries
+/// are committed in batches of about [`COPY_CHUNK`] bytes before the returned batch, which puts
+/// the meta record naming the new version. Until then the copied entries are invisible, and if
+/// the server stops in between, nothing names their version and the compaction filter drops them.
+/// The source's entries (RENAME, MOVE) are left to the compaction filter too.
+fn write_copy(
+    storage: &Storage,
+    src_db: u16,
+    src: &[u8],
+    dst_db: u16,
+    dst: &[u8],
+    meta: &Meta,
+) -> Result<Batch, CmdError> {
+    let mut batch = Batch::default();
+    let mut meta = meta.clone();
+    if meta.is_collection() {
+        let from = Coll::new(src_db, src, &meta);
+        meta.version = storage.next_version()?;
+        let to = Coll::new(dst_db, dst, &meta);
+        let view = storage.latest();
+        let mut bytes = 0;
+        for cf in [Cf::Data, Cf::Score] {
+            let mut c = view.members(cf, &from);
+            c.first();
+            while let Some((m, v)) = c.entry() {
+                batch.put_member(storage, cf, &to, m, v);
+                bytes += m.len() + v.len() + 32;
+                if bytes >= COPY_CHUNK {
+                    storage.commit(std::mem::take(&mut batch))?;
+                    bytes = 0;
+                }
+                c.next();
+            }
+            c.status()?;
+        }
+    }
+    batch.put_meta(storage, dst_db, dst, &meta);
+    Ok(batch)
 }
 
 fn rename(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
@@ -502,8 +544,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result
     if nx && ctx.lookup_write(dst)?.is_some() {
         return Ok(false);
     }
-    let mut batch = Batch::default();
-    write_copy(&mut batch, storage, db, dst, &meta);
+    let mut batch = write_copy(storage, db, src, db, dst, &meta)?;
     batch.delete_meta(storage, db, src);
     storage.commit(batch)?;
     Ok(true)
@@ -547,7 +588,13 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let storage = &ctx.server.storage;
     let _guard = storage.lock_in([(src_db, src), (dst_db, dst)].into_iter());
-    let Some(meta) = ctx.lookup_read(src)? else {
+    // lookup_read counts the hit or miss (COPY reads its source, as in Redis); the record to
+    // copy comes from storage, since a cached collection's meta does not carry its version.
+    let meta = match ctx.lookup_read(src)? {
+        Some(_) => storage.get_live(src_db, src, ctx.now_ms)?,
+        None => None,
+    };
+    let Some(meta) = meta else {
         ctx.out.int(0);
         return Ok(());
     };
@@ -555,8 +602,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    let mut batch = Batch::default();
-    write_copy(&mut batch, storage, dst_db, dst, &meta);
+    let batch = write_copy(storage, src_db, src, dst_db, dst, &meta)?;
     storage.commit(batch)?;
     ctx.out.int(1);
     Ok(())
@@ -582,8 +628,7 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    let mut batch = Batch::default();
-    write_copy(&mut batch, storage, dst_db, key, &meta);
+    let mut batch = write_copy(storage, src_db, key, dst_db, key, &meta)?;
     batch.delete_meta(storage, src_db, key);
     storage.commit(batch)?;
     ctx.out.int(1);
@@ -749,28 +794,88 @@ fn int_encoded(value: &[u8]) -> Option<i64> {
     kvik_resp::parse_i64(value)
 }
 
-/// The encoding Redis 7.0 would report for `meta`, from what the metadata tells.
-fn encoding_name(meta: &Meta) -> &'static str {
-    match meta.kind {
-        Kind::String if int_encoded(&meta.value).is_some() => "int",
-        Kind::String if meta.value.len() <= 44 => "embstr",
-        Kind::String => "raw",
-        // collections: these follow Redis 7.0's default thresholds on the length only; once
-        // collections exist, take member sizes into account (hash/zset values over 64 bytes are
-        // "hashtable"/"skiplist") and report "intset" for small all-integer sets.
-        Kind::Hash if meta.len <= 128 => "listpack",
-        Kind::Hash => "hashtable",
-        Kind::List => "quicklist",
-        Kind::Set => "hashtable",
-        Kind::ZSet if meta.len <= 128 => "listpack",
-        Kind::ZSet => "skiplist",
+/// Redis 7.0's default thresholds of its compact encodings (`hash-max-listpack-entries`,
+/// `hash-max-listpack-value`, `set-max-intset-entries`, `zset-max-listpack-entries`,
+/// `zset-max-listpack-value`).
+const HASH_MAX_LISTPACK_ENTRIES: u64 = 128;
+const HASH_MAX_LISTPACK_VALUE: usize = 64;
+const SET_MAX_INTSET_ENTRIES: u64 = 512;
+const ZSET_MAX_LISTPACK_ENTRIES: u64 = 128;
+const ZSET_MAX_LISTPACK_VALUE: usize = 64;
+
+/// The encoding Redis 7.0 would report for a string.
+fn string_encoding(value: &[u8]) -> &'static str {
+    if int_encoded(value).is_some() {
+        "int"
+    } else if value.len() <= 44 {
+        "embstr"
+    } else {
+        "raw"
     }
 }
 
+/// Whether one (member, value) entry keeps a collection in its compact encoding.
+type EntryTest = fn(&[u8], &[u8]) -> bool;
+
+/// The encoding Redis 7.0 would report for a collection with `len` entries, given a visitor of
+/// its data entries (`each(f)` calls `f(member, value)` until it returns false): listpack or
+/// hashtable for hashes, quicklist for lists, intset or hashtable for sets, listpack or skiplist
+/// for sorted sets. At most threshold entries are visited (longer ones are decided by length).
+///
+/// Difference from Redis: Redis never converts back to the compact encoding (a hash that once
+/// held a 65-byte value stays "hashtable" after it is removed); kvik has no encodings and
+/// answers from the current content, as if the key had been written anew.
+fn collection_encoding(
+    kind: Kind,
+    len: u64,
+    each: impl FnOnce(&mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<(), CmdError>,
+) -> Result<&'static str, CmdError> {
+    let mut compact = true;
+    let (small, big, ok): (&str, &str, EntryTest) = match kind {
+        Kind::String => return Ok("embstr"), // not a collection: see string_encoding
+        Kind::List => return Ok("quicklist"),
+        Kind::Hash if len > HASH_MAX_LISTPACK_ENTRIES => return Ok("hashtable"),
+        Kind::Set if len > SET_MAX_INTSET_ENTRIES => return Ok("hashtable"),
+        Kind::ZSet if len > ZSET_MAX_LISTPACK_ENTRIES => return Ok("skiplist"),
+        Kind::Hash => ("listpack", "hashtable", |f, v| {
+            f.len() <= HASH_MAX_LISTPACK_VALUE && v.len() <= HASH_MAX_LISTPACK_VALUE
+        }),
+        Kind::Set => ("intset", "hashtable", |m, _| {
+            kvik_resp::parse_i64(m).is_some()
+        }),
+        Kind::ZSet => ("listpack", "skiplist", |m, _| {
+            m.len() <= ZSET_MAX_LISTPACK_VALUE
+        }),
+    };
+    each(&mut |m, v| {
+        compact = ok(m, v);
+        compact
+    })?;
+    Ok(if compact { small } else { big })
+}
+
 fn object_encoding(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let meta = ctx.lookup_read(&args[2])?;
-    ctx.out
-        .bulk_or_null(meta.as_ref().map(|m| encoding_name(m).as_bytes()));
+    let key = &args[2];
+    let Some(meta) = ctx.lookup_read(key)? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if meta.kind == Kind::String {
+        ctx.out.bulk(string_encoding(&meta.value).as_bytes());
+        return Ok(());
+    }
+    // Members and meta from one snapshot, so they agree.
+    let db = ctx.db();
+    let view = ctx.storage().view();
+    let Some(meta) = view.get_live(db, key, ctx.now_ms)? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    let coll = Coll::new(db, key, &meta);
+    let name = collection_encoding(meta.kind, meta.len, |f| {
+        Ok(view.for_each_member(Cf::Data, &coll, f)?)
+    })?;
+    ctx.out.bulk(name.as_bytes());
     Ok(())
 }
 
@@ -867,7 +972,7 @@ mod tests {
 
     #[test]
     fn string_encodings_match_redis() {
-        let enc = |v: &[u8]| encoding_name(&Meta::string(v.to_vec(), 0));
+        let enc = string_encoding;
         assert_eq!(enc(b"12345"), "int");
         assert_eq!(enc(b"-9223372036854775808"), "int");
         assert_eq!(enc(b"9223372036854775808"), "embstr");
@@ -876,5 +981,46 @@ mod tests {
         assert_eq!(enc(b""), "embstr");
         assert_eq!(enc(&[b'a'; 44]), "embstr");
         assert_eq!(enc(&[b'a'; 45]), "raw");
+    }
+
+    #[test]
+    fn collection_encodings_match_redis_7_0_defaults() {
+        let enc = |kind: Kind, entries: &[(&[u8], &[u8])]| {
+            let mut visited = 0;
+            let name = collection_encoding(kind, entries.len() as u64, |f| {
+                for (m, v) in entries {
+                    visited += 1;
+                    if !f(m, v) {
+                        break;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+            (name, visited)
+        };
+        let big = [b'x'; 65];
+        let max = [b'x'; 64];
+        assert_eq!(enc(Kind::Hash, &[(b"f", &max)]).0, "listpack");
+        assert_eq!(enc(Kind::Hash, &[(b"f", &big)]).0, "hashtable");
+        assert_eq!(enc(Kind::Hash, &[(&big, b"v")]).0, "hashtable");
+        assert_eq!(enc(Kind::ZSet, &[(&max, b"score")]).0, "listpack");
+        assert_eq!(enc(Kind::ZSet, &[(&big, b"score")]).0, "skiplist");
+        assert_eq!(enc(Kind::Set, &[(b"1", b""), (b"-9", b"")]).0, "intset");
+        // The scan stops at the first entry that decides it.
+        assert_eq!(
+            enc(Kind::Set, &[(b"1", b""), (b"a", b""), (b"2", b"")]),
+            ("hashtable", 2)
+        );
+        assert_eq!(enc(Kind::Set, &[(b"01", b"")]).0, "hashtable");
+        assert_eq!(enc(Kind::List, &[(b"x", b"")]), ("quicklist", 0));
+        // Long collections are decided by their length alone.
+        let many: Vec<(&[u8], &[u8])> = vec![(b"1", b""); 129];
+        assert_eq!(enc(Kind::Hash, &many), ("hashtable", 0));
+        assert_eq!(enc(Kind::ZSet, &many), ("skiplist", 0));
+        assert_eq!(enc(Kind::Hash, &many[..128]).0, "listpack");
+        let ints: Vec<(&[u8], &[u8])> = vec![(b"7", b""); 513];
+        assert_eq!(enc(Kind::Set, &ints[..512]).0, "intset");
+        assert_eq!(enc(Kind::Set, &ints), ("hashtable", 0));
     }
 }

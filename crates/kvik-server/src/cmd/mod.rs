@@ -8,11 +8,19 @@
 
 pub mod admin;
 pub mod client;
+pub mod cluster;
+pub mod collection;
 pub mod conn;
 pub mod ctx;
+pub mod hash;
 pub mod keys;
+pub mod list;
+pub mod migrate;
+pub mod multi;
+pub mod set;
 pub mod spec;
 pub mod string;
+pub mod zset;
 
 use crate::server::Server;
 use crate::session::Session;
@@ -204,9 +212,16 @@ pub fn table() -> &'static CommandTable {
         CommandTable::build(&[
             conn::COMMANDS,
             string::COMMANDS,
+            list::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
+            zset::COMMANDS,
             keys::COMMANDS,
             admin::COMMANDS,
             client::COMMANDS,
+            cluster::COMMANDS,
+            multi::COMMANDS,
+            migrate::COMMANDS,
         ])
     })
 }
@@ -246,22 +261,63 @@ pub fn execute_with(
     let start = Instant::now();
     let stats = &server.stats;
     let rtc = mode == Mode::CacheOnly;
+    if rtc && session.multi.is_some() {
+        return Outcome::NotServed; // queued (or rejected) by the pool path
+    }
     let entry = match table().resolve(args) {
         Ok(e) if rtc && !e.rtc => return Outcome::NotServed,
         Ok(e) => e,
         Err(_) if rtc => return Outcome::NotServed,
         Err((id, e)) => {
             stats.record_rejected(id, &e);
-            out.error(&e.0);
+            multi::reject(session, out, id, &e);
             return Outcome::Done;
         }
     };
     if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
         let e = CmdError::noauth();
         stats.record_rejected(Some(entry.id), &e);
-        out.error(&e.0);
+        multi::reject(session, out, Some(entry.id), &e);
         return Outcome::Done;
     }
+    // Cluster routing; a command on a slot being migrated holds the slot's gate while it runs.
+    let _cluster_gate = match server.cluster.node() {
+        None => None,
+        Some(node) => {
+            use crate::cluster::routing::{check, Route};
+            let now = crate::clock::unix_ms();
+            match check(node, server, session, entry, args, rtc, now) {
+                Route::Serve(gate) => gate,
+                Route::NotServed => return Outcome::NotServed,
+                Route::Reject(e) => {
+                    stats.record_rejected(Some(entry.id), &e);
+                    multi::reject(session, out, Some(entry.id), &e);
+                    return Outcome::Done;
+                }
+            }
+        }
+    };
+    if multi::intercept(server, session, out, entry, args) {
+        return Outcome::Done;
+    }
+    run_entry(server, session, out, entry, args, mode, queue_wait, start)
+}
+
+/// The part of [`execute_with`] after resolution and the checks: runs `entry`'s handler and
+/// accounts stats and slowlog. EXEC calls it for each queued command.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_entry(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mode: Mode,
+    queue_wait: Duration,
+    start: Instant,
+) -> Outcome {
+    let stats = &server.stats;
+    let rtc = mode == Mode::CacheOnly;
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
     let now_ms = crate::clock::unix_ms();
@@ -273,6 +329,7 @@ pub fn execute_with(
             now_ms,
             mode,
             deferred_hits: Default::default(),
+            args,
         };
         let r = if rtc {
             // A handler that reached for storage in CacheOnly mode panics (see Ctx::storage):

@@ -66,6 +66,9 @@ pub struct Conn {
     pub leftover: Vec<Vec<Bytes>>,
     /// When the output buffer first exceeded the soft limit.
     soft_limit_since: Option<Instant>,
+    /// The reply of a blocked command that arrived before the completion of the job that
+    /// blocked it (see [`crate::blocking`]).
+    pub wake: Option<Vec<u8>>,
 }
 
 impl Conn {
@@ -85,11 +88,17 @@ impl Conn {
             pending_error: None,
             leftover: Vec::new(),
             soft_limit_since: None,
+            wake: None,
         }
     }
 
     pub fn in_pool(&self) -> bool {
         self.session.is_none()
+    }
+
+    /// Parked: its command blocked (BLPOP...) and waits to be served; nothing of it runs.
+    pub fn parked(&self) -> Option<crate::blocking::Blocked> {
+        self.session.as_ref().and_then(|s| s.blocked)
     }
 
     /// Bytes of output not yet written to the socket.

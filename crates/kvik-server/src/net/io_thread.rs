@@ -10,6 +10,12 @@
 //!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
+//!
+//! A connection whose command blocked (BLPOP...; see [`crate::blocking`]) comes back from its job
+//! parked: it holds no worker and runs nothing (its socket is still read, only to notice a
+//! disconnect) until its reply arrives ([`IoMsg::Unblocked`], possibly before the completion), its
+//! deadline passes (checked on every turn of the loop, at least every 100 ms), or it is closed,
+//! which cancels its waiter.
 
 use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE, READ_CHUNK};
 use super::{Completion, IoHandle, IoMsg};
@@ -23,7 +29,7 @@ use bytes::Bytes;
 use crossbeam_channel::Receiver;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -55,6 +61,10 @@ pub struct IoThread {
     scratch: Box<[u8]>,
     /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
     rtc_buf: Vec<u8>,
+    /// Client id -> token of this thread's connections.
+    by_id: HashMap<u64, Token>,
+    /// Connections parked by a blocking command.
+    parked: HashSet<Token>,
 }
 
 impl IoThread {
@@ -85,6 +95,8 @@ impl IoThread {
             again: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
+            by_id: HashMap::new(),
+            parked: HashSet::new(),
         })
     }
 
@@ -120,6 +132,7 @@ impl IoThread {
                 }
             }
             self.drain_inbox();
+            self.check_block_timeouts();
             for t in std::mem::take(&mut self.again) {
                 self.drive(t);
             }
@@ -201,6 +214,7 @@ impl IoThread {
             io: self.handles[self.index].clone(),
         });
         server.clients.add(info.clone());
+        self.by_id.insert(info.id, token);
         let authenticated = server.config.requirepass.read().is_none();
         let session = Session::new(info.clone(), authenticated);
         self.conns.insert(token, Conn::new(stream, info, session));
@@ -222,6 +236,61 @@ impl IoThread {
                         self.again.push(t);
                     }
                 }
+                IoMsg::Unblocked(id, reply) => {
+                    let Some(&token) = self.by_id.get(&id) else {
+                        continue; // closed meanwhile
+                    };
+                    let Some(conn) = self.conns.get_mut(&token) else {
+                        continue;
+                    };
+                    if conn.in_pool() {
+                        conn.wake = Some(reply); // the completion that parks it is on its way
+                    } else if conn.parked().is_some() {
+                        self.unpark(token, &reply);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Un-parks a blocked connection with its command's reply, and carries on with it.
+    fn unpark(&mut self, token: Token, reply: &[u8]) {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return;
+        };
+        if !conn.write_failed {
+            conn.queue_output(reply);
+        }
+        if let Some(s) = conn.session.as_mut() {
+            s.blocked = None;
+        }
+        self.parked.remove(&token);
+        self.again.push(token);
+    }
+
+    /// Answers the parked connections whose timeout passed with their timeout reply.
+    fn check_block_timeouts(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let now = crate::clock::unix_ms();
+        let due: Vec<(Token, crate::blocking::Blocked)> = self
+            .parked
+            .iter()
+            .filter_map(|t| Some((*t, self.conns.get(t)?.parked()?)))
+            .filter(|(_, b)| b.deadline_ms != 0 && b.deadline_ms <= now)
+            .collect();
+        for (token, b) in due {
+            // Claimed: a worker is re-running it; its outcome decides (retry next turn).
+            // Gone: it was served; the reply is in the inbox.
+            if self.server.blocking.cancel(b.waiter) == crate::blocking::Cancel::Cancelled {
+                let proto = self.conns[&token]
+                    .session
+                    .as_ref()
+                    .map_or(kvik_resp::Proto::Resp2, |s| s.proto);
+                let mut out = Vec::new();
+                b.timeout.encode(&mut out, proto);
+                self.unpark(token, &out);
             }
         }
     }
@@ -239,6 +308,32 @@ impl IoThread {
         let mut rtc_served = 0;
         loop {
             if conn.in_pool() || conn.close_after_write {
+                break;
+            }
+            if conn.parked().is_some() {
+                // Read only to notice a disconnect (Redis frees a blocked client whose peer
+                // closed); what arrives waits, unparsed, until the client is served.
+                let limit = server.config.client_query_buffer_limit.load(Relaxed);
+                if !conn.peer_closed && conn.query_len() as u64 <= limit {
+                    match conn.read(&mut self.scratch) {
+                        Ok((n, outcome)) => {
+                            server.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+                            match outcome {
+                                ReadOutcome::Eof => conn.peer_closed = true,
+                                ReadOutcome::MoreWaiting => self.again.push(token),
+                                ReadOutcome::Drained => {}
+                            }
+                        }
+                        Err(_) => {
+                            conn.peer_closed = true;
+                            conn.write_failed = true;
+                        }
+                    }
+                }
+                if conn.peer_closed || conn.query_len() as u64 > limit {
+                    conn.close_after_write = true;
+                    conn.write_failed = true;
+                }
                 break;
             }
             if rtc_served >= RTC_BUDGET {
@@ -438,6 +533,22 @@ impl IoThread {
         if conn.client.killed.load(Relaxed) {
             return self.close(done.token);
         }
+        if conn.parked().is_some() {
+            match conn.wake.take() {
+                Some(reply) => {
+                    // Served before this completion arrived.
+                    if !conn.write_failed {
+                        conn.queue_output(&reply);
+                    }
+                    if let Some(s) = conn.session.as_mut() {
+                        s.blocked = None;
+                    }
+                }
+                None => {
+                    self.parked.insert(done.token);
+                }
+            }
+        }
         self.drive(done.token);
     }
 
@@ -445,6 +556,13 @@ impl IoThread {
         if let Some(mut conn) = self.conns.remove(&token) {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             self.server.clients.remove(conn.client.id);
+            self.by_id.remove(&conn.client.id);
+            if let Some(b) = conn.parked() {
+                self.parked.remove(&token);
+                // Claimed (a worker is serving it this very moment) cannot be undone: its reply
+                // goes nowhere, as with a client that disconnects just after being served.
+                self.server.blocking.cancel(b.waiter);
+            }
         }
     }
 
@@ -460,6 +578,7 @@ impl IoThread {
             .iter()
             .filter(|(_, c)| {
                 !c.in_pool()
+                    && c.parked().is_none()
                     && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed))
                         > timeout * 1000
             })
@@ -526,7 +645,13 @@ fn submit_run(
                 tracing::error!(command = %String::from_utf8_lossy(&args[0]), "command panicked");
                 reply.error("ERR internal error while running the command");
             }
-            if session.close_after_reply || reply.buf.len() > OUTPUT_BACKPRESSURE {
+            // Clients blocked on keys this command filled are served now, before this
+            // connection's next command (as Redis does after each command).
+            crate::blocking::serve_ready(&server);
+            if session.close_after_reply
+                || session.blocked.is_some()
+                || reply.buf.len() > OUTPUT_BACKPRESSURE
+            {
                 break;
             }
         }

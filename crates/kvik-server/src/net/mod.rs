@@ -37,6 +37,9 @@ pub(crate) enum IoMsg {
     Done(Completion),
     /// CLIENT KILL of this client id.
     Kill(u64),
+    /// The blocked command of this client id was served (or unblocked): its reply. It may
+    /// arrive before the completion of the job that blocked it.
+    Unblocked(u64, Vec<u8>),
 }
 
 /// What a pool job sends back: the session it borrowed, the replies it produced, and the
@@ -75,6 +78,11 @@ impl IoHandle {
     /// Asks the I/O thread to close client `id`.
     pub fn notify_kill(&self, id: u64) {
         self.send(IoMsg::Kill(id));
+    }
+
+    /// Hands the reply of blocked client `id`'s command to its I/O thread, which un-parks it.
+    pub fn notify_unblocked(&self, id: u64, reply: Vec<u8>) {
+        self.send(IoMsg::Unblocked(id, reply));
     }
 }
 

@@ -139,7 +139,7 @@ pub fn render(server: &Server, args: &[&[u8]]) -> String {
                     w.field(&format!("errorstat_{prefix}"), format_args!("count={n}"));
                 }
             }
-            Section::Cluster => w.field("cluster_enabled", 0),
+            Section::Cluster => w.field("cluster_enabled", server.cluster.node().is_some() as u8),
             Section::Keyspace => keyspace_section(server, &mut w),
         }
     }
@@ -226,7 +226,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     w.field("maxclients", server.config.maxclients.load(Relaxed));
     w.field("client_recent_max_input_buffer", max_in);
     w.field("client_recent_max_output_buffer", max_out);
-    w.field("blocked_clients", 0);
+    w.field("blocked_clients", server.blocking.len());
     w.field("tracking_clients", 0);
     w.field("clients_in_timeout_table", 0);
 }

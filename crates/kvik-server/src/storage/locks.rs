@@ -4,8 +4,16 @@
 //!
 //! Multi-key writes lock their stripes in ascending index order, once each, so two writers can
 //! never wait on each other in a cycle.
+//!
+//! The locks are re-entrant per thread: EXEC locks the stripes of every key of every queued
+//! command at once, then runs the commands, whose handlers lock their own keys again. A thread
+//! remembers (in a thread-local list) the stripes it holds; locking a stripe it already holds is
+//! a no-op, and a guard releases only the stripes it acquired itself. Other threads are excluded
+//! as before. (A nested lock of a stripe the thread does not hold yet just waits for it; EXEC
+//! avoids that by locking every key its commands will touch up front.)
 
 use parking_lot::{Mutex, MutexGuard};
+use std::cell::RefCell;
 use std::hash::{BuildHasher, Hasher};
 
 /// Number of stripes; a power of two well above the number of worker threads.
@@ -16,9 +24,18 @@ pub struct KeyLocks {
     hasher: std::collections::hash_map::RandomState,
 }
 
-/// Held stripes; dropping it releases them.
+thread_local! {
+    /// Stripes this thread holds, as (address of the owning [`KeyLocks`]' stripes, index).
+    /// Short: a thread holds the stripes of one command (or one EXEC) at a time.
+    static HELD: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Held stripes; dropping it releases the ones it acquired (not those an outer guard of the same
+/// thread already held). Not `Send`: it must be dropped on the thread that locked.
 pub struct KeyGuard<'a> {
-    _guards: Vec<MutexGuard<'a, ()>>,
+    guards: Vec<MutexGuard<'a, ()>>,
+    owner: usize,
+    acquired: Vec<usize>,
 }
 
 impl Default for KeyLocks {
@@ -38,6 +55,10 @@ impl KeyLocks {
         (h.finish() as usize) & (STRIPES - 1)
     }
 
+    fn id(&self) -> usize {
+        self.stripes.as_ptr() as usize
+    }
+
     /// Locks the stripes of `keys` in database `db`.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, db: u16, keys: &[K]) -> KeyGuard<'a> {
         self.lock_in(keys.iter().map(|k| (db, k.as_ref())))
@@ -48,15 +69,43 @@ impl KeyLocks {
         let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
         idx.sort_unstable();
         idx.dedup();
-        KeyGuard {
-            _guards: idx.into_iter().map(|i| self.stripes[i].lock()).collect(),
+        let owner = self.id();
+        HELD.with(|held| {
+            let held = held.borrow();
+            if !held.is_empty() {
+                idx.retain(|i| !held.contains(&(owner, *i)));
+            }
+        });
+        let guards = idx.iter().map(|&i| self.stripes[i].lock()).collect();
+        if !idx.is_empty() {
+            HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
         }
+        KeyGuard {
+            guards,
+            owner,
+            acquired: idx,
+        }
+    }
+}
+
+impl Drop for KeyGuard<'_> {
+    fn drop(&mut self) {
+        if !self.acquired.is_empty() {
+            let owner = self.owner;
+            HELD.with(|held| {
+                held.borrow_mut()
+                    .retain(|(o, i)| !(*o == owner && self.acquired.contains(i)))
+            });
+        }
+        self.guards.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
 
     #[test]
     fn repeated_and_colliding_keys_do_not_deadlock() {
@@ -71,15 +120,77 @@ mod tests {
 
     #[test]
     fn a_held_key_blocks_another_writer() {
-        let locks = std::sync::Arc::new(KeyLocks::default());
+        let locks = Arc::new(KeyLocks::default());
         let g = locks.lock(0, &[b"a"]);
         let l2 = locks.clone();
         let t = std::thread::spawn(move || {
             let _g = l2.lock(0, &[b"a"]);
         });
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
         assert!(!t.is_finished());
         drop(g);
+        t.join().unwrap();
+    }
+
+    /// Whether another thread can take `key`'s stripe right now (it tries for a short while).
+    fn free_for_others(locks: &Arc<KeyLocks>, key: &'static [u8]) -> bool {
+        let l = locks.clone();
+        std::thread::spawn(move || {
+            let i = l.stripe(0, key);
+            l.stripes[i]
+                .try_lock_for(Duration::from_millis(20))
+                .is_some()
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn nested_lock_of_a_held_stripe_is_reentrant_and_still_exclusive() {
+        let locks = Arc::new(KeyLocks::default());
+        let outer = locks.lock(0, &[&b"a"[..], b"b"]);
+        // Would deadlock if not re-entrant.
+        let inner = locks.lock(0, &[b"a"]);
+        let inner2 = locks.lock_in([(0u16, &b"b"[..]), (0, b"a")].into_iter());
+        assert!(
+            !free_for_others(&locks, b"a"),
+            "held stripes exclude others"
+        );
+        drop(inner2);
+        drop(inner);
+        // The inner guards released nothing: the outer one still holds both.
+        assert!(!free_for_others(&locks, b"a"));
+        assert!(!free_for_others(&locks, b"b"));
+        // A nested lock of a new key takes it and gives it back on drop.
+        let c = locks.lock(0, &[&b"a"[..], b"c"]);
+        assert!(!free_for_others(&locks, b"c"));
+        drop(c);
+        assert!(free_for_others(&locks, b"c") || locks.stripe(0, b"c") == locks.stripe(0, b"a"));
+        assert!(!free_for_others(&locks, b"a"));
+        drop(outer);
+        assert!(free_for_others(&locks, b"a"));
+        assert!(free_for_others(&locks, b"b"));
+        HELD.with(|h| assert!(h.borrow().is_empty()));
+    }
+
+    #[test]
+    fn another_thread_waits_for_a_nested_holder() {
+        let locks = Arc::new(KeyLocks::default());
+        let outer = locks.lock(0, &[b"x"]);
+        let inner = locks.lock(0, &[b"x"]);
+        let l2 = locks.clone();
+        let t = std::thread::spawn(move || {
+            let _g = l2.lock(0, &[b"x"]);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!t.is_finished());
+        drop(inner);
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !t.is_finished(),
+            "the inner guard must not release the outer's stripe"
+        );
+        drop(outer);
         t.join().unwrap();
     }
 }

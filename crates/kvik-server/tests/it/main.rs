@@ -5,8 +5,19 @@
 mod common;
 
 mod admin;
+mod blocking;
 mod cache;
+mod cluster;
+mod cluster_clients;
+mod cluster_migration;
+mod differential;
 mod durability;
+mod hashes;
 mod keys;
+mod keys_collections;
+mod lists;
 mod protocol;
+mod sets;
 mod strings;
+mod transactions;
+mod zsets;

@@ -1,0 +1,1006 @@
+//! kvik-cluster: the admin tool of a kvik cluster.
+//!
+//! kvik nodes do not gossip. The topology (a version and, per node, its id, address and slot
+//! ranges; see [`kvik_resp::topology`]) is whatever this tool last pushed to every node with
+//! `CLUSTER SETTOPOLOGY`; a node refuses a topology that is not newer than its own. So every
+//! change here reads the topology from every node, builds the next one on the newest, and pushes
+//! it, with version = highest version seen + 1, to every node (a node that had fallen behind is
+//! brought up to date by the same push).
+//!
+//! ```text
+//! kvik-cluster create host:port...                 even slot split, topology version 1
+//! kvik-cluster show host:port                      the topology, slot and key counts per node
+//! kvik-cluster check host:port                     every slot covered once, every node agrees
+//! kvik-cluster move-slots --from N --to N (--slots 0-100,200 | --count N) [--batch 100] host:port
+//! kvik-cluster add-node new_host:port existing_host:port
+//! kvik-cluster remove-node <id|host:port> existing_host:port
+//! ```
+//!
+//! Nodes are named by id (40 hex characters) or by `host:port`. `-a password` (and `--user`)
+//! authenticate to every node. The exit status is 0 on success, 1 when a node is unreachable,
+//! disagrees or refuses, and 2 for a usage error.
+//!
+//! # Moving a slot (online)
+//!
+//! As Redis Cluster's resharding: `CLUSTER SETSLOT s IMPORTING <source>` on the target,
+//! `SETSLOT s MIGRATING <target>` on the source, then `CLUSTER GETKEYSINSLOT` + `MIGRATE ...
+//! REPLACE KEYS ...` in batches until the slot is empty on the source, then `SETSLOT s NODE
+//! <target>` on the target and the source (effective at once) and a new topology version with
+//! the slot owned by the target pushed to every node (which makes it permanent and clears the
+//! migration states). Clients keep working throughout: the source serves the keys it still has
+//! and answers ASK for the others; MIGRATE holds each key's lock from its export to its local
+//! delete, so no write is lost.
+
+use clap::{Parser, Subcommand};
+use kvik_resp::topology::{even_split, is_node_id, Topology, TopologyNode};
+use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kvik-cluster",
+    version,
+    about = "Administer a kvik cluster: create it, inspect it, move slots, add and remove nodes"
+)]
+struct Cli {
+    /// Password of every node (AUTH).
+    #[arg(short = 'a', long = "pass", global = true)]
+    password: Option<String>,
+    /// User name of every node (AUTH user password), with -a.
+    #[arg(long, global = true)]
+    user: Option<String>,
+    /// Connect/read timeout for each node, in milliseconds.
+    #[arg(long, global = true, default_value_t = 10_000)]
+    timeout_ms: u64,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Make a cluster of the given empty nodes, the 16384 slots split evenly in the order given.
+    Create {
+        #[arg(required = true, num_args = 1..)]
+        nodes: Vec<String>,
+    },
+    /// Print the topology as the given node knows it, with slot and key counts.
+    Show { node: String },
+    /// Check that every slot is covered once and every node has the same topology.
+    Check { node: String },
+    /// Move slots (with their keys, online) from one node to another.
+    MoveSlots {
+        /// Source node: id or host:port.
+        #[arg(long)]
+        from: String,
+        /// Target node: id or host:port.
+        #[arg(long)]
+        to: String,
+        /// Slots to move: "0-100,200".
+        #[arg(long, conflicts_with = "count", required_unless_present = "count")]
+        slots: Option<String>,
+        /// Move this many of the source's slots (its lowest).
+        #[arg(long)]
+        count: Option<usize>,
+        /// Keys per GETKEYSINSLOT/MIGRATE round.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// MIGRATE's timeout, in milliseconds.
+        #[arg(long, default_value_t = 5_000)]
+        migrate_timeout_ms: u64,
+        /// Any node of the cluster.
+        node: String,
+    },
+    /// Add an empty node to the cluster (it owns no slots until some are moved to it).
+    AddNode { new: String, existing: String },
+    /// Remove a node that owns no slots.
+    RemoveNode { node: String, existing: String },
+}
+
+/// What a failed command says (exit status 1).
+type Fail = String;
+
+/// Runs the tool with `args` (args[0] is the program name); returns the exit status.
+pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let text = e.render().to_string();
+            if code == 0 {
+                let _ = write!(out, "{text}");
+            } else {
+                let _ = write!(err, "{text}");
+            }
+            return code;
+        }
+    };
+    let opts = Opts {
+        user: cli.user.clone(),
+        password: cli.password.clone(),
+        timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+    };
+    let mut ui = Ui { out, err };
+    let result = match &cli.cmd {
+        Cmd::Create { nodes } => create(&opts, &mut ui, nodes),
+        Cmd::Show { node } => show(&opts, &mut ui, node),
+        Cmd::Check { node } => check(&opts, &mut ui, node),
+        Cmd::MoveSlots {
+            from,
+            to,
+            slots,
+            count,
+            batch,
+            migrate_timeout_ms,
+            node,
+        } => {
+            let plan = MovePlan {
+                from,
+                to,
+                slots: slots.as_deref(),
+                count: *count,
+                batch: (*batch).max(1),
+                migrate_timeout: Duration::from_millis((*migrate_timeout_ms).max(1)),
+            };
+            move_slots(&opts, &mut ui, node, &plan)
+        }
+        Cmd::AddNode { new, existing } => add_node(&opts, &mut ui, new, existing),
+        Cmd::RemoveNode { node, existing } => remove_node(&opts, &mut ui, node, existing),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(msg) => {
+            let _ = writeln!(ui.err, "[ERR] {msg}");
+            1
+        }
+    }
+}
+
+/// Where messages go.
+struct Ui<'a> {
+    out: &'a mut dyn Write,
+    err: &'a mut dyn Write,
+}
+
+impl Ui<'_> {
+    fn say(&mut self, line: impl std::fmt::Display) {
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
+    }
+    fn warn(&mut self, line: impl std::fmt::Display) {
+        let _ = writeln!(self.err, "[WARNING] {line}");
+    }
+}
+
+/* ---- Talking to one node ---- */
+
+/// Connection settings shared by every node.
+struct Opts {
+    user: Option<String>,
+    password: Option<String>,
+    timeout: Duration,
+}
+
+/// One node's connection.
+struct Node {
+    addr: String,
+    host: String,
+    port: u16,
+    con: redis::Connection,
+}
+
+/// Splits "host:port" (the last colon separates, so IPv6 literals work).
+fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .ok_or_else(|| format!("'{addr}' is not host:port"))?;
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("'{addr}' has an invalid port"))?;
+    if host.is_empty() {
+        return Err(format!("'{addr}' has no host"));
+    }
+    Ok((host.trim_matches(['[', ']']).to_string(), port))
+}
+
+/// The text of an error reply or failure, as the node said it ("ERR ...", "IOERR ...").
+fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        _ => e.to_string(),
+    }
+}
+
+impl Node {
+    fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
+        let (host, port) = split_addr(addr)?;
+        let info = ConnectionInfo {
+            addr: ConnectionAddr::Tcp(host.clone(), port),
+            redis: RedisConnectionInfo {
+                db: 0,
+                username: opts.user.clone(),
+                password: opts.password.clone(),
+                ..Default::default()
+            },
+        };
+        let unreachable =
+            |e: redis::RedisError| format!("node {addr} is unreachable: {}", error_text(&e));
+        let client = redis::Client::open(info).map_err(unreachable)?;
+        let con = client
+            .get_connection_with_timeout(opts.timeout)
+            .map_err(unreachable)?;
+        con.set_read_timeout(Some(opts.timeout))
+            .and_then(|()| con.set_write_timeout(Some(opts.timeout)))
+            .map_err(unreachable)?;
+        Ok(Node {
+            addr: addr.to_string(),
+            host,
+            port,
+            con,
+        })
+    }
+
+    fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
+        cmd.query(&mut self.con).map_err(|e| {
+            let name = cmd
+                .args_iter()
+                .take(2)
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_uppercase(),
+                    redis::Arg::Cursor => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            let hint = if e.code() == Some("NOAUTH") {
+                " (give the password with -a)"
+            } else {
+                ""
+            };
+            format!(
+                "node {}: {name} failed: {}{hint}",
+                self.addr,
+                error_text(&e)
+            )
+        })
+    }
+
+    fn myid(&mut self) -> Result<String, Fail> {
+        let id: String = self.query(redis::cmd("CLUSTER").arg("MYID"))?;
+        if !is_node_id(&id) {
+            return Err(format!("node {}: CLUSTER MYID gave '{id}'", self.addr));
+        }
+        Ok(id)
+    }
+
+    /// The node's topology (version 0 and no nodes before any push).
+    fn topology(&mut self) -> Result<Topology, Fail> {
+        let v: Value = self.query(redis::cmd("CLUSTER").arg("TOPOLOGY"))?;
+        let (version, lines): (u64, Vec<String>) = redis::from_redis_value(&v)
+            .map_err(|e| format!("node {}: bad CLUSTER TOPOLOGY reply: {e}", self.addr))?;
+        Topology::from_lines(version, &lines)
+            .map_err(|e| format!("node {}: its topology is invalid: {e}", self.addr))
+    }
+
+    fn set_topology(&mut self, t: &Topology) -> Result<(), Fail> {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETTOPOLOGY").arg(t.version).arg(t.lines());
+        let _: Value = self.query(&cmd)?;
+        Ok(())
+    }
+
+    fn dbsize(&mut self) -> Result<i64, Fail> {
+        self.query(&redis::cmd("DBSIZE"))
+    }
+
+    fn setslot(&mut self, slot: u16, state: &str, id: &str) -> Result<(), Fail> {
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SETSLOT").arg(slot).arg(state).arg(id);
+        let _: Value = self.query(&cmd)?;
+        Ok(())
+    }
+}
+
+/* ---- The cluster as the nodes see it ---- */
+
+/// Every node of the newest topology any node has, connected.
+struct Cluster {
+    /// The newest topology seen (the base of the next one).
+    topology: Topology,
+    /// Connections, in topology node order.
+    nodes: Vec<Node>,
+    /// Each node's own version (same order), to report laggards.
+    versions: Vec<u64>,
+}
+
+impl Cluster {
+    /// Reads the topology from `seed`, then from every node it names; fails if one is
+    /// unreachable. Uses the newest topology found (nodes may name more nodes).
+    fn load(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<Cluster, Fail> {
+        let mut first = Node::connect(opts, seed)?;
+        let mut topology = first.topology()?;
+        if topology.version == 0 || topology.nodes.is_empty() {
+            return Err(format!(
+                "node {seed} has no topology: it is not part of a cluster (use create)"
+            ));
+        }
+        let mut seen: std::collections::HashMap<String, (Node, u64)> = Default::default();
+        seen.insert(seed.to_string(), (first, topology.version));
+        // Follow newer topologies until no node knows a newer one (bounded: versions grow).
+        for _ in 0..4 {
+            let mut newest = topology.clone();
+            for n in &topology.nodes {
+                let addr = n.addr();
+                if !seen.contains_key(&addr) {
+                    let node = Node::connect(opts, &addr)?;
+                    seen.insert(addr.clone(), (node, 0));
+                }
+                let (node, version) = seen.get_mut(&addr).expect("inserted");
+                let t = node.topology()?;
+                *version = t.version;
+                if t.version > newest.version {
+                    newest = t;
+                }
+            }
+            if newest.version == topology.version {
+                break;
+            }
+            topology = newest;
+        }
+        let mut nodes = Vec::new();
+        let mut versions = Vec::new();
+        for n in &topology.nodes {
+            let (mut node, version) = seen.remove(&n.addr()).expect("connected above");
+            let id = node.myid()?;
+            if id != n.id {
+                return Err(format!(
+                    "node {} has id {id}, but the topology says {} is there",
+                    n.addr(),
+                    n.id
+                ));
+            }
+            if version != topology.version {
+                ui.warn(format_args!(
+                    "node {} has topology version {version}, the newest is {}: the next push \
+                     brings it up to date",
+                    n.addr(),
+                    topology.version
+                ));
+            }
+            nodes.push(node);
+            versions.push(version);
+        }
+        Ok(Cluster {
+            topology,
+            nodes,
+            versions,
+        })
+    }
+
+    /// The index of the node named by `name` (id or host:port).
+    fn find(&self, name: &str) -> Result<usize, Fail> {
+        self.topology
+            .nodes
+            .iter()
+            .position(|n| n.id == name || n.addr() == name)
+            .ok_or_else(|| format!("no node '{name}' in the cluster (give an id or host:port)"))
+    }
+
+    /// Pushes `next` (its version set to the current one + 1) to every connected node, `first`
+    /// ones first. Returns the version pushed.
+    fn push(&mut self, mut next: Topology, first: &[usize]) -> Result<u64, Fail> {
+        next.version = self.topology.version + 1;
+        next.validate()
+            .map_err(|e| format!("refusing to push an invalid topology: {e}"))?;
+        let mut order: Vec<usize> = first.to_vec();
+        order.extend((0..self.nodes.len()).filter(|i| !first.contains(i)));
+        for i in order {
+            self.nodes[i].set_topology(&next)?;
+            self.versions[i] = next.version;
+        }
+        let v = next.version;
+        self.topology = next;
+        Ok(v)
+    }
+}
+
+/// "0-5460" or "7" per range, comma separated.
+fn ranges_text(ranges: &[(u16, u16)]) -> String {
+    if ranges.is_empty() {
+        return "-".to_string();
+    }
+    ranges
+        .iter()
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Slots as sorted inclusive ranges.
+fn to_ranges(slots: &[u16]) -> Vec<(u16, u16)> {
+    let mut sorted = slots.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut out: Vec<(u16, u16)> = Vec::new();
+    for s in sorted {
+        match out.last_mut() {
+            Some(last) if last.1 + 1 == s => last.1 = s,
+            _ => out.push((s, s)),
+        }
+    }
+    out
+}
+
+/* ---- Commands ---- */
+
+fn create(opts: &Opts, ui: &mut Ui<'_>, addrs: &[String]) -> Result<(), Fail> {
+    for (i, a) in addrs.iter().enumerate() {
+        split_addr(a)?;
+        if addrs[..i].contains(a) {
+            return Err(format!("node {a} is given twice"));
+        }
+    }
+    let mut nodes = Vec::new();
+    let mut version = 0;
+    for a in addrs {
+        let mut n = Node::connect(opts, a)?;
+        let t = n.topology()?;
+        if !t.nodes.is_empty() {
+            return Err(format!(
+                "node {a} already belongs to a cluster (topology version {}); \
+                 use add-node to grow a cluster",
+                t.version
+            ));
+        }
+        let keys = n.dbsize()?;
+        if keys > 0 {
+            return Err(format!("node {a} is not empty ({keys} keys in database 0)"));
+        }
+        version = version.max(t.version);
+        let id = n.myid()?;
+        nodes.push((n, id));
+    }
+    let split = even_split(nodes.len());
+    let topology = Topology {
+        version: version + 1,
+        nodes: nodes
+            .iter()
+            .zip(&split)
+            .map(|((n, id), range)| TopologyNode {
+                id: id.clone(),
+                host: n.host.clone(),
+                port: n.port,
+                slots: vec![*range],
+            })
+            .collect(),
+    };
+    let mut checked = topology.clone();
+    checked.validate()?;
+    for (n, _) in &mut nodes {
+        n.set_topology(&topology)?;
+    }
+    ui.say(format_args!(
+        "[OK] cluster created: {} nodes, topology version {}",
+        nodes.len(),
+        topology.version
+    ));
+    for (n, r) in topology.nodes.iter().zip(&split) {
+        ui.say(format_args!(
+            "{} {} slots {} ({} slots)",
+            n.id,
+            n.addr(),
+            ranges_text(&[*r]),
+            n.slot_count()
+        ));
+    }
+    Ok(())
+}
+
+fn show(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
+    let mut first = Node::connect(opts, seed)?;
+    let t = first.topology()?;
+    if t.nodes.is_empty() {
+        return Err(format!(
+            "node {seed} has no topology: it is not part of a cluster"
+        ));
+    }
+    ui.say(format_args!(
+        "topology version {} ({} nodes), as {seed} knows it",
+        t.version,
+        t.nodes.len()
+    ));
+    let mut unreachable = 0;
+    for n in &t.nodes {
+        let state = match Node::connect(opts, &n.addr()).and_then(|mut c| {
+            let v = c.topology()?.version;
+            Ok((c.dbsize()?, v))
+        }) {
+            Ok((keys, v)) if v == t.version => format!("{keys} keys"),
+            Ok((keys, v)) => format!("{keys} keys, has topology version {v}"),
+            Err(e) => {
+                unreachable += 1;
+                format!("UNREACHABLE ({e})")
+            }
+        };
+        ui.say(format_args!(
+            "{} {} slots {} ({} slots) {state}",
+            n.id,
+            n.addr(),
+            ranges_text(&n.slots),
+            n.slot_count()
+        ));
+    }
+    let uncovered = t.uncovered();
+    if !uncovered.is_empty() {
+        ui.say(format_args!(
+            "{} slots are not covered: {}",
+            uncovered.len(),
+            ranges_text(&to_ranges(&uncovered))
+        ));
+    }
+    if unreachable > 0 {
+        return Err(format!("{unreachable} node(s) unreachable"));
+    }
+    Ok(())
+}
+
+fn check(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
+    let mut first = Node::connect(opts, seed)?;
+    let t = first.topology()?;
+    if t.nodes.is_empty() {
+        return Err(format!(
+            "node {seed} has no topology: it is not part of a cluster"
+        ));
+    }
+    ui.say(format_args!(
+        "checking topology version {} ({} nodes) from {seed}",
+        t.version,
+        t.nodes.len()
+    ));
+    let mut problems: Vec<String> = Vec::new();
+    for n in &t.nodes {
+        let addr = n.addr();
+        let mut node = match Node::connect(opts, &addr) {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        match node.myid() {
+            Ok(id) if id == n.id => {}
+            Ok(id) => problems.push(format!(
+                "node {addr} has id {id}, but the topology says {} is there",
+                n.id
+            )),
+            Err(e) => problems.push(e),
+        }
+        match node.topology() {
+            Ok(other) if other.version != t.version => problems.push(format!(
+                "node {addr} disagrees: it has topology version {}, {seed} has {}",
+                other.version, t.version
+            )),
+            Ok(other) if other != t => problems.push(format!(
+                "node {addr} disagrees: same version {} but a different topology",
+                t.version
+            )),
+            Ok(_) => {}
+            Err(e) => problems.push(e),
+        }
+        if let Ok(nodes) = node.query::<String>(redis::cmd("CLUSTER").arg("NODES")) {
+            let open: Vec<&str> = nodes
+                .lines()
+                .filter(|l| l.contains("myself"))
+                .flat_map(|l| l.split(' '))
+                .filter(|w| w.starts_with('[') && w.contains("->-") || w.contains("-<-"))
+                .collect();
+            if !open.is_empty() {
+                ui.warn(format_args!(
+                    "node {addr} has slots being migrated: {}",
+                    open.join(" ")
+                ));
+            }
+        }
+    }
+    let uncovered = t.uncovered();
+    if !uncovered.is_empty() {
+        problems.push(format!(
+            "{} slots are not covered by any node: {}",
+            uncovered.len(),
+            ranges_text(&to_ranges(&uncovered))
+        ));
+    }
+    if problems.is_empty() {
+        ui.say(format_args!(
+            "[OK] all 16384 slots are covered; all {} nodes agree on topology version {}",
+            t.nodes.len(),
+            t.version
+        ));
+        return Ok(());
+    }
+    for p in &problems {
+        let _ = writeln!(ui.err, "[ERR] {p}");
+    }
+    Err(format!(
+        "the cluster check found {} problem(s)",
+        problems.len()
+    ))
+}
+
+/// What move-slots was asked.
+struct MovePlan<'a> {
+    from: &'a str,
+    to: &'a str,
+    slots: Option<&'a str>,
+    count: Option<usize>,
+    batch: usize,
+    migrate_timeout: Duration,
+}
+
+/// Parses "0-100,200" into slots.
+fn parse_slots(text: &str) -> Result<Vec<u16>, Fail> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = kvik_resp::topology::parse_slot_range(part)?;
+        out.extend(a..=b);
+    }
+    if out.is_empty() {
+        return Err(format!("no slots in '{text}'"));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn move_slots(opts: &Opts, ui: &mut Ui<'_>, seed: &str, plan: &MovePlan<'_>) -> Result<(), Fail> {
+    let mut cluster = Cluster::load(opts, ui, seed)?;
+    let src = cluster.find(plan.from)?;
+    let dst = cluster.find(plan.to)?;
+    if src == dst {
+        return Err("--from and --to name the same node".to_string());
+    }
+    let src_node = cluster.topology.nodes[src].clone();
+    let dst_node = cluster.topology.nodes[dst].clone();
+    let owned: Vec<u16> = src_node.slots.iter().flat_map(|&(a, b)| a..=b).collect();
+    let slots = match (plan.slots, plan.count) {
+        (Some(text), _) => {
+            let slots = parse_slots(text)?;
+            if let Some(s) = slots.iter().find(|s| !owned.contains(s)) {
+                let owner = cluster
+                    .topology
+                    .owner(*s)
+                    .map_or("no node".to_string(), |n| {
+                        format!("{} ({})", n.addr(), n.id)
+                    });
+                return Err(format!(
+                    "slot {s} is owned by {owner}, not by {}",
+                    src_node.addr()
+                ));
+            }
+            slots
+        }
+        (None, Some(n)) => {
+            if n > owned.len() {
+                return Err(format!(
+                    "{} owns {} slots, fewer than --count {n}",
+                    src_node.addr(),
+                    owned.len()
+                ));
+            }
+            owned[..n].to_vec()
+        }
+        (None, None) => return Err("give --slots or --count".to_string()),
+    };
+    ui.say(format_args!(
+        "moving {} slots ({}) from {} to {}",
+        slots.len(),
+        ranges_text(&to_ranges(&slots)),
+        src_node.addr(),
+        dst_node.addr()
+    ));
+    let started = Instant::now();
+    let mut total_keys = 0u64;
+    for (i, &slot) in slots.iter().enumerate() {
+        let keys = move_one_slot(opts, &mut cluster, src, dst, slot, plan)?;
+        total_keys += keys;
+        let mut next = cluster.topology.clone();
+        for n in &mut next.nodes {
+            n.slots = remove_slot(&n.slots, slot);
+        }
+        next.nodes[dst].slots.push((slot, slot));
+        let version = cluster.push(next, &[dst, src])?;
+        ui.say(format_args!(
+            "slot {slot}: {keys} keys moved, topology version {version} [{}/{}]",
+            i + 1,
+            slots.len()
+        ));
+    }
+    ui.say(format_args!(
+        "[OK] moved {} slots and {total_keys} keys from {} to {} in {:.1}s",
+        slots.len(),
+        src_node.addr(),
+        dst_node.addr(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// `ranges` without `slot`.
+fn remove_slot(ranges: &[(u16, u16)], slot: u16) -> Vec<(u16, u16)> {
+    let mut out = Vec::with_capacity(ranges.len() + 1);
+    for &(a, b) in ranges {
+        if slot < a || slot > b {
+            out.push((a, b));
+            continue;
+        }
+        if a < slot {
+            out.push((a, slot - 1));
+        }
+        if slot < b {
+            out.push((slot + 1, b));
+        }
+    }
+    out
+}
+
+/// Opens `slot` for migration, moves its keys in batches, and flips it to the target with
+/// SETSLOT NODE on both ends. Returns how many keys moved.
+///
+/// If the source still holds keys of the slot when asked to let it go (a write accepted there
+/// after the last batch; the nodes' slot gate is meant to prevent it), it refuses SETSLOT NODE
+/// ("still hold keys") and the slot is drained again before retrying.
+fn move_one_slot(
+    opts: &Opts,
+    cluster: &mut Cluster,
+    src: usize,
+    dst: usize,
+    slot: u16,
+    plan: &MovePlan<'_>,
+) -> Result<u64, Fail> {
+    let src_id = cluster.topology.nodes[src].id.clone();
+    let dst_id = cluster.topology.nodes[dst].id.clone();
+    let target = (
+        cluster.topology.nodes[dst].host.clone(),
+        cluster.topology.nodes[dst].port,
+    );
+    cluster.nodes[dst].setslot(slot, "IMPORTING", &src_id)?;
+    cluster.nodes[src].setslot(slot, "MIGRATING", &dst_id)?;
+    let mut moved = drain_slot(opts, &mut cluster.nodes[src], &target, slot, plan)?;
+    cluster.nodes[dst].setslot(slot, "NODE", &dst_id)?;
+    let mut attempt = 0;
+    loop {
+        match cluster.nodes[src].setslot(slot, "NODE", &dst_id) {
+            Ok(()) => return Ok(moved),
+            Err(e) if e.contains("still hold keys") && attempt < 50 => {
+                attempt += 1;
+                moved += drain_slot(opts, &mut cluster.nodes[src], &target, slot, plan)?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// GETKEYSINSLOT + MIGRATE ... REPLACE KEYS on `source` until the slot is empty there.
+fn drain_slot(
+    opts: &Opts,
+    source: &mut Node,
+    (dst_host, dst_port): &(String, u16),
+    slot: u16,
+    plan: &MovePlan<'_>,
+) -> Result<u64, Fail> {
+    // MIGRATE may take up to its timeout per I/O step: let the reply take that long.
+    let slow = (plan.migrate_timeout * 3).max(opts.timeout);
+    source
+        .con
+        .set_read_timeout(Some(slow))
+        .map_err(|e| format!("node {}: {e}", source.addr))?;
+    let mut moved = 0u64;
+    let mut stalled = 0;
+    loop {
+        let keys: Vec<Vec<u8>> = source.query(
+            redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(slot)
+                .arg(plan.batch),
+        )?;
+        if keys.is_empty() {
+            break;
+        }
+        let mut cmd = redis::cmd("MIGRATE");
+        cmd.arg(dst_host)
+            .arg(*dst_port)
+            .arg("")
+            .arg(0)
+            .arg(plan.migrate_timeout.as_millis() as u64)
+            .arg("REPLACE");
+        if let Some(pw) = &opts.password {
+            match &opts.user {
+                Some(u) => cmd.arg("AUTH2").arg(u).arg(pw),
+                None => cmd.arg("AUTH").arg(pw),
+            };
+        }
+        cmd.arg("KEYS").arg(&keys);
+        match cmd.query::<Value>(&mut source.con) {
+            Ok(_) => {
+                moved += keys.len() as u64;
+                stalled = 0;
+            }
+            // Keys of the batch expired or were deleted between GETKEYSINSLOT and MIGRATE
+            // (some: TRYAGAIN, all: ASK, if the node routes MIGRATE like other commands):
+            // read the slot again.
+            Err(e)
+                if matches!(e.kind(), redis::ErrorKind::TryAgain | redis::ErrorKind::Ask)
+                    && stalled < 100 =>
+            {
+                stalled += 1;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "node {}: MIGRATE of slot {slot} to {dst_host}:{dst_port} failed: {} \
+                     (the slot stays open: run move-slots again for slot {slot})",
+                    source.addr,
+                    error_text(&e)
+                ))
+            }
+        }
+    }
+    source
+        .con
+        .set_read_timeout(Some(opts.timeout))
+        .map_err(|e| format!("node {}: {e}", source.addr))?;
+    Ok(moved)
+}
+
+fn add_node(opts: &Opts, ui: &mut Ui<'_>, new: &str, existing: &str) -> Result<(), Fail> {
+    let (host, port) = split_addr(new)?;
+    let mut cluster = Cluster::load(opts, ui, existing)?;
+    let mut node = Node::connect(opts, new)?;
+    let id = node.myid()?;
+    if let Some(n) = cluster
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.id == id || n.addr() == format!("{host}:{port}"))
+    {
+        return Err(format!(
+            "node {new} (id {id}) is already in the cluster as {} {}",
+            n.id,
+            n.addr()
+        ));
+    }
+    let own = node.topology()?;
+    if own.nodes.iter().any(|n| n.id != id) {
+        return Err(format!(
+            "node {new} belongs to another cluster (its topology version {} names other nodes)",
+            own.version
+        ));
+    }
+    // The new node must accept the push too: start above its own version.
+    if own.version > cluster.topology.version {
+        cluster.topology.version = own.version;
+    }
+    let mut next = cluster.topology.clone();
+    next.nodes.push(TopologyNode {
+        id: id.clone(),
+        host,
+        port,
+        slots: Vec::new(),
+    });
+    cluster.nodes.push(node);
+    cluster.versions.push(own.version);
+    let last = cluster.nodes.len() - 1;
+    let version = cluster.push(next, &[last])?;
+    ui.say(format_args!(
+        "[OK] node {new} (id {id}) added, topology version {version}; it owns no slots yet \
+         (use move-slots)"
+    ));
+    Ok(())
+}
+
+fn remove_node(opts: &Opts, ui: &mut Ui<'_>, name: &str, existing: &str) -> Result<(), Fail> {
+    let mut cluster = Cluster::load(opts, ui, existing)?;
+    let i = cluster.find(name)?;
+    let gone = cluster.topology.nodes[i].clone();
+    if gone.slot_count() > 0 {
+        return Err(format!(
+            "node {} ({}) still owns {} slots ({}): move them to other nodes first with \
+             move-slots",
+            gone.addr(),
+            gone.id,
+            gone.slot_count(),
+            ranges_text(&gone.slots)
+        ));
+    }
+    if cluster.topology.nodes.len() == 1 {
+        return Err("refusing to remove the last node of the cluster".to_string());
+    }
+    let mut next = cluster.topology.clone();
+    next.nodes.remove(i);
+    // Pushed to the removed node too, so it knows it owns nothing and redirects clients; it is
+    // then forgotten.
+    let version = cluster.push(next, &[])?;
+    ui.say(format_args!(
+        "[OK] node {} ({}) removed, topology version {version}",
+        gone.addr(),
+        gone.id
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_lists_parse_and_print() {
+        assert_eq!(parse_slots("0-3,7, 5").unwrap(), vec![0, 1, 2, 3, 5, 7]);
+        assert!(parse_slots("16384").is_err());
+        assert!(parse_slots("5-1").is_err());
+        assert!(parse_slots(",").is_err());
+        assert_eq!(to_ranges(&[7, 0, 1, 2, 5]), vec![(0, 2), (5, 5), (7, 7)]);
+        assert_eq!(ranges_text(&[(0, 2), (5, 5)]), "0-2,5");
+    }
+
+    #[test]
+    fn removing_a_slot_splits_its_range() {
+        assert_eq!(remove_slot(&[(0, 10)], 0), vec![(1, 10)]);
+        assert_eq!(remove_slot(&[(0, 10)], 10), vec![(0, 9)]);
+        assert_eq!(remove_slot(&[(0, 10)], 4), vec![(0, 3), (5, 10)]);
+        assert_eq!(remove_slot(&[(3, 3), (9, 12)], 3), vec![(9, 12)]);
+        assert_eq!(remove_slot(&[(3, 3)], 4), vec![(3, 3)]);
+    }
+
+    #[test]
+    fn addresses_split_at_the_last_colon() {
+        assert_eq!(
+            split_addr("127.0.0.1:7001").unwrap(),
+            ("127.0.0.1".into(), 7001)
+        );
+        assert_eq!(split_addr("[::1]:7001").unwrap(), ("::1".into(), 7001));
+        assert!(split_addr("localhost").is_err());
+        assert!(split_addr("h:0").is_err());
+        assert!(split_addr(":5").is_err());
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_help_exits_0() {
+        let run_args = |a: &[&str]| {
+            let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = run(&args, &mut out, &mut err);
+            (
+                code,
+                String::from_utf8(out).unwrap(),
+                String::from_utf8(err).unwrap(),
+            )
+        };
+        assert_eq!(run_args(&["kvik-cluster"]).0, 2);
+        assert_eq!(run_args(&["kvik-cluster", "create"]).0, 2);
+        let (code, _, err) = run_args(&[
+            "kvik-cluster",
+            "move-slots",
+            "--from",
+            "a",
+            "--to",
+            "b",
+            "h:1",
+        ]);
+        assert_eq!(code, 2, "{err}");
+        let (code, out, _) = run_args(&["kvik-cluster", "--help"]);
+        assert_eq!(code, 0);
+        assert!(out.contains("move-slots"), "{out}");
+        // A node that cannot be reached is a clear failure, not a panic.
+        let port = kvik_testkit::free_port().to_string();
+        let (code, _, err) = run_args(&["kvik-cluster", "check", &format!("127.0.0.1:{port}")]);
+        assert_eq!(code, 1);
+        assert!(err.contains("unreachable"), "{err}");
+    }
+}

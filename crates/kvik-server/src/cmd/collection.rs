@@ -1,0 +1,715 @@
+//! Helpers every collection family needs (hashes and sets today; lists and sorted sets may use
+//! them too): committing a collection's meta record, member cursors for HSCAN/SSCAN/ZSCAN, and
+//! random member picks for HRANDFIELD/SRANDMEMBER/SPOP (ZRANDMEMBER).
+//!
+//! - [`put_or_delete_meta`]: the last step of every member write. Redis deletes a collection that
+//!   became empty, and the meta put is what drops a cached copy, marks WATCHers dirty and wakes
+//!   blocked clients, so it is written even when only members changed.
+//! - [`MemberScan`]: parses `cursor [MATCH pattern] [COUNT count]` and runs one step of a member
+//!   scan. Cursors are numbers handed out by the server's [`ScanCursors`] table (shared with SCAN):
+//!   each maps to the last member a step visited, so a scan resumes in storage (byte) order and
+//!   sees every member present for its whole duration exactly once.
+//! - [`Sampler`]: random members without loading the collection. Collections of at most
+//!   [`SMALL_SAMPLE`] members, and picks that ask for a sizeable share of a collection, take one
+//!   pass over it (uniform, memory bounded by the picks). A few picks from a big collection each
+//!   walk down the implicit trie of member bytes with seeks (a seek per distinct byte at each
+//!   branching level, so about O(log N)) and then step forward a random few members; that is
+//!   random but not uniform: members under a sparsely populated branch are more likely, as
+//!   Redis's own picks favour entries of short hash-table chains.
+//!
+//! [`ScanCursors`]: crate::server::ScanCursors
+
+use super::ctx::{Args, CmdError, Ctx};
+use crate::storage::encoding::{data_prefix, prefix_successor, Kind, Meta};
+use crate::storage::locks::KeyGuard;
+use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View};
+use rand::Rng;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+/// Adds to `batch` the meta record of a collection whose members just changed: a put with its
+/// new length, or a delete when it became empty (Redis never keeps an empty collection).
+pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
+    if meta.len == 0 {
+        batch.delete_meta(storage, db, key);
+    } else {
+        batch.put_meta(storage, db, key, meta);
+    }
+}
+
+/// A locked read-modify-write of one collection: [`CollWrite::open`] takes the key's lock and
+/// reads its live meta (WRONGTYPE for another kind); [`put`](CollWrite::put) and
+/// [`delete`](CollWrite::delete) stage member changes and keep the length; [`commit`](CollWrite::commit)
+/// writes them with the meta record ([`put_or_delete_meta`]) in one batch, if anything changed.
+/// A collection that did not exist gets a fresh version on its first put.
+pub struct CollWrite<'s, 'k> {
+    pub storage: &'s Storage,
+    pub db: u16,
+    pub key: &'k [u8],
+    kind: Kind,
+    /// The collection's meta as it will be committed; `None` while it does not exist.
+    pub meta: Option<Meta>,
+    batch: Batch,
+    changed: bool,
+    _guard: KeyGuard<'s>,
+}
+
+impl<'s, 'k> CollWrite<'s, 'k> {
+    pub fn open(ctx: &Ctx<'s>, key: &'k [u8], kind: Kind) -> Result<Self, CmdError> {
+        let storage = ctx.storage();
+        let guard = storage.lock(ctx.db(), &[key]);
+        let meta = ctx.write_collection(key, kind)?;
+        Ok(CollWrite {
+            storage,
+            db: ctx.db(),
+            key,
+            kind,
+            meta,
+            batch: Batch::default(),
+            changed: false,
+            _guard: guard,
+        })
+    }
+
+    /// The current length (0 when absent).
+    pub fn len(&self) -> u64 {
+        self.meta.as_ref().map_or(0, |m| m.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The collection's entries location, if it exists.
+    pub fn coll(&self) -> Option<Coll<'k>> {
+        self.meta.as_ref().map(|m| Coll::new(self.db, self.key, m))
+    }
+
+    /// A member's committed value (staged changes are not visible).
+    pub fn get(&self, member: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+        match self.coll() {
+            Some(c) => Ok(self.storage.latest().get_member(&c, member)?),
+            None => Ok(None),
+        }
+    }
+
+    /// Several members' committed values, in the order asked.
+    pub fn get_many<M: AsRef<[u8]>>(
+        &self,
+        members: &[M],
+    ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
+        match self.coll() {
+            Some(c) => Ok(self.storage.latest().get_members(&c, members)?),
+            None => Ok(vec![None; members.len()]),
+        }
+    }
+
+    /// Stages `member` = `value` in the data CF; `is_new` adds one to the length.
+    pub fn put(&mut self, member: &[u8], value: &[u8], is_new: bool) -> Result<(), CmdError> {
+        if self.meta.is_none() {
+            let version = self.storage.next_version()?;
+            self.meta = Some(Meta::collection(self.kind, version, 0));
+        }
+        let meta = self.meta.as_mut().expect("created above");
+        if is_new {
+            meta.len += 1;
+        }
+        let coll = Coll::new(self.db, self.key, meta);
+        self.batch
+            .put_member(self.storage, Cf::Data, &coll, member, value);
+        self.changed = true;
+        Ok(())
+    }
+
+    /// Stages the removal of an existing `member` (one less in the length).
+    pub fn delete(&mut self, member: &[u8]) {
+        let Some(meta) = self.meta.as_mut() else {
+            return;
+        };
+        meta.len = meta.len.saturating_sub(1);
+        let coll = Coll::new(self.db, self.key, meta);
+        self.batch
+            .delete_member(self.storage, Cf::Data, &coll, member);
+        self.changed = true;
+    }
+
+    /// Stages the removal of the whole collection in O(1): its meta record is deleted on commit
+    /// and its members, of a version nothing refers to any more, go with the next compaction.
+    pub fn clear(&mut self) {
+        if let Some(meta) = self.meta.as_mut() {
+            meta.len = 0;
+            self.changed = true;
+        }
+    }
+
+    /// Commits the staged changes and the meta record (deleted if the collection became empty);
+    /// nothing if nothing changed. The key stays locked until `self` is dropped here.
+    pub fn commit(mut self) -> Result<(), CmdError> {
+        if !self.changed {
+            return Ok(());
+        }
+        if let Some(meta) = &self.meta {
+            put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
+        }
+        self.storage.commit(std::mem::take(&mut self.batch))?;
+        Ok(())
+    }
+}
+
+/// The largest reply a command may build in proportion to a client-chosen count (negative
+/// HRANDFIELD / SRANDMEMBER counts): `proto-max-bulk-len`. Redis 7.0 would try and run out of
+/// memory; kvik refuses with "ERR value is out of range" instead.
+pub fn max_reply_bytes(ctx: &Ctx<'_>) -> u64 {
+    ctx.server.config.proto_max_bulk_len.load(Ordering::Relaxed)
+}
+
+/// Error of a count whose reply could not be built within [`max_reply_bytes`].
+pub const ERR_OUT_OF_RANGE: CmdError = CmdError::full("ERR value is out of range");
+
+// ---- Member scans -------------------------------------------------------------------------
+
+/// The arguments of HSCAN/SSCAN/ZSCAN after the key: `cursor [MATCH pattern] [COUNT count]`.
+#[derive(Debug, Clone)]
+pub struct MemberScan<'a> {
+    pub cursor: u64,
+    /// `None` matches every member (also for "*").
+    pub pattern: Option<&'a [u8]>,
+    /// How many members one step visits (matching or not), as Redis's COUNT.
+    pub count: usize,
+}
+
+/// "ERR invalid cursor".
+pub const ERR_INVALID_CURSOR: CmdError = CmdError::full("ERR invalid cursor");
+
+impl<'a> MemberScan<'a> {
+    /// The cursor argument as C's `strtoul` reads it (Redis's `parseScanCursorOrReply`): digits
+    /// with an optional sign (a negative value wraps), nothing after, no overflow; the empty
+    /// string is 0. Anything else is "ERR invalid cursor". Checked before the key is looked up.
+    pub fn cursor(arg: &[u8]) -> Result<u64, CmdError> {
+        let (neg, digits) = match arg.first() {
+            Some(b'-') => (true, &arg[1..]),
+            Some(b'+') => (false, &arg[1..]),
+            _ => (false, arg),
+        };
+        if digits.is_empty() {
+            // strtoul("") reads 0 and leaves nothing behind; a lone sign is not a number.
+            return if arg.is_empty() {
+                Ok(0)
+            } else {
+                Err(ERR_INVALID_CURSOR)
+            };
+        }
+        let v: u64 = std::str::from_utf8(digits)
+            .ok()
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse().ok())
+            .ok_or(ERR_INVALID_CURSOR)?;
+        Ok(if neg { v.wrapping_neg() } else { v })
+    }
+
+    /// The options after the cursor at `args[at]`: "syntax error" for COUNT < 1, an unknown
+    /// option or a missing value. As in Redis they are parsed after the key lookup, so a missing
+    /// key answers an empty scan whatever its options.
+    pub fn with_options(
+        cursor: u64,
+        args: &'a Args,
+        at: usize,
+    ) -> Result<MemberScan<'a>, CmdError> {
+        let mut scan = MemberScan {
+            cursor,
+            pattern: None,
+            count: 10,
+        };
+        let mut i = at + 1;
+        while i < args.len() {
+            let Some(value) = args.get(i + 1) else {
+                return Err(CmdError::syntax());
+            };
+            if args[i].eq_ignore_ascii_case(b"COUNT") {
+                let n = kvik_resp::parse_i64(value).ok_or(CmdError::not_integer())?;
+                if n < 1 {
+                    return Err(CmdError::syntax());
+                }
+                scan.count = usize::try_from(n).unwrap_or(usize::MAX);
+            } else if args[i].eq_ignore_ascii_case(b"MATCH") {
+                scan.pattern = (&value[..] != b"*").then_some(&value[..]);
+            } else {
+                return Err(CmdError::syntax());
+            }
+            i += 2;
+        }
+        Ok(scan)
+    }
+
+    /// Where a cursor of `key`'s members points: the data prefix of `key` without its version, so
+    /// a cursor survives nothing but belongs to one key.
+    fn owner(db: u16, key: &[u8]) -> Vec<u8> {
+        let mut p = data_prefix(db, key, 0);
+        p.truncate(p.len() - 8);
+        p
+    }
+
+    /// Runs one step over `coll` in `cf` of `view`: calls `f(member, value)` for each visited
+    /// member that matches the pattern, and returns the cursor to reply with (0 when the scan
+    /// reached the end). A non-zero cursor must have been handed out for this key of this
+    /// database, else "ERR invalid cursor".
+    pub fn step(
+        &self,
+        ctx: &Ctx<'_>,
+        view: &View<'_>,
+        cf: Cf,
+        coll: &Coll,
+        mut f: impl FnMut(&[u8], &[u8]),
+    ) -> Result<u64, CmdError> {
+        let owner = Self::owner(coll.db, coll.key);
+        let mut c = view.members(cf, coll);
+        match self.cursor {
+            0 => c.first(),
+            n => {
+                let position = ctx
+                    .server
+                    .scan_cursors
+                    .lock()
+                    .get(coll.db, n)
+                    .filter(|p| p.starts_with(&owner))
+                    .ok_or(ERR_INVALID_CURSOR)?;
+                let after = &position[owner.len()..];
+                c.seek(after);
+                if c.entry().is_some_and(|(m, _)| m == after) {
+                    c.next();
+                }
+            }
+        }
+        let mut visited = 0;
+        let mut last: Option<Vec<u8>> = None;
+        while visited < self.count {
+            let Some((m, v)) = c.entry() else { break };
+            if self.pattern.is_none_or(|p| crate::glob::matches(p, m)) {
+                f(m, v);
+            }
+            visited += 1;
+            if visited == self.count {
+                last = Some(m.to_vec());
+            }
+            c.next();
+        }
+        c.status()?;
+        // Only hand out a cursor if something is left after the last member visited.
+        let Some(last) = last.filter(|_| c.entry().is_some()) else {
+            return Ok(0);
+        };
+        let mut position = owner;
+        position.extend_from_slice(&last);
+        Ok(ctx.server.scan_cursors.lock().insert(coll.db, position))
+    }
+}
+
+// ---- Random picks -------------------------------------------------------------------------
+
+/// Collections up to this many members are sampled in one pass (uniform and cheap).
+pub const SMALL_SAMPLE: u64 = 512;
+
+/// Most repeated picks drawn by position in one pass (above, each pick is a walk).
+const MAX_POSITIONAL_PICKS: u64 = 1 << 20;
+
+/// A random picker over one collection of `len` members in `cf`.
+pub struct Sampler<'v, 'k> {
+    view: &'v View<'v>,
+    cf: Cf,
+    coll: Coll<'k>,
+    len: u64,
+}
+
+/// One picked entry: (member, value).
+pub type Entry = (Vec<u8>, Vec<u8>);
+
+impl<'v, 'k> Sampler<'v, 'k> {
+    pub fn new(view: &'v View<'v>, cf: Cf, coll: Coll<'k>, len: u64) -> Self {
+        Sampler {
+            view,
+            cf,
+            coll,
+            len,
+        }
+    }
+
+    fn cursor(&self) -> MemberCursor<'v> {
+        self.view.members(self.cf, &self.coll)
+    }
+
+    /// `count` distinct members (all of them if `count` >= the length), in random order. Memory
+    /// is bounded by the picks, never by the collection.
+    pub fn distinct(&self, count: u64) -> Result<Vec<Entry>, StorageError> {
+        let mut rng = rand::thread_rng();
+        let count = count.min(self.len);
+        let mut picked = if self.len <= SMALL_SAMPLE || count.saturating_mul(256) > self.len {
+            self.one_pass(count, &mut rng)?
+        } else {
+            match self.by_walks(count, &mut rng)? {
+                Some(p) => p,
+                // The walks kept finding the same members: take one pass after all.
+                None => self.one_pass(count, &mut rng)?,
+            }
+        };
+        rand::seq::SliceRandom::shuffle(&mut picked[..], &mut rng);
+        Ok(picked)
+    }
+
+    /// Selection sampling (Knuth's algorithm S): each member is taken with probability
+    /// (still needed / still unseen), so exactly `count` are taken, uniformly.
+    fn one_pass(&self, count: u64, rng: &mut impl Rng) -> Result<Vec<Entry>, StorageError> {
+        let mut out = Vec::with_capacity(count.min(SMALL_SAMPLE * 4) as usize);
+        let mut needed = count;
+        let mut unseen = self.len;
+        let mut c = self.cursor();
+        c.first();
+        while needed > 0 {
+            let Some((m, v)) = c.entry() else { break };
+            if unseen == 0 || rng.gen_range(0..unseen) < needed {
+                out.push((m.to_vec(), v.to_vec()));
+                needed -= 1;
+            }
+            unseen = unseen.saturating_sub(1);
+            c.next();
+        }
+        c.status()?;
+        Ok(out)
+    }
+
+    /// Distinct picks by random walks; `None` if they took too many attempts.
+    fn by_walks(&self, count: u64, rng: &mut impl Rng) -> Result<Option<Vec<Entry>>, StorageError> {
+        let mut seen: HashSet<Vec<u8>> = HashSet::new();
+        let mut out = Vec::with_capacity(count as usize);
+        let mut c = self.cursor();
+        let mut attempts = count * 8 + 64;
+        while (out.len() as u64) < count {
+            if attempts == 0 {
+                return Ok(None);
+            }
+            attempts -= 1;
+            let Some(e) = random_walk(&mut c, rng)? else {
+                return Ok(None);
+            };
+            if seen.insert(e.0.clone()) {
+                out.push(e);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// `count` picks that may repeat, passed to `f` one by one (negative HRANDFIELD /
+    /// SRANDMEMBER counts). Stops early, returning false, when `f` does.
+    pub fn with_repeats(
+        &self,
+        count: u64,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool, StorageError> {
+        let mut rng = rand::thread_rng();
+        if self.len == 0 {
+            return Ok(true);
+        }
+        if self.len <= SMALL_SAMPLE {
+            let mut all: Vec<Entry> = Vec::with_capacity(self.len as usize);
+            self.view.for_each_member(self.cf, &self.coll, |m, v| {
+                all.push((m.to_vec(), v.to_vec()));
+                true
+            })?;
+            if all.is_empty() {
+                return Ok(true);
+            }
+            for _ in 0..count {
+                let (m, v) = &all[rng.gen_range(0..all.len())];
+                if !f(m, v) {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if count <= MAX_POSITIONAL_PICKS && count.saturating_mul(16) >= self.len {
+            return self.positional(count, &mut rng, f);
+        }
+        let mut c = self.cursor();
+        for _ in 0..count {
+            let Some((m, v)) = random_walk(&mut c, &mut rng)? else {
+                return Ok(true);
+            };
+            if !f(&m, &v) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `count` uniform picks with repeats in one pass: random positions, sorted, then read in
+    /// order and handed to `f` in the order they were drawn.
+    fn positional(
+        &self,
+        count: u64,
+        rng: &mut impl Rng,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool, StorageError> {
+        let mut wanted: Vec<(u64, usize)> = (0..count as usize)
+            .map(|slot| (rng.gen_range(0..self.len), slot))
+            .collect();
+        wanted.sort_unstable();
+        let mut picked: Vec<Option<Entry>> = vec![None; count as usize];
+        let mut c = self.cursor();
+        c.first();
+        let mut pos = 0u64;
+        let mut i = 0;
+        while i < wanted.len() {
+            let Some((m, v)) = c.entry() else { break };
+            while i < wanted.len() && wanted[i].0 == pos {
+                picked[wanted[i].1] = Some((m.to_vec(), v.to_vec()));
+                i += 1;
+            }
+            pos += 1;
+            c.next();
+        }
+        c.status()?;
+        for (m, v) in picked.iter().flatten() {
+            if !f(m, v) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// One random member, or `None` if the collection is empty.
+    pub fn one(&self) -> Result<Option<Entry>, StorageError> {
+        let mut rng = rand::thread_rng();
+        if self.len <= SMALL_SAMPLE {
+            return Ok(self.one_pass(1, &mut rng)?.pop());
+        }
+        random_walk(&mut self.cursor(), &mut rng)
+    }
+}
+
+/// The entry under the cursor, copied.
+fn current(c: &MemberCursor<'_>) -> Option<Entry> {
+    c.entry().map(|(m, v)| (m.to_vec(), v.to_vec()))
+}
+
+/// The last entry whose member starts with `prefix` (there is at least one).
+fn last_with_prefix(c: &mut MemberCursor<'_>, prefix: &[u8]) -> Option<Entry> {
+    match prefix_successor(prefix) {
+        Some(succ) => {
+            c.seek_back(&succ);
+            if c.entry().is_some_and(|(m, _)| !m.starts_with(prefix)) {
+                c.prev();
+            }
+        }
+        None => c.last(),
+    }
+    current(c).filter(|(m, _)| m.starts_with(prefix))
+}
+
+/// Deepest walk before settling for the first member of the branch reached.
+const MAX_WALK_DEPTH: usize = 64;
+
+/// Members a walk's result is moved forward by, at most (see [`random_walk`]).
+const SMOOTHING_STEPS: u32 = 64;
+
+/// A random member: a [`trie_walk`], then a uniformly random number of steps forward (below
+/// [`SMOOTHING_STEPS`], wrapping at the end). The trie walk favours members under small branches
+/// (in m0..m99999, "m0" alone is one of ten branches after "m"); the steps spread each member's
+/// chance over the members that follow it, so no member is far more likely than its neighbours.
+fn random_walk(
+    c: &mut MemberCursor<'_>,
+    rng: &mut impl Rng,
+) -> Result<Option<Entry>, StorageError> {
+    let Some(found) = trie_walk(c, rng)? else {
+        return Ok(None);
+    };
+    let steps = rng.gen_range(0..SMOOTHING_STEPS);
+    if steps == 0 {
+        return Ok(Some(found));
+    }
+    c.seek(&found.0);
+    for _ in 0..steps {
+        c.next();
+        if c.entry().is_none() {
+            c.status()?;
+            c.first();
+        }
+    }
+    c.status()?;
+    Ok(current(c).or(Some(found)))
+}
+
+/// A random member by a walk down the implicit trie of member bytes: starting from the whole
+/// collection, repeatedly chooses uniformly one of the distinct next bytes after the common prefix
+/// of the current branch (or the member equal to that prefix, if there is one), until the branch
+/// holds a single member.
+fn trie_walk(c: &mut MemberCursor<'_>, rng: &mut impl Rng) -> Result<Option<Entry>, StorageError> {
+    c.first();
+    let Some(mut lo) = current(c) else {
+        c.status()?;
+        return Ok(None);
+    };
+    c.last();
+    let Some((mut hi, _)) = current(c) else {
+        c.status()?;
+        return Ok(None);
+    };
+    for _ in 0..MAX_WALK_DEPTH {
+        if lo.0 == hi {
+            return Ok(Some(lo));
+        }
+        let p = lo.0.iter().zip(&hi).take_while(|(a, b)| a == b).count();
+        let prefix = lo.0[..p].to_vec();
+        let exact = lo.0.len() == p;
+        // The distinct bytes that follow the prefix, each found by one seek.
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut probe = prefix.clone();
+        probe.push(0);
+        loop {
+            c.seek(&probe);
+            match c.entry() {
+                Some((m, _)) if m.starts_with(&prefix) && m.len() > p => {
+                    let b = m[p];
+                    bytes.push(b);
+                    if b == u8::MAX {
+                        break;
+                    }
+                    probe[p] = b + 1;
+                }
+                _ => break,
+            }
+        }
+        c.status()?;
+        let choices = bytes.len() + usize::from(exact);
+        if choices == 0 {
+            return Ok(Some(lo));
+        }
+        let r = rng.gen_range(0..choices);
+        if r == bytes.len() {
+            return Ok(Some(lo));
+        }
+        let mut branch = prefix;
+        branch.push(bytes[r]);
+        c.seek(&branch);
+        let Some(first) = current(c) else {
+            c.status()?;
+            return Ok(Some(lo));
+        };
+        let Some(last) = last_with_prefix(c, &branch) else {
+            c.status()?;
+            return Ok(Some(first));
+        };
+        lo = first;
+        hi = last.0;
+    }
+    Ok(Some(lo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_cursors_parse_like_strtoul() {
+        let cursor = |a: &[u8]| MemberScan::cursor(a).ok();
+        assert_eq!(cursor(b"0"), Some(0));
+        assert_eq!(cursor(b""), Some(0));
+        assert_eq!(cursor(b"+5"), Some(5));
+        assert_eq!(cursor(b"-1"), Some(u64::MAX));
+        for bad in [&b"-"[..], b" 1", b"1 ", b"x", b"18446744073709551616"] {
+            assert_eq!(cursor(bad), None, "{bad:?}");
+        }
+    }
+
+    fn storage() -> (tempfile::TempDir, Storage) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        (dir, s)
+    }
+
+    fn fill(s: &Storage, key: &[u8], members: impl Iterator<Item = Vec<u8>>) -> Meta {
+        let mut meta = Meta::collection(Kind::Set, s.next_version().unwrap(), 0);
+        let coll = Coll::new(0, key, &meta);
+        let mut batch = Batch::default();
+        for m in members {
+            batch.put_member(s, Cf::Data, &coll, &m, b"");
+            meta.len += 1;
+        }
+        batch.put_meta(s, 0, key, &meta);
+        s.commit(batch).unwrap();
+        meta
+    }
+
+    #[test]
+    fn walks_reach_every_member_of_a_numbered_set() {
+        let (_d, s) = storage();
+        let meta = fill(&s, b"k", (0..2000).map(|i| format!("m{i}").into_bytes()));
+        let view = s.view();
+        let coll = Coll::new(0, b"k", &meta);
+        let mut c = view.members(Cf::Data, &coll);
+        let mut rng = rand::thread_rng();
+        let mut seen: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+        for _ in 0..20_000 {
+            let (m, _) = random_walk(&mut c, &mut rng).unwrap().unwrap();
+            assert!(m.starts_with(b"m"));
+            *seen.entry(m).or_default() += 1;
+        }
+        // Biased, but far from stuck on a few members: uniform would be 10 picks each.
+        let most = seen.values().max().copied().unwrap_or(0);
+        assert!(seen.len() > 1500, "only {} distinct members", seen.len());
+        assert!(most < 200, "one member picked {most} times in 20000");
+    }
+
+    #[test]
+    fn distinct_picks_are_distinct_and_bounded() {
+        let (_d, s) = storage();
+        let meta = fill(&s, b"k", (0..5000u32).map(|i| i.to_be_bytes().to_vec()));
+        let view = s.view();
+        let coll = Coll::new(0, b"k", &meta);
+        let sampler = Sampler::new(&view, Cf::Data, coll, meta.len);
+        for count in [1, 3, 19, 20, 100, 4999, 5000, 9999] {
+            let picks = sampler.distinct(count).unwrap();
+            assert_eq!(picks.len() as u64, count.min(5000));
+            let set: HashSet<_> = picks.iter().map(|e| e.0.clone()).collect();
+            assert_eq!(set.len(), picks.len());
+        }
+        let mut n = 0;
+        sampler
+            .with_repeats(300, |m, _| {
+                assert_eq!(m.len(), 4);
+                n += 1;
+                true
+            })
+            .unwrap();
+        assert_eq!(n, 300);
+        // Many repeated picks are drawn by position in one pass, in drawing order.
+        let mut picks = Vec::new();
+        sampler
+            .with_repeats(2000, |m, _| {
+                picks.push(m.to_vec());
+                true
+            })
+            .unwrap();
+        assert_eq!(picks.len(), 2000);
+        let distinct: HashSet<_> = picks.iter().collect();
+        assert!(distinct.len() > 1000, "{} distinct", distinct.len());
+        let mut sorted = picks.clone();
+        sorted.sort();
+        assert_ne!(sorted, picks, "picks come back in random order");
+        assert!(sampler.one().unwrap().is_some());
+    }
+
+    #[test]
+    fn walk_handles_members_that_prefix_others() {
+        let (_d, s) = storage();
+        let members = ["", "a", "ab", "abc", "abd", "b", "b\u{ff}"];
+        let meta = fill(&s, b"k", members.iter().map(|m| m.as_bytes().to_vec()));
+        let view = s.view();
+        let coll = Coll::new(0, b"k", &meta);
+        let mut c = view.members(Cf::Data, &coll);
+        let mut rng = rand::thread_rng();
+        let mut seen = HashSet::new();
+        for _ in 0..2000 {
+            seen.insert(random_walk(&mut c, &mut rng).unwrap().unwrap().0);
+        }
+        assert_eq!(seen.len(), members.len());
+    }
+}

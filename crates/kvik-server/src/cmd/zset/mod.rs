@@ -1,0 +1,777 @@
+//! Sorted-set commands: Redis 7.0's `sorted_set` group.
+//!
+//! A sorted set is its meta record (kind `zset`, version, length) plus two entries per member
+//! under the same collection prefix:
+//!
+//! ```text
+//! data CF    member                      -> encode_score(score)   (8 bytes)
+//! score CF   encode_score(score) member  -> ""                    (the score index)
+//! ```
+//!
+//! The data CF answers "what is the score of m" with one point read and orders members by their
+//! bytes (lexicographic ranges, SCAN, random picks). The score CF's byte order is score order, then
+//! member bytes among equal scores: exactly the order of Redis's skiplist, so ZRANGE and friends
+//! are one seek plus a walk. Scores are stored normalised (-0 as 0, which Redis also prints as 0).
+//!
+//! Costs: score and lex ranges are O(log N + M). Rank-based operations (ZRANGE by index, ZRANK,
+//! ZREVRANK, ZREMRANGEBYRANK) walk the index from the nearer end: O(min(rank, N - rank) + M).
+//! There is no order-statistic tree on disk; a rank is found by counting.
+//!
+//! Readers take no lock: [`ZSet`] is one snapshot, so the length and the members agree. Writers
+//! hold the key's stripe lock and go through [`ZWriter`], which keeps the two entries of each
+//! member in step, counts the length, and commits member changes and the meta record in one
+//! batch (or deletes the key when it becomes empty, as Redis does). STORE commands and ZRANGESTORE
+//! write a fresh collection version ([`store_result`]).
+//!
+//! Differences from Redis 7.0 (each a consequence of the disk layout, none in a reply shape):
+//!
+//! - Rank operations cost O(min(rank, N - rank)) instead of O(log N) (see above).
+//! - Lexicographic ranges walk members in byte order; Redis walks its skiplist, which gives the
+//!   same members only when they share one score (the only case Redis defines).
+//! - A stored score is never -0 (Redis keeps -0 in big skiplist-encoded sets and prints "-0").
+//! - ZSCAN of a set above 128 members walks member order with server-side cursors (an unknown
+//!   cursor is "ERR invalid cursor"); ZRANDMEMBER of a count at least the size lists the whole
+//!   set highest score first (Redis's order for small sets); a negative ZRANDMEMBER count whose
+//!   reply would pass `proto-max-bulk-len` is refused with "ERR value is out of range".
+//!
+//! Modules: `range` parses score and lex intervals, `basic` holds the single-key commands
+//! (ZADD ... ZREMRANGEBYLEX, ZSCAN), `pop` the popping and random commands (ZPOPMIN ... BZMPOP,
+//! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
+
+mod basic;
+mod pop;
+pub mod range;
+mod setops;
+
+use super::ctx::{Args, CmdError, Ctx, Reply};
+use super::spec::{keys_after_count, CacheEffect, CommandSpec, Flags, KeySpec};
+use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
+use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View};
+use kvik_resp::Proto;
+use range::{LexBound, LexRange, ScoreRange};
+use std::collections::HashMap;
+
+const READ: Flags = Flags::READONLY;
+const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
+const WRITE: Flags = Flags::WRITE;
+const WRITE_FAST: Flags = Flags::WRITE.union(Flags::FAST);
+const WRITE_OOM: Flags = Flags::WRITE.union(Flags::DENYOOM);
+const WRITE_OOM_FAST: Flags = WRITE_OOM.union(Flags::FAST);
+const BLOCKING: Flags = Flags::WRITE.union(Flags::NOSCRIPT).union(Flags::BLOCKING);
+
+const ACL_READ_FAST: &[&str] = &["read", "sortedset", "fast"];
+const ACL_READ_SLOW: &[&str] = &["read", "sortedset", "slow"];
+const ACL_WRITE_FAST: &[&str] = &["write", "sortedset", "fast"];
+const ACL_WRITE_SLOW: &[&str] = &["write", "sortedset", "slow"];
+const ACL_BLOCKING: &[&str] = &["write", "sortedset", "slow", "blocking"];
+
+/// Every key but the last (BZPOPMIN key [key ...] timeout).
+const ALL_BUT_LAST: KeySpec = KeySpec {
+    first: 1,
+    last: -2,
+    step: 1,
+};
+
+fn keys_at_1(args: &Args) -> Vec<usize> {
+    keys_after_count(args, 1)
+}
+
+fn keys_at_2(args: &Args) -> Vec<usize> {
+    keys_after_count(args, 2)
+}
+
+/// ZUNIONSTORE / ZINTERSTORE / ZDIFFSTORE: the destination, then numkeys keys after index 2.
+fn store_keys(args: &Args) -> Vec<usize> {
+    let mut keys = vec![1];
+    keys.extend(keys_after_count(args, 2));
+    keys
+}
+
+const RANGE_COMPLEXITY: &str = "O(log(N)+M) with N being the number of elements in the sorted \
+     set and M the number of elements returned. kvik: ranges by index walk the score index from \
+     the nearer end, O(min(start, N-start)+M).";
+
+/// Declares one sorted-set command (group "sorted_set").
+const fn z(
+    name: &'static str,
+    arity: i32,
+    flags: Flags,
+    keys: KeySpec,
+    handler: super::spec::Handler,
+    acl: &'static [&'static str],
+) -> CommandSpec {
+    let spec = CommandSpec::new(name, arity, flags, keys, handler)
+        .acl(acl)
+        .group("sorted_set");
+    if flags.contains(Flags::WRITE) {
+        spec.cache(CacheEffect::Invalidate)
+    } else {
+        spec
+    }
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    z("zadd", -4, WRITE_OOM_FAST, KeySpec::ONE, basic::zadd, ACL_WRITE_FAST).doc(
+        "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
+        "1.2.0",
+        "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
+    ),
+    z("zincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, basic::zincrby, ACL_WRITE_FAST).doc(
+        "Increments the score of a member in a sorted set.",
+        "1.2.0",
+        "O(log(N)) where N is the number of elements in the sorted set.",
+    ),
+    z("zrem", -3, WRITE_FAST, KeySpec::ONE, basic::zrem, ACL_WRITE_FAST).doc(
+        "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
+        "1.2.0",
+        "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
+    ),
+    z("zcard", 2, READ_FAST, KeySpec::ONE, basic::zcard, ACL_READ_FAST).doc(
+        "Returns the number of members in a sorted set.",
+        "1.2.0",
+        "O(1)",
+    ),
+    z("zcount", 4, READ_FAST, KeySpec::ONE, basic::zcount, ACL_READ_FAST).doc(
+        "Returns the count of members in a sorted set that have scores within a range.",
+        "2.0.0",
+        "O(log(N)+M) with N being the number of elements in the sorted set. kvik counts the M members in the range.",
+    ),
+    z("zlexcount", 4, READ_FAST, KeySpec::ONE, basic::zlexcount, ACL_READ_FAST).doc(
+        "Returns the number of members in a sorted set within a lexicographical range.",
+        "2.8.9",
+        "O(log(N)+M) with N being the number of elements in the sorted set. kvik counts the M members in the range.",
+    ),
+    z("zscore", 3, READ_FAST, KeySpec::ONE, basic::zscore, ACL_READ_FAST).doc(
+        "Returns the score of a member in a sorted set.",
+        "1.2.0",
+        "O(1)",
+    ),
+    z("zmscore", -3, READ_FAST, KeySpec::ONE, basic::zmscore, ACL_READ_FAST).doc(
+        "Returns the score of one or more members in a sorted set.",
+        "6.2.0",
+        "O(N) where N is the number of members being requested.",
+    ),
+    z("zrank", 3, READ_FAST, KeySpec::ONE, basic::zrank, ACL_READ_FAST).doc(
+        "Returns the index of a member in a sorted set ordered by ascending scores.",
+        "2.0.0",
+        "O(log(N)) in Redis; kvik walks the score index from the nearer end: O(min(rank, N-rank)).",
+    ),
+    z("zrevrank", 3, READ_FAST, KeySpec::ONE, basic::zrevrank, ACL_READ_FAST).doc(
+        "Returns the index of a member in a sorted set ordered by descending scores.",
+        "2.0.0",
+        "O(log(N)) in Redis; kvik walks the score index from the nearer end: O(min(rank, N-rank)).",
+    ),
+    z("zrange", -4, READ, KeySpec::ONE, basic::zrange, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a range of indexes, scores or lexicographical order.",
+        "1.2.0",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrangestore", -5, WRITE_OOM, KeySpec::TWO, basic::zrangestore, ACL_WRITE_SLOW).doc(
+        "Stores a range of members from sorted set in a key.",
+        "6.2.0",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrangebyscore", -4, READ, KeySpec::ONE, basic::zrangebyscore, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a range of scores.",
+        "1.0.5",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrevrangebyscore", -4, READ, KeySpec::ONE, basic::zrevrangebyscore, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a range of scores in reverse order.",
+        "2.2.0",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrangebylex", -4, READ, KeySpec::ONE, basic::zrangebylex, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a lexicographical range.",
+        "2.8.9",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrevrangebylex", -4, READ, KeySpec::ONE, basic::zrevrangebylex, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a lexicographical range in reverse order.",
+        "2.8.9",
+        RANGE_COMPLEXITY,
+    ),
+    z("zrevrange", -4, READ, KeySpec::ONE, basic::zrevrange, ACL_READ_SLOW).doc(
+        "Returns members in a sorted set within a range of indexes in reverse order.",
+        "1.2.0",
+        RANGE_COMPLEXITY,
+    ),
+    z("zremrangebyrank", 4, WRITE, KeySpec::ONE, basic::zremrangebyrank, ACL_WRITE_SLOW).doc(
+        "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
+        "2.0.0",
+        "O(min(start, N-start)+M) in kvik (the index walk), M the number of elements removed.",
+    ),
+    z("zremrangebyscore", 4, WRITE, KeySpec::ONE, basic::zremrangebyscore, ACL_WRITE_SLOW).doc(
+        "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
+        "1.2.0",
+        "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
+    ),
+    z("zremrangebylex", 4, WRITE, KeySpec::ONE, basic::zremrangebylex, ACL_WRITE_SLOW).doc(
+        "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
+        "2.8.9",
+        "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
+    ),
+    z("zscan", -3, READ, KeySpec::ONE, basic::zscan, ACL_READ_SLOW).doc(
+        "Iterates over members and scores of a sorted set.",
+        "2.8.0",
+        "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+    ),
+    z("zpopmin", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmin, ACL_WRITE_FAST).doc(
+        "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        "5.0.0",
+        "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    ),
+    z("zpopmax", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmax, ACL_WRITE_FAST).doc(
+        "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
+        "5.0.0",
+        "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
+    ),
+    z("zmpop", -4, WRITE, KeySpec::NONE, pop::zmpop, ACL_WRITE_SLOW)
+        .movable(keys_at_1)
+        .doc(
+            "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
+            "7.0.0",
+            "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+        ),
+    z("bzpopmin", -3, BLOCKING.union(Flags::FAST), ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING)
+        .doc(
+            "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+            "5.0.0",
+            "O(log(N)) with N being the number of elements in the sorted set.",
+        ),
+    z("bzpopmax", -3, BLOCKING.union(Flags::FAST), ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING)
+        .doc(
+            "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
+            "5.0.0",
+            "O(log(N)) with N being the number of elements in the sorted set.",
+        ),
+    z("bzmpop", -5, BLOCKING, KeySpec::NONE, pop::bzmpop, ACL_BLOCKING)
+        .movable(keys_at_2)
+        .doc(
+            "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+            "7.0.0",
+            "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
+        ),
+    z("zrandmember", -2, READ, KeySpec::ONE, pop::zrandmember, ACL_READ_SLOW).doc(
+        "Returns one or more random members from a sorted set.",
+        "6.2.0",
+        "O(N) where N is the number of members returned; kvik walks the members up to the farthest one picked.",
+    ),
+    z("zunion", -3, READ, KeySpec::NONE, setops::zunion, ACL_READ_SLOW)
+        .movable(keys_at_1)
+        .doc(
+            "Returns the union of multiple sorted sets.",
+            "6.2.0",
+            "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+        ),
+    z("zinter", -3, READ, KeySpec::NONE, setops::zinter, ACL_READ_SLOW)
+        .movable(keys_at_1)
+        .doc(
+            "Returns the intersect of multiple sorted sets.",
+            "6.2.0",
+            "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+        ),
+    z("zdiff", -3, READ, KeySpec::NONE, setops::zdiff, ACL_READ_SLOW)
+        .movable(keys_at_1)
+        .doc(
+            "Returns the difference between multiple sorted sets.",
+            "6.2.0",
+            "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+        ),
+    z("zunionstore", -4, WRITE_OOM, KeySpec::ONE, setops::zunionstore, ACL_WRITE_SLOW)
+        .movable(store_keys)
+        .doc(
+            "Stores the union of multiple sorted sets in a key.",
+            "2.0.0",
+            "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
+        ),
+    z("zinterstore", -4, WRITE_OOM, KeySpec::ONE, setops::zinterstore, ACL_WRITE_SLOW)
+        .movable(store_keys)
+        .doc(
+            "Stores the intersect of multiple sorted sets in a key.",
+            "2.0.0",
+            "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
+        ),
+    z("zdiffstore", -4, WRITE_OOM, KeySpec::ONE, setops::zdiffstore, ACL_WRITE_SLOW)
+        .movable(store_keys)
+        .doc(
+            "Stores the difference of multiple sorted sets in a key.",
+            "6.2.0",
+            "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
+        ),
+    z("zintercard", -3, READ, KeySpec::NONE, setops::zintercard, ACL_READ_SLOW)
+        .movable(keys_at_1)
+        .doc(
+            "Returns the number of members of the intersect of multiple sorted sets.",
+            "7.0.0",
+            "O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.",
+        ),
+];
+
+// ---- Shared pieces -------------------------------------------------------------------------
+
+/// A member and its score.
+pub(crate) type Item = (Vec<u8>, f64);
+
+/// Scores leave kvik normalised: -0 prints as 0, as Redis prints a stored -0.
+fn norm(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
+/// Splits a score-index entry into its score and member.
+fn split_index(entry: &[u8]) -> Option<(f64, &[u8])> {
+    Some((decode_score(entry)?, entry.get(8..)?))
+}
+
+/// The score-index entry of `member` at `score`.
+fn index_entry(score: f64, member: &[u8]) -> Vec<u8> {
+    let mut e = Vec::with_capacity(8 + member.len());
+    e.extend_from_slice(&encode_score(score));
+    e.extend_from_slice(member);
+    e
+}
+
+/// Writes `items` as a sorted-set reply: member (and score) per item; WITHSCORES is a flat
+/// array in RESP2 and an array of [member, score] pairs in RESP3.
+fn reply_items(out: &mut Reply, items: &[Item], withscores: bool) {
+    if !withscores {
+        out.array(items.len());
+        for (m, _) in items {
+            out.bulk(m);
+        }
+    } else if out.proto == Proto::Resp3 {
+        reply_pairs(out, items);
+    } else {
+        out.array(items.len() * 2);
+        for (m, s) in items {
+            out.bulk(m);
+            out.double(*s);
+        }
+    }
+}
+
+/// `items` as an array of [member, score] pairs, in both protocols (ZMPOP, BZMPOP).
+fn reply_pairs(out: &mut Reply, items: &[Item]) {
+    out.array(items.len());
+    for (m, s) in items {
+        out.array(2);
+        out.bulk(m);
+        out.double(*s);
+    }
+}
+
+/// Counts a keyspace hit or miss, for commands that look up several keys in one view.
+fn count_lookup(ctx: &Ctx<'_>, found: bool) {
+    use std::sync::atomic::Ordering;
+    let stats = &ctx.server.stats;
+    if found {
+        stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
+    } else {
+        stats.keyspace_misses.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One sorted set as a reader sees it: a view (a snapshot, or the latest state for a writer
+/// holding the lock), the collection and its length.
+pub(crate) struct ZSet<'a, 'k> {
+    pub view: View<'a>,
+    pub coll: Coll<'k>,
+    pub len: u64,
+}
+
+impl<'a, 'k> ZSet<'a, 'k> {
+    /// The sorted set `key` for a read command (keyspace hit or miss counted), or `None`.
+    fn read(ctx: &Ctx<'a>, key: &'k [u8]) -> Result<Option<ZSet<'a, 'k>>, CmdError> {
+        Ok(ctx
+            .read_collection(key, Kind::ZSet)?
+            .map(|(view, meta)| ZSet {
+                view,
+                coll: Coll::new(ctx.db(), key, &meta),
+                len: meta.len,
+            }))
+    }
+
+    /// The score of `member`.
+    fn score(&self, member: &[u8]) -> Result<Option<f64>, CmdError> {
+        Ok(self
+            .view
+            .get_member(&self.coll, member)?
+            .and_then(|v| decode_score(&v)))
+    }
+
+    /// A cursor over the score index.
+    fn index(&self) -> MemberCursor<'a> {
+        self.view.members(Cf::Score, &self.coll)
+    }
+
+    /// The 0-based rank of `member` (at `score`) in ascending order, walking the index from both
+    /// ends at once so the cost is the distance to the nearer end.
+    fn rank(&self, member: &[u8], score: f64) -> Result<Option<u64>, CmdError> {
+        let target = index_entry(score, member);
+        let mut fwd = self.index();
+        let mut back = self.index();
+        fwd.first();
+        back.last();
+        let mut i = 0u64;
+        while i <= self.len / 2 {
+            match fwd.entry() {
+                Some((e, _)) if e == target.as_slice() => return Ok(Some(i)),
+                Some(_) => fwd.next(),
+                None => break,
+            }
+            match back.entry() {
+                Some((e, _)) if e == target.as_slice() => {
+                    return Ok(Some(self.len.saturating_sub(1 + i)))
+                }
+                Some(_) => back.prev(),
+                None => break,
+            }
+            i += 1;
+        }
+        fwd.status()?;
+        back.status()?;
+        Ok(None)
+    }
+
+    /// Members at ascending ranks `start..=end` (already clamped), in descending order when
+    /// `rev` (then the ranks count from the highest score). Walks from the nearer end.
+    fn by_rank(&self, start: u64, end: u64, rev: bool) -> Result<Vec<Item>, CmdError> {
+        let last = self.len.saturating_sub(1);
+        let (lo, hi) = if rev {
+            (last - end, last - start)
+        } else {
+            (start, end)
+        };
+        let n = (hi - lo + 1) as usize;
+        let mut out = Vec::with_capacity(n.min(1 << 16));
+        let mut c = self.index();
+        let from_front = lo <= last - hi;
+        if from_front {
+            c.first();
+            for _ in 0..lo {
+                c.next();
+            }
+        } else {
+            c.last();
+            for _ in 0..(last - hi) {
+                c.prev();
+            }
+        }
+        while out.len() < n {
+            let Some((e, _)) = c.entry() else { break };
+            let Some((s, m)) = split_index(e) else { break };
+            out.push((m.to_vec(), s));
+            if from_front {
+                c.next();
+            } else {
+                c.prev();
+            }
+        }
+        c.status()?;
+        if from_front == rev {
+            out.reverse();
+        }
+        Ok(out)
+    }
+
+    /// Members whose score is in `r`, ascending (descending when `rev`), after skipping
+    /// `offset` of them, at most `limit` (negative: no limit). A negative offset selects
+    /// nothing, as in Redis.
+    fn by_score(
+        &self,
+        r: &ScoreRange,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Item>, CmdError> {
+        let mut out = Vec::new();
+        self.walk_score(r, rev, offset, limit, |m, s| out.push((m.to_vec(), s)))?;
+        Ok(out)
+    }
+
+    /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
+    fn walk_score(
+        &self,
+        r: &ScoreRange,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+        mut f: impl FnMut(&[u8], f64),
+    ) -> Result<u64, CmdError> {
+        if r.is_empty() || offset < 0 || limit == 0 {
+            return Ok(0);
+        }
+        let mut c = self.index();
+        if rev {
+            match prefix_successor(&encode_score(r.max)) {
+                Some(after) => c.seek_back(&after),
+                None => c.last(),
+            }
+        } else {
+            c.seek(&encode_score(r.min));
+        }
+        let (mut skip, mut taken) = (offset, 0u64);
+        while let Some((e, _)) = c.entry() {
+            let Some((s, m)) = split_index(e) else { break };
+            let (inside_start, past_end) = if rev {
+                (r.lte_max(s), !r.gte_min(s))
+            } else {
+                (r.gte_min(s), !r.lte_max(s))
+            };
+            if past_end {
+                break;
+            }
+            if inside_start {
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    f(m, s);
+                    taken += 1;
+                    if limit > 0 && taken >= limit as u64 {
+                        break;
+                    }
+                }
+            }
+            if rev {
+                c.prev();
+            } else {
+                c.next();
+            }
+        }
+        c.status()?;
+        Ok(taken)
+    }
+
+    /// Members in the lexicographic range `r`, like [`ZSet::by_score`].
+    fn by_lex(
+        &self,
+        r: &LexRange,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+    ) -> Result<Vec<Item>, CmdError> {
+        let mut out = Vec::new();
+        self.walk_lex(r, rev, offset, limit, |m, s| out.push((m.to_vec(), s)))?;
+        Ok(out)
+    }
+
+    /// Calls `f(member, score)` for each member [`ZSet::by_lex`] selects; returns how many.
+    /// Walks the data CF, whose order is member order: Redis's order whenever the members share
+    /// one score (the case lex ranges are defined for).
+    fn walk_lex(
+        &self,
+        r: &LexRange,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+        mut f: impl FnMut(&[u8], f64),
+    ) -> Result<u64, CmdError> {
+        if r.is_empty() || offset < 0 || limit == 0 {
+            return Ok(0);
+        }
+        let mut c = self.view.members(Cf::Data, &self.coll);
+        let start = if rev { &r.max } else { &r.min };
+        match (start, rev) {
+            (LexBound::Min, false) => c.first(),
+            (LexBound::Max, true) => c.last(),
+            (LexBound::Max, false) | (LexBound::Min, true) => return Ok(0),
+            (b, false) => c.seek(b.value().unwrap_or_default()),
+            (b, true) => c.seek_back(b.value().unwrap_or_default()),
+        }
+        let (mut skip, mut taken) = (offset, 0u64);
+        while let Some((m, v)) = c.entry() {
+            let (inside_start, past_end) = if rev {
+                (r.lte_max(m), !r.gte_min(m))
+            } else {
+                (r.gte_min(m), !r.lte_max(m))
+            };
+            if past_end {
+                break;
+            }
+            if inside_start {
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    f(m, decode_score(v).unwrap_or(0.0));
+                    taken += 1;
+                    if limit > 0 && taken >= limit as u64 {
+                        break;
+                    }
+                }
+            }
+            if rev {
+                c.prev();
+            } else {
+                c.next();
+            }
+        }
+        c.status()?;
+        Ok(taken)
+    }
+
+    /// Every member in ascending score order.
+    fn all(&self) -> Result<Vec<Item>, CmdError> {
+        let mut out = Vec::with_capacity(self.len.min(1 << 16) as usize);
+        self.view.for_each_member(Cf::Score, &self.coll, |e, _| {
+            if let Some((s, m)) = split_index(e) {
+                out.push((m.to_vec(), s));
+            }
+            true
+        })?;
+        Ok(out)
+    }
+}
+
+/// One sorted set being changed by a writer that holds its lock: tracks the pending scores (a
+/// command may name one member twice), the length, and the batch.
+pub(crate) struct ZWriter<'a, 'k> {
+    storage: &'a Storage,
+    db: u16,
+    key: &'k [u8],
+    meta: Meta,
+    existed: bool,
+    batch: Batch,
+    dirty: bool,
+    pending: HashMap<Vec<u8>, Option<f64>>,
+}
+
+impl<'a, 'k> ZWriter<'a, 'k> {
+    /// The sorted set `key` (WRONGTYPE for another kind); if it does not exist, a new empty one
+    /// when `create`, else `None`. The caller holds the key's lock.
+    fn open(ctx: &Ctx<'a>, key: &'k [u8], create: bool) -> Result<Option<Self>, CmdError> {
+        let storage = ctx.storage();
+        let (meta, existed) = match ctx.write_collection(key, Kind::ZSet)? {
+            Some(meta) => (meta, true),
+            None if create => (
+                Meta::collection(Kind::ZSet, storage.next_version()?, 0),
+                false,
+            ),
+            None => return Ok(None),
+        };
+        Ok(Some(ZWriter {
+            storage,
+            db: ctx.db(),
+            key,
+            meta,
+            existed,
+            batch: Batch::default(),
+            dirty: false,
+            pending: HashMap::new(),
+        }))
+    }
+
+    fn coll(&self) -> Coll<'k> {
+        Coll::new(self.db, self.key, &self.meta)
+    }
+
+    /// The set as committed so far (this writer's pending changes are not visible).
+    fn current(&self) -> ZSet<'a, 'k> {
+        ZSet {
+            view: self.storage.latest(),
+            coll: self.coll(),
+            len: self.meta.len,
+        }
+    }
+
+    /// The score of `member`, pending changes included.
+    fn score(&self, member: &[u8]) -> Result<Option<f64>, CmdError> {
+        if let Some(s) = self.pending.get(member) {
+            return Ok(*s);
+        }
+        self.current().score(member)
+    }
+
+    /// Sets `member`'s score to `new` (its current score is `old`).
+    fn put(&mut self, member: &[u8], old: Option<f64>, new: f64) {
+        let coll = self.coll();
+        let st = self.storage;
+        match old {
+            Some(o) => {
+                self.batch
+                    .delete_member(st, Cf::Score, &coll, &index_entry(o, member));
+            }
+            None => self.meta.len += 1,
+        }
+        self.batch
+            .put_member(st, Cf::Data, &coll, member, &encode_score(new));
+        self.batch
+            .put_member(st, Cf::Score, &coll, &index_entry(new, member), b"");
+        self.pending.insert(member.to_vec(), Some(new));
+        self.dirty = true;
+    }
+
+    /// Removes `member`, whose score is `old`.
+    fn remove(&mut self, member: &[u8], old: f64) {
+        let coll = self.coll();
+        let st = self.storage;
+        self.batch.delete_member(st, Cf::Data, &coll, member);
+        self.batch
+            .delete_member(st, Cf::Score, &coll, &index_entry(old, member));
+        self.meta.len = self.meta.len.saturating_sub(1);
+        self.pending.insert(member.to_vec(), None);
+        self.dirty = true;
+    }
+
+    /// Removes the first `count` members from the low (or, with `max`, the high) end and
+    /// returns them in pop order.
+    fn pop(&mut self, count: u64, max: bool) -> Result<Vec<Item>, CmdError> {
+        let n = count.min(self.meta.len);
+        let items = if n == 0 {
+            Vec::new()
+        } else {
+            self.current().by_rank(0, n - 1, max)?
+        };
+        for (m, s) in &items {
+            self.remove(m, *s);
+        }
+        Ok(items)
+    }
+
+    /// Commits the changes: the members and the meta record with the new length, or the key's
+    /// deletion if the set became empty. Nothing is written if nothing changed.
+    fn commit(self) -> Result<(), CmdError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let mut batch = self.batch;
+        if self.meta.len == 0 {
+            if !self.existed {
+                return Ok(());
+            }
+            batch.delete_meta(self.storage, self.db, self.key);
+        } else {
+            batch.put_meta(self.storage, self.db, self.key, &self.meta);
+        }
+        self.storage.commit(batch)?;
+        Ok(())
+    }
+}
+
+/// Replaces `dst` (any type) with a new sorted set of `items` (distinct members), or deletes
+/// it when `items` is empty. The caller holds `dst`'s lock.
+fn store_result(ctx: &Ctx<'_>, dst: &[u8], items: &[Item]) -> Result<(), CmdError> {
+    let storage = ctx.storage();
+    let db = ctx.db();
+    let mut batch = Batch::default();
+    if items.is_empty() {
+        if ctx.lookup_write(dst)?.is_none() {
+            return Ok(());
+        }
+        batch.delete_meta(storage, db, dst);
+    } else {
+        let mut meta = Meta::collection(Kind::ZSet, storage.next_version()?, 0);
+        meta.len = items.len() as u64;
+        let coll = Coll::new(db, dst, &meta);
+        for (m, s) in items {
+            batch.put_member(storage, Cf::Data, &coll, m, &encode_score(*s));
+            batch.put_member(storage, Cf::Score, &coll, &index_entry(*s, m), b"");
+        }
+        batch.put_meta(storage, db, dst, &meta);
+    }
+    storage.commit(batch)?;
+    Ok(())
+}
