@@ -5,7 +5,6 @@
 # started here on free ports and filled with the same keys (a warm-up), then run alternately
 # (kvik, redis-aof, redis, kvik, ...) for ROUNDS rounds; prints medians and the ratios
 # kvik/redis-aof and kvik/redis, and draws docs/benchmarks/baseline.svg.
-# kvik has no hashes yet: its HSET/HGET rows show "n/a (unsupported)".
 #
 #   bench/baseline.sh                       # full: 3 rounds, N=200000 (x4 with -P 16)
 #   QUICK=1 bench/baseline.sh               # quick (make bench): 3 rounds, N=30000
