@@ -429,7 +429,6 @@ fn topology(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
 fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     node(ctx)?;
     const LINES: &[&str] = &[
-        "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "COUNTKEYSINSLOT <slot>",
         "    Return the number of keys in <slot>.",
         "GETKEYSINSLOT <slot> <count>",
@@ -455,12 +454,7 @@ fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
         "    start, end, master and replicas IP addresses, ports and ids",
         "TOPOLOGY",
         "    kvik: return the topology version and its node lines.",
-        "HELP",
-        "    Prints this help.",
     ];
-    ctx.out.array(LINES.len());
-    for l in LINES {
-        ctx.out.simple(l);
-    }
+    super::admin::help_reply(ctx.out, "CLUSTER", LINES);
     Ok(())
 }

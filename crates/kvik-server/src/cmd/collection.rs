@@ -603,9 +603,46 @@ fn trie_walk(c: &mut MemberCursor<'_>, rng: &mut impl Rng) -> Result<Option<Entr
     Ok(Some(lo))
 }
 
+/// Redis's index range rule (LRANGE, LTRIM, ZRANGE by rank, ZREMRANGEBYRANK): negative indexes
+/// count from the end, the range is clamped to the collection; the inclusive range, or `None` if
+/// it is empty.
+pub fn index_range(start: i64, end: i64, len: u64) -> Option<(u64, u64)> {
+    let len = len as i64;
+    let mut start = if start < 0 {
+        len.saturating_add(start)
+    } else {
+        start
+    };
+    let mut end = if end < 0 {
+        len.saturating_add(end)
+    } else {
+        end
+    };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= len {
+        return None;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    Some((start as u64, end as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_ranges_follow_redis() {
+        assert_eq!(index_range(0, -1, 3), Some((0, 2)));
+        assert_eq!(index_range(-10, 10, 3), Some((0, 2)));
+        assert_eq!(index_range(3, 5, 3), None);
+        assert_eq!(index_range(2, 1, 3), None);
+        assert_eq!(index_range(0, -1, 0), None);
+        assert_eq!(index_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
+    }
 
     #[test]
     fn scan_cursors_parse_like_strtoul() {

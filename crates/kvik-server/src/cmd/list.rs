@@ -27,8 +27,9 @@
 //! re-runs one to serve it, a key that holds another type is skipped rather than answered with
 //! WRONGTYPE: Redis 7.0 keeps such a client blocked.
 
+use super::collection::index_range;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{keys_after_count, CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
 use crate::blocking::{parse_timeout, TimeoutReply};
 use crate::storage::encoding::{list_index, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage};
@@ -52,21 +53,6 @@ const ACL_WRITE_FAST: &[&str] = &["write", "list", "fast"];
 const ACL_WRITE_SLOW: &[&str] = &["write", "list", "slow"];
 const ACL_BLOCKING: &[&str] = &["write", "list", "slow", "blocking"];
 
-/// Every key but the last (BLPOP key [key ...] timeout).
-const ALL_BUT_LAST: KeySpec = KeySpec {
-    first: 1,
-    last: -2,
-    step: 1,
-};
-
-fn keys_at_1(args: &Args) -> Vec<usize> {
-    keys_after_count(args, 1)
-}
-
-fn keys_at_2(args: &Args) -> Vec<usize> {
-    keys_after_count(args, 2)
-}
-
 const fn l(
     name: &'static str,
     arity: i32,
@@ -75,14 +61,7 @@ const fn l(
     handler: super::spec::Handler,
     acl: &'static [&'static str],
 ) -> CommandSpec {
-    let spec = CommandSpec::new(name, arity, flags, keys, handler)
-        .acl(acl)
-        .group("list");
-    if flags.contains(Flags::WRITE) {
-        spec.cache(CacheEffect::Update)
-    } else {
-        spec
-    }
+    super::spec::collection_command("list", name, arity, flags, keys, handler, acl)
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -167,18 +146,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1)",
     ),
     l("lmpop", -4, WRITE, KeySpec::NONE, lmpop, ACL_WRITE_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
             "7.0.0",
             "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
         ),
-    l("blpop", -3, BLOCKING_NOSCRIPT, ALL_BUT_LAST, blpop, ACL_BLOCKING).doc(
+    l("blpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, blpop, ACL_BLOCKING).doc(
         "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
         "O(N) where N is the number of provided keys.",
     ),
-    l("brpop", -3, BLOCKING_NOSCRIPT, ALL_BUT_LAST, brpop, ACL_BLOCKING).doc(
+    l("brpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, brpop, ACL_BLOCKING).doc(
         "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
         "O(N) where N is the number of provided keys.",
@@ -194,7 +173,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1)",
     ),
     l("blmpop", -5, BLOCKING, KeySpec::NONE, blmpop, ACL_BLOCKING)
-        .movable(keys_at_2)
+        .movable(numkeys_at_2)
         .doc(
             "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
             "7.0.0",
@@ -314,31 +293,6 @@ fn put_or_delete(storage: &Storage, batch: &mut Batch, db: u16, key: &[u8], meta
 
 fn parse_int(a: &[u8]) -> Result<i64, CmdError> {
     parse_i64(a).ok_or(CmdError::not_integer())
-}
-
-/// Redis's LRANGE / LTRIM normalisation: the inclusive index range, or `None` if it is empty.
-fn normalize_range(start: i64, end: i64, len: u64) -> Option<(u64, u64)> {
-    let len = len as i64;
-    let mut start = if start < 0 {
-        len.saturating_add(start)
-    } else {
-        start
-    };
-    let mut end = if end < 0 {
-        len.saturating_add(end)
-    } else {
-        end
-    };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= len {
-        return None;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    Some((start as u64, end as u64))
 }
 
 // ---- push / pop --------------------------------------------------------------------------------
@@ -484,7 +438,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.array(0);
         return Ok(());
     };
-    let Some((start, end)) = normalize_range(start, end, meta.len) else {
+    let Some((start, end)) = index_range(start, end, meta.len) else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -833,7 +787,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     };
-    let (ltrim, rtrim) = match normalize_range(start, end, meta.len) {
+    let (ltrim, rtrim) = match index_range(start, end, meta.len) {
         None => (meta.len, 0),
         Some((s, e)) => (s, meta.len - e - 1),
     };
@@ -1061,20 +1015,5 @@ fn blmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             Ok(())
         }
         None => ctx.block_on(keys, deadline, TimeoutReply::NullArray),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn range_normalisation_matches_redis() {
-        assert_eq!(normalize_range(0, -1, 3), Some((0, 2)));
-        assert_eq!(normalize_range(-100, 100, 3), Some((0, 2)));
-        assert_eq!(normalize_range(2, 1, 3), None);
-        assert_eq!(normalize_range(3, 5, 3), None);
-        assert_eq!(normalize_range(i64::MIN, i64::MAX, 3), Some((0, 2)));
-        assert_eq!(normalize_range(0, -1, 0), None);
     }
 }

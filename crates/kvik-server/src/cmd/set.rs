@@ -16,7 +16,7 @@ use super::collection::{
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
-use super::spec::{keys_after_count, CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{numkeys_at_1, CacheEffect, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, View};
 use std::collections::{BTreeSet, HashSet};
@@ -31,11 +31,6 @@ const ACL_READ_FAST: &[&str] = &["read", "set", "fast"];
 const ACL_READ_SLOW: &[&str] = &["read", "set", "slow"];
 const ACL_WRITE_FAST: &[&str] = &["write", "set", "fast"];
 const ACL_WRITE_SLOW: &[&str] = &["write", "set", "slow"];
-
-/// Keys of SINTERCARD: `numkeys` keys after the count at index 1.
-fn sintercard_keys(args: &Args) -> Vec<usize> {
-    keys_after_count(args, 1)
-}
 
 const INTER: &str = "O(N*M) worst case where N is the cardinality of the smallest set and M is \
                      the number of sets.";
@@ -121,7 +116,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("set")
         .doc("Returns the intersect of multiple sets.", "1.0.0", INTER),
     CommandSpec::new("sintercard", -3, READ, KeySpec::NONE, sintercard)
-        .movable(sintercard_keys)
+        .movable(numkeys_at_1)
         .acl(ACL_READ_SLOW)
         .group("set")
         .doc(

@@ -120,6 +120,12 @@ impl KeySpec {
         last: -1,
         step: 2,
     };
+    /// Every key but the last argument (BLPOP key [key ...] timeout).
+    pub const ALL_BUT_LAST: KeySpec = KeySpec {
+        first: 1,
+        last: -2,
+        step: 1,
+    };
     pub const TWO: KeySpec = KeySpec {
         first: 1,
         last: 2,
@@ -161,6 +167,38 @@ pub fn keys_after_count(args: &Args, at: usize) -> Vec<usize> {
         .unwrap_or(0) as usize;
     let end = (at + n).min(args.len().saturating_sub(1));
     (at + 1..=end).collect()
+}
+
+/// A command of a collection family (hash, list, set, sorted set): its ACL categories and COMMAND
+/// DOCS group, and, for writes, [`CacheEffect::Invalidate`] (any write of a collection puts its
+/// meta record, which drops a cached copy).
+pub const fn collection_command(
+    group: &'static str,
+    name: &'static str,
+    arity: i32,
+    flags: Flags,
+    keys: KeySpec,
+    handler: Handler,
+    acl: &'static [&'static str],
+) -> CommandSpec {
+    let spec = CommandSpec::new(name, arity, flags, keys, handler)
+        .acl(acl)
+        .group(group);
+    if flags.contains(Flags::WRITE) {
+        spec.cache(CacheEffect::Invalidate)
+    } else {
+        spec
+    }
+}
+
+/// Keys after a `numkeys` count at index 1 (LMPOP, ZMPOP, SINTERCARD, ZUNION ...).
+pub fn numkeys_at_1(args: &Args) -> Vec<usize> {
+    keys_after_count(args, 1)
+}
+
+/// Keys after a `numkeys` count at index 2 (BLMPOP, BZMPOP: the timeout comes first).
+pub fn numkeys_at_2(args: &Args) -> Vec<usize> {
+    keys_after_count(args, 2)
 }
 
 /// Handler of a container (CONFIG, CLIENT ...): never called, the dispatcher runs the

@@ -2,8 +2,9 @@
 //! ZRANK ZREVRANK, the ZRANGE family (ZRANGE ZRANGESTORE ZRANGEBYSCORE ZREVRANGEBYSCORE
 //! ZRANGEBYLEX ZREVRANGEBYLEX ZREVRANGE), ZREMRANGEBYRANK/SCORE/LEX and ZSCAN.
 
-use super::range::{rank_window, LexRange, ScoreRange};
+use super::range::{LexRange, ScoreRange};
 use super::{norm, reply_items, store_result, Item, ZSet, ZWriter};
+use crate::cmd::collection::index_range;
 use crate::cmd::collection::MemberScan;
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
 use crate::glob;
@@ -296,7 +297,7 @@ impl Query {
     /// The members of `z` this range selects, in reply order.
     fn run(&self, z: &ZSet, rev: bool, offset: i64, limit: i64) -> Result<Vec<Item>, CmdError> {
         match self {
-            Query::Rank(a, b) => match rank_window(*a, *b, z.len) {
+            Query::Rank(a, b) => match index_range(*a, *b, z.len) {
                 Some((start, end)) => z.by_rank(start, end, rev),
                 None => Ok(Vec::new()),
             },

@@ -44,7 +44,7 @@ pub mod range;
 mod setops;
 
 use super::ctx::{Args, CmdError, Ctx, Reply};
-use super::spec::{keys_after_count, CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{keys_after_count, numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View};
 use kvik_resp::Proto;
@@ -64,21 +64,6 @@ const ACL_READ_SLOW: &[&str] = &["read", "sortedset", "slow"];
 const ACL_WRITE_FAST: &[&str] = &["write", "sortedset", "fast"];
 const ACL_WRITE_SLOW: &[&str] = &["write", "sortedset", "slow"];
 const ACL_BLOCKING: &[&str] = &["write", "sortedset", "slow", "blocking"];
-
-/// Every key but the last (BZPOPMIN key [key ...] timeout).
-const ALL_BUT_LAST: KeySpec = KeySpec {
-    first: 1,
-    last: -2,
-    step: 1,
-};
-
-fn keys_at_1(args: &Args) -> Vec<usize> {
-    keys_after_count(args, 1)
-}
-
-fn keys_at_2(args: &Args) -> Vec<usize> {
-    keys_after_count(args, 2)
-}
 
 /// ZUNIONSTORE / ZINTERSTORE / ZDIFFSTORE: the destination, then numkeys keys after index 2.
 fn store_keys(args: &Args) -> Vec<usize> {
@@ -100,14 +85,7 @@ const fn z(
     handler: super::spec::Handler,
     acl: &'static [&'static str],
 ) -> CommandSpec {
-    let spec = CommandSpec::new(name, arity, flags, keys, handler)
-        .acl(acl)
-        .group("sorted_set");
-    if flags.contains(Flags::WRITE) {
-        spec.cache(CacheEffect::Invalidate)
-    } else {
-        spec
-    }
+    super::spec::collection_command("sorted_set", name, arity, flags, keys, handler, acl)
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -227,26 +205,26 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
     z("zmpop", -4, WRITE, KeySpec::NONE, pop::zmpop, ACL_WRITE_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
             "7.0.0",
             "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
         ),
-    z("bzpopmin", -3, BLOCKING.union(Flags::FAST), ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING)
+    z("bzpopmin", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING)
         .doc(
             "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
-    z("bzpopmax", -3, BLOCKING.union(Flags::FAST), ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING)
+    z("bzpopmax", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING)
         .doc(
             "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
     z("bzmpop", -5, BLOCKING, KeySpec::NONE, pop::bzmpop, ACL_BLOCKING)
-        .movable(keys_at_2)
+        .movable(numkeys_at_2)
         .doc(
             "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
             "7.0.0",
@@ -258,21 +236,21 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of members returned; kvik walks the members up to the farthest one picked.",
     ),
     z("zunion", -3, READ, KeySpec::NONE, setops::zunion, ACL_READ_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns the union of multiple sorted sets.",
             "6.2.0",
             "O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
         ),
     z("zinter", -3, READ, KeySpec::NONE, setops::zinter, ACL_READ_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns the intersect of multiple sorted sets.",
             "6.2.0",
             "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
         ),
     z("zdiff", -3, READ, KeySpec::NONE, setops::zdiff, ACL_READ_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns the difference between multiple sorted sets.",
             "6.2.0",
@@ -300,7 +278,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
         ),
     z("zintercard", -3, READ, KeySpec::NONE, setops::zintercard, ACL_READ_SLOW)
-        .movable(keys_at_1)
+        .movable(numkeys_at_1)
         .doc(
             "Returns the number of members of the intersect of multiple sorted sets.",
             "7.0.0",

@@ -175,24 +175,6 @@ impl LexRange {
     }
 }
 
-/// Redis's rank-range sanitising (ZRANGE, ZREMRANGEBYRANK): negative indexes count from the
-/// end, the range is clamped to the set; `None` if it selects nothing.
-pub fn rank_window(start: i64, end: i64, len: u64) -> Option<(u64, u64)> {
-    let len = len as i64;
-    let mut start = if start < 0 { len + start } else { start };
-    let mut end = if end < 0 { len + end } else { end };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= len {
-        return None;
-    }
-    if end >= len {
-        end = len - 1;
-    }
-    Some((start as u64, end as u64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,15 +216,5 @@ mod tests {
         assert!(LexRange::parse(b"(a", b"[a").unwrap().is_empty());
         assert!(!LexRange::parse(b"[a", b"[a").unwrap().is_empty());
         assert!(LexRange::parse(b"[b", b"[a").unwrap().is_empty());
-    }
-
-    #[test]
-    fn rank_windows_clamp() {
-        assert_eq!(rank_window(0, -1, 3), Some((0, 2)));
-        assert_eq!(rank_window(-10, 10, 3), Some((0, 2)));
-        assert_eq!(rank_window(3, 5, 3), None);
-        assert_eq!(rank_window(2, 1, 3), None);
-        assert_eq!(rank_window(0, -1, 0), None);
-        assert_eq!(rank_window(i64::MIN, i64::MAX, 3), Some((0, 2)));
     }
 }
