@@ -71,6 +71,27 @@ const MIGRATE_KEYS: KeySpec = KeySpec {
     step: 1,
 };
 
+/// RESTORE and RESTORE-ASKING: one handler and shape (the cluster routing treats the second as
+/// asked), told apart only by name and docs.
+const fn restore_spec(
+    name: &'static str,
+    group: &'static str,
+    summary: &'static str,
+    since: &'static str,
+) -> CommandSpec {
+    CommandSpec::new(
+        name,
+        -4,
+        Flags::WRITE.union(Flags::DENYOOM),
+        KeySpec::ONE,
+        restore,
+    )
+    .cache(CacheEffect::Invalidate)
+    .acl(&["keyspace", "write", "slow", "dangerous"])
+    .group(group)
+    .doc(summary, since, RESTORE_COMPLEXITY)
+}
+
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("dump", 2, Flags::READONLY, KeySpec::ONE, dump)
         .acl(&["keyspace", "read", "slow"])
@@ -82,35 +103,17 @@ pub static COMMANDS: &[CommandSpec] = &[
              of Redis objects composing the value and M their average size. For small string \
              values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
         ),
-    CommandSpec::new(
+    restore_spec(
         "restore",
-        -4,
-        Flags::WRITE.union(Flags::DENYOOM),
-        KeySpec::ONE,
-        restore,
-    )
-    .cache(CacheEffect::Invalidate)
-    .acl(&["keyspace", "write", "slow", "dangerous"])
-    .group("generic")
-    .doc(
+        "generic",
         "Create a key using the provided serialized value, previously obtained using DUMP.",
         "2.6.0",
-        RESTORE_COMPLEXITY,
     ),
-    CommandSpec::new(
+    restore_spec(
         "restore-asking",
-        -4,
-        Flags::WRITE.union(Flags::DENYOOM),
-        KeySpec::ONE,
-        restore,
-    )
-    .cache(CacheEffect::Invalidate)
-    .acl(&["keyspace", "write", "slow", "dangerous"])
-    .group("server")
-    .doc(
+        "server",
         "An internal command for migrating keys in a cluster",
         "3.0.0",
-        RESTORE_COMPLEXITY,
     ),
     CommandSpec::new("migrate", -6, Flags::WRITE, MIGRATE_KEYS, migrate)
         .movable(migrate_keys)
