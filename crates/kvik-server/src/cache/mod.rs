@@ -72,12 +72,13 @@ impl Policy {
     }
 }
 
-/// A cached value. Strings now; a hash is cached whole (up to `cache-max-hash-fields`) once
-/// hashes exist, so HGET/HGETALL can be answered without a partial view.
+/// A cached value: a string, or a small hash cached whole (up to `cache-max-hash-fields`
+/// fields, filled by HGET), so a hit never sees part of a hash. Both are shared, not copied,
+/// when a hit is cloned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CachedValue {
     Str(Bytes),
-    Hash(Box<[(Bytes, Bytes)]>),
+    Hash(std::sync::Arc<[(Bytes, Bytes)]>),
 }
 
 impl CachedValue {

@@ -266,6 +266,50 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A hash for a read that the hot cache can answer (HGET). A small hash (at most
+    /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
+    /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a
+    /// write of the key raced the read (fill token). A bigger hash comes back as a [`View`] and
+    /// its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
+        let cache = self.server.storage.cache();
+        if self.mode != Mode::SkipCache {
+            if let Some(hit) = cache.get(self.db(), key, self.now_ms) {
+                self.count_lookup(true);
+                return match hit.value {
+                    CachedValue::Hash(fields) => Ok(HashRead::Cached(fields)),
+                    CachedValue::Str(_) => Err(CmdError::wrong_type()),
+                };
+            }
+        }
+        if self.mode == Mode::CacheOnly {
+            return Err(CmdError::cache_miss());
+        }
+        let token = cache.fill_token(self.db(), key);
+        let Some((view, meta)) = self.read_collection(key, Kind::Hash)? else {
+            return Ok(HashRead::Missing);
+        };
+        if meta.len as usize > cache.max_fields() || !cache.enabled() || !cache.admits_key(key) {
+            return Ok(HashRead::Stored(view, meta));
+        }
+        let mut fields = Vec::with_capacity(meta.len as usize);
+        let coll = crate::storage::Coll::new(self.db(), key, &meta);
+        view.for_each_member(crate::storage::Cf::Data, &coll, |f, v| {
+            fields.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)));
+            true
+        })?;
+        let fields: std::sync::Arc<[(Bytes, Bytes)]> = fields.into();
+        cache.fill_value(
+            token,
+            self.db(),
+            key,
+            Kind::Hash,
+            meta.expire_at_ms,
+            CachedValue::Hash(fields.clone()),
+        );
+        Ok(HashRead::Cached(fields))
+    }
+
     /// A collection for a write command (the caller holds the key's lock): its live meta,
     /// `None` if the key does not exist, WRONGTYPE if it holds another kind.
     pub fn write_collection(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>, CmdError> {
@@ -291,6 +335,15 @@ impl<'a> Ctx<'a> {
         self.count_lookup(value.is_some());
         value.transpose()
     }
+}
+
+/// What [`Ctx::read_hash`] found.
+pub enum HashRead<'a> {
+    Missing,
+    /// The whole hash, from the hot cache or just read.
+    Cached(std::sync::Arc<[(Bytes, Bytes)]>),
+    /// A hash too big to cache: read its fields from this snapshot.
+    Stored(View<'a>, Meta),
 }
 
 /// Where a read was answered from.

@@ -10,7 +10,7 @@
 //! Replies list fields in storage (byte) order; Redis's order is its hash table's and unspecified.
 
 use super::collection::{self, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE};
-use super::ctx::{Args, CmdError, CmdResult, Ctx};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
 use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::Kind;
 use crate::storage::{Cf, Coll};
@@ -308,11 +308,18 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// HGET key field.
 fn hget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let value = match ctx.read_collection(&args[1], Kind::Hash)? {
-        Some((view, meta)) => view.get_member(&Coll::new(ctx.db(), &args[1], &meta), &args[2])?,
-        None => None,
-    };
-    ctx.out.bulk_or_null(value.as_deref());
+    let field = &args[2][..];
+    match ctx.read_hash(&args[1])? {
+        HashRead::Missing => ctx.out.null(),
+        HashRead::Cached(fields) => {
+            let value = fields.iter().find(|(f, _)| f == field).map(|(_, v)| &v[..]);
+            ctx.out.bulk_or_null(value);
+        }
+        HashRead::Stored(view, meta) => {
+            let value = view.get_member(&Coll::new(ctx.db(), &args[1], &meta), field)?;
+            ctx.out.bulk_or_null(value.as_deref());
+        }
+    }
     Ok(())
 }
 

@@ -57,6 +57,7 @@ pub struct CommandTable {
 /// by `Ctx::storage` refusing [`Mode::CacheOnly`]).
 pub const RTC: &[&str] = &[
     "get",
+    "hget",
     "mget",
     "strlen",
     "getrange",

@@ -450,3 +450,63 @@ fn concurrent_counters_never_go_backwards() {
         assert_eq!(q::<Option<i64>>(&mut c, &["GET", &key]), *want);
     }
 }
+
+#[test]
+fn small_hashes_are_cached_whole_and_never_stale() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    let hget = |c: &mut Connection, k: &str, f: &str| -> Option<String> { q(c, &["HGET", k, f]) };
+    q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    assert_eq!(hget(&mut c, "h", "a").as_deref(), Some("1")); // miss: fills the whole hash
+    let (hits, rtc) = (stat(&mut c, "cache_hits"), stat(&mut c, "rtc_commands"));
+    assert_eq!(hget(&mut c, "h", "b").as_deref(), Some("2"));
+    assert_eq!(hget(&mut c, "h", "zz"), None);
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        hits + 2,
+        "other fields come from the cached hash"
+    );
+    assert_eq!(
+        stat(&mut c, "rtc_commands"),
+        rtc + 2,
+        "and are answered on the I/O thread"
+    );
+    // Every kind of write is seen by the very next HGET.
+    q::<i64>(&mut c, &["HSET", "h", "a", "10"]);
+    assert_eq!(hget(&mut c, "h", "a").as_deref(), Some("10"));
+    q::<i64>(&mut c, &["HDEL", "h", "a"]);
+    assert_eq!(hget(&mut c, "h", "a"), None);
+    q::<i64>(&mut c, &["HINCRBY", "h", "b", "5"]);
+    assert_eq!(hget(&mut c, "h", "b").as_deref(), Some("7"));
+    q::<String>(&mut c, &["RENAME", "h", "h2"]);
+    assert_eq!(hget(&mut c, "h", "b"), None);
+    assert_eq!(hget(&mut c, "h2", "b").as_deref(), Some("7"));
+    q::<String>(&mut c, &["SET", "h2", "s"]);
+    assert!(err(&mut c, &["HGET", "h2", "b"]).starts_with("WRONGTYPE"));
+    q::<i64>(&mut c, &["DEL", "h2"]);
+    assert_eq!(hget(&mut c, "h2", "b"), None);
+    q::<i64>(&mut c, &["HSET", "e", "f", "v"]);
+    assert_eq!(hget(&mut c, "e", "f").as_deref(), Some("v"));
+    q::<i64>(&mut c, &["PEXPIRE", "e", "1"]);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        hget(&mut c, "e", "f"),
+        None,
+        "an expired cached hash is not served"
+    );
+    // A hash over the field limit is read from disk every time, and still right.
+    q::<i64>(
+        &mut c,
+        &[
+            "HSET", "big", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e",
+        ],
+    );
+    let hits = stat(&mut c, "cache_hits");
+    assert_eq!(hget(&mut c, "big", "5").as_deref(), Some("e"));
+    assert_eq!(hget(&mut c, "big", "5").as_deref(), Some("e"));
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        hits,
+        "big hashes are not cached"
+    );
+}
