@@ -314,17 +314,23 @@ struct Cluster {
     versions: Vec<u64>,
 }
 
+/// The topology `seed` knows, with the connection to it; an error if it has none.
+fn seed_topology(opts: &Opts, seed: &str) -> Result<(Node, Topology), Fail> {
+    let mut node = Node::connect(opts, seed)?;
+    let topology = node.topology()?;
+    if topology.version == 0 || topology.nodes.is_empty() {
+        return Err(format!(
+            "node {seed} has no topology: it is not part of a cluster (use create)"
+        ));
+    }
+    Ok((node, topology))
+}
+
 impl Cluster {
     /// Reads the topology from `seed`, then from every node it names; fails if one is
     /// unreachable. Uses the newest topology found (nodes may name more nodes).
     fn load(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<Cluster, Fail> {
-        let mut first = Node::connect(opts, seed)?;
-        let mut topology = first.topology()?;
-        if topology.version == 0 || topology.nodes.is_empty() {
-            return Err(format!(
-                "node {seed} has no topology: it is not part of a cluster (use create)"
-            ));
-        }
+        let (first, mut topology) = seed_topology(opts, seed)?;
         let mut seen: std::collections::HashMap<String, (Node, u64)> = Default::default();
         seen.insert(seed.to_string(), (first, topology.version));
         // Follow newer topologies until no node knows a newer one (bounded: versions grow).
@@ -504,13 +510,7 @@ fn create(opts: &Opts, ui: &mut Ui<'_>, addrs: &[String]) -> Result<(), Fail> {
 }
 
 fn show(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
-    let mut first = Node::connect(opts, seed)?;
-    let t = first.topology()?;
-    if t.nodes.is_empty() {
-        return Err(format!(
-            "node {seed} has no topology: it is not part of a cluster"
-        ));
-    }
+    let (_, t) = seed_topology(opts, seed)?;
     ui.say(format_args!(
         "topology version {} ({} nodes), as {seed} knows it",
         t.version,
@@ -552,13 +552,7 @@ fn show(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
 }
 
 fn check(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
-    let mut first = Node::connect(opts, seed)?;
-    let t = first.topology()?;
-    if t.nodes.is_empty() {
-        return Err(format!(
-            "node {seed} has no topology: it is not part of a cluster"
-        ));
-    }
+    let (_, t) = seed_topology(opts, seed)?;
     ui.say(format_args!(
         "checking topology version {} ({} nodes) from {seed}",
         t.version,

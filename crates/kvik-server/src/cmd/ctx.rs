@@ -266,6 +266,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The length of a collection of `kind` (HLEN, LLEN, SCARD, ZCARD): 0 if the key does not
+    /// exist, WRONGTYPE if it holds another kind. The meta record alone answers it.
+    pub fn collection_len(&self, key: &[u8], kind: Kind) -> Result<u64, CmdError> {
+        match self.lookup_read(key)? {
+            None => Ok(0),
+            Some(m) if m.kind == kind => Ok(m.len),
+            Some(_) => Err(CmdError::wrong_type()),
+        }
+    }
+
     /// A hash for a read that the hot cache can answer (HGET). A small hash (at most
     /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
     /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a

@@ -339,9 +339,7 @@ fn hmget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// HLEN key.
 fn hlen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx
-        .read_collection(&args[1], Kind::Hash)?
-        .map_or(0, |(_, m)| m.len);
+    let len = ctx.collection_len(&args[1], Kind::Hash)?;
     ctx.out.int(len as i64);
     Ok(())
 }

@@ -397,11 +397,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
 // ---- reads -------------------------------------------------------------------------------------
 
 fn llen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = match ctx.lookup_read(&args[1])? {
-        None => 0,
-        Some(m) if m.kind == Kind::List => m.len,
-        Some(_) => return Err(CmdError::wrong_type()),
-    };
+    let len = ctx.collection_len(&args[1], Kind::List)?;
     ctx.out.int(len as i64);
     Ok(())
 }

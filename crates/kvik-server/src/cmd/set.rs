@@ -333,9 +333,7 @@ fn smismember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// SCARD key: the number of members, 0 if the key does not exist.
 fn scard(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx
-        .read_collection(&args[1], Kind::Set)?
-        .map_or(0, |(_, m)| m.len);
+    let len = ctx.collection_len(&args[1], Kind::Set)?;
     ctx.out.int(len as i64);
     Ok(())
 }

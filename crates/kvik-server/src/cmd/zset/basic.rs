@@ -173,8 +173,8 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// ZCARD key
 pub fn zcard(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let n = ZSet::read(ctx, &args[1])?.map_or(0, |z| z.len);
-    ctx.out.int(n as i64);
+    let len = ctx.collection_len(&args[1], crate::storage::encoding::Kind::ZSet)?;
+    ctx.out.int(len as i64);
     Ok(())
 }
 
