@@ -9,8 +9,11 @@ for pkg in libclang-dev clang g++ make redis-tools redis-server; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 
-# redis-py's cluster test makes a virtualenv; Debian's python3 needs python3-venv for that.
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+# Tests drive kvik with Python clients (redis-py) from a virtualenv made below; Debian's python3
+# needs python3-venv for that.
+if ! command -v python3 >/dev/null 2>&1; then
+  need+=(python3 python3-venv)
+elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   need+=(python3-venv)
 fi
 
@@ -27,6 +30,17 @@ if ((${#need[@]})); then
     $SUDO systemctl stop redis-server || true
     $SUDO systemctl disable redis-server >/dev/null 2>&1 || true
   fi
+fi
+
+# The test virtualenv: made once per machine, outside the checkout so every clone shares it,
+# refreshed when scripts/test-requirements.txt changes (its copy inside the venv is the stamp).
+pyenv="${KVIK_PYENV:-$HOME/.cache/kvik-pyenv}"
+reqs="$(dirname "$0")/test-requirements.txt"
+if ! cmp -s "$reqs" "$pyenv/kvik-requirements.txt" || [ ! -x "$pyenv/bin/python" ]; then
+  echo "kvik: setting up the test virtualenv $pyenv (pinned packages from $reqs)"
+  python3 -m venv "$pyenv"
+  "$pyenv/bin/python" -m pip install -q --disable-pip-version-check -r "$reqs"
+  cp "$reqs" "$pyenv/kvik-requirements.txt"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

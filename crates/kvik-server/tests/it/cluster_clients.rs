@@ -1,13 +1,12 @@
 //! Integration tests: unmodified cluster clients against a 3-node kvik cluster, through MOVED
 //! (a key on another node) and ASK (a slot half-migrated): the `redis` crate's cluster client,
-//! `redis-cli -c`, and redis-py's RedisCluster (from PyPI, in a virtualenv kept in
-//! ~/.cache/kvik-pyenv between runs).
+//! `redis-cli -c`, and redis-py's RedisCluster (from the test virtualenv `make deps` makes; see
+//! kvik-testkit's `python`).
 
 use crate::cluster_migration::{cluster_client, kvik_cluster, start_cluster};
 use crate::common::*;
 use kvik_resp::cluster::key_slot;
 use kvik_testkit::KvikServer;
-use std::process::Command;
 
 fn myid(n: &KvikServer) -> String {
     redis::cmd("CLUSTER")
@@ -212,66 +211,18 @@ assert rc.get(f"{{{tag}}}:py") == b"from-python"
 print("PYTHON-CLUSTER-OK")
 "#;
 
-/// The virtualenv with redis-py, made once per machine; None if PyPI cannot be reached.
-fn python_with_redis() -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME").expect("HOME");
-    let venv = std::path::Path::new(&home).join(".cache/kvik-pyenv");
-    let python = venv.join("bin/python");
-    let has_redis = |py: &std::path::Path| {
-        Command::new(py)
-            .args(["-c", "import redis.cluster"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if python.exists() && has_redis(&python) {
-        return Some(python);
-    }
-    let made = Command::new("timeout")
-        .args(["120", "python3", "-m", "venv"])
-        .arg(&venv)
-        .status()
-        .expect("python3 must be installed");
-    assert!(
-        made.success(),
-        "python3 -m venv failed (install python3-venv)"
-    );
-    let pip = Command::new("timeout")
-        .arg("300")
-        .arg(venv.join("bin/pip"))
-        .args(["install", "-q", "redis"])
-        .output()
-        .expect("pip");
-    if !pip.status.success() {
-        eprintln!(
-            "SKIPPED redis_py_cluster_follows_moved_and_ask: `pip install redis` failed (PyPI \
-             unreachable?): {}",
-            String::from_utf8_lossy(&pip.stderr)
-        );
-        return None;
-    }
-    assert!(has_redis(&python), "redis-py installed but does not import");
-    Some(python)
-}
-
 #[test]
 fn redis_py_cluster_follows_moved_and_ask() {
-    let Some(python) = python_with_redis() else {
+    // Fails (or skips) before the cluster starts when the virtualenv is missing.
+    if kvik_testkit::python().is_none() {
         return;
-    };
+    }
     let nodes = start_cluster();
     let (tag, slot) = half_migrated(&nodes);
-    let out = Command::new("timeout")
-        .arg("120")
-        .arg(&python)
-        .args([
-            "-c",
-            PY_CLIENT,
-            "127.0.0.1",
-            &nodes[2].port.to_string(),
-            &tag,
-        ])
-        .output()
-        .expect("run python");
+    let port = nodes[2].port.to_string();
+    let Some(out) = kvik_testkit::run_python(PY_CLIENT, &["127.0.0.1", &port, &tag]) else {
+        return;
+    };
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -400,10 +400,9 @@ def incr(pipe):
     pipe.set('a', v + 1)
 print(r.transaction(incr, 'a'), r.get('a'))
 "#;
-    let out = std::process::Command::new("python3")
-        .args(["-c", script, &s.port().to_string()])
-        .output()
-        .expect("python3");
+    let Some(out) = kvik_testkit::run_python(script, &[&s.port().to_string()]) else {
+        return;
+    };
     assert!(
         out.status.success(),
         "{}",
