@@ -118,7 +118,14 @@ pub struct Cli {
     /// Draw an SVG plot from a suite summary JSON file instead of running (see bench/lib.sh).
     #[arg(long = "plot")]
     pub plot: Option<String>,
-    /// Output file of --plot.
+    /// Draw a time series (CSV lines "seconds,rss_kib,commands_total,phase", as bench/scale.sh
+    /// samples a server) as SVG instead of running: RSS and commands per second over time.
+    #[arg(long = "plot-series")]
+    pub plot_series: Option<String>,
+    /// Title of a --plot-series plot.
+    #[arg(long = "plot-title", default_value = "server over time")]
+    pub plot_title: String,
+    /// Output file of --plot and --plot-series.
     #[arg(long = "plot-out", default_value = "plot.svg")]
     pub plot_out: String,
     /// Arbitrary command to run instead of the tests (after the flags).

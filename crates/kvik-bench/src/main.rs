@@ -6,7 +6,7 @@
 //! mix, value size ranges, multi-key commands with N keys, a duration instead of a count, an
 //! open-loop target rate that measures latency from the intended send time, cluster routing by
 //! slot, several servers, HDR-histogram percentiles (p50 p95 p99 p99.9 max) and `--json`.
-//! `--plot` draws a suite summary as SVG.
+//! `--plot` draws a suite summary as SVG, `--plot-series` a server's RSS and throughput over time.
 //!
 //! # Layout
 //!
@@ -17,6 +17,7 @@
 //! - [`cluster`]: CRC16 slots, CLUSTER SLOTS, MOVED/ASK.
 //! - [`report`]: summary, quiet line, CSV, JSON.
 //! - [`plot`]: SVG plots with plotters.
+//! - [`series`]: the time-series plot of a sampled server (bench/scale.sh).
 //!
 //! Every run is bounded (a request count or a duration, and a 30 s limit without replies) and
 //! reaches only the addresses given, plus loopback nodes a cluster redirects to.
@@ -25,6 +26,7 @@ mod args;
 mod cluster;
 mod engine;
 mod plot;
+mod series;
 mod reply;
 mod report;
 mod workload;
@@ -139,8 +141,13 @@ fn run(cfg: Config) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(input) = &cli.plot {
-        return match plot::plot(input, &cli.plot_out) {
+    let plotted = match (&cli.plot, &cli.plot_series) {
+        (Some(input), _) => Some(plot::plot(input, &cli.plot_out)),
+        (None, Some(input)) => Some(series::plot(input, &cli.plot_title, &cli.plot_out)),
+        (None, None) => None,
+    };
+    if let Some(result) = plotted {
+        return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("kvik-bench: {e}");
