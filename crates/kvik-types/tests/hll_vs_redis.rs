@@ -156,6 +156,51 @@ fn pfadd_pfcount_pfmerge_match_redis_byte_for_byte() {
 }
 
 #[test]
+fn pfdebug_matches_redis() {
+    let redis = RedisServer::start(&[]);
+    let mut con = redis.client();
+    let mut rng = rng("pfdebug");
+    for n in [0usize, 1, 5, 50, 400, 3000] {
+        let elements: Vec<Vec<u8>> = (0..n)
+            .map(|i| format!("{i}-{}", element(&mut rng).len()).into_bytes())
+            .collect();
+        let mut args: Vec<&[u8]> = vec![b"PFADD", b"k"];
+        args.extend(elements.iter().map(|e| &e[..]));
+        run(&mut con, &args);
+        let (mut ours, _) = hll::pfadd(None, elements.iter().map(|e| &e[..]), 3000).unwrap();
+        let encoding = match hll::validate(&ours).unwrap() {
+            hll::Encoding::Sparse => "sparse",
+            hll::Encoding::Dense => "dense",
+        };
+        assert_eq!(run(&mut con, &[b"PFDEBUG", b"ENCODING", b"k"]), encoding);
+        let decoded = hll::decode_sparse(&ours)
+            .unwrap()
+            .unwrap_or_else(|| "ERR HLL encoding is not sparse".into());
+        assert_eq!(
+            run(&mut con, &[b"PFDEBUG", b"DECODE", b"k"]),
+            decoded,
+            "{n} elements"
+        );
+        let regs: Vec<String> = hll::registers(&ours)
+            .unwrap()
+            .iter()
+            .map(|r| r.to_string())
+            .collect();
+        assert_eq!(
+            run(&mut con, &[b"PFDEBUG", b"GETREG", b"k"]),
+            format!("[{}]", regs.join(", "))
+        );
+        hll::to_dense(&mut ours).unwrap();
+        assert_eq!(
+            get_bytes(&mut con, "k"),
+            Some(ours),
+            "GETREG leaves the value dense"
+        );
+        run(&mut con, &[b"DEL", b"k"]);
+    }
+}
+
+#[test]
 fn foreign_and_corrupt_values_give_redis_errors() {
     let redis = RedisServer::start(&[]);
     let mut con = redis.client();

@@ -147,6 +147,31 @@ mod tests {
     }
 
     #[test]
+    fn segmented_store_handles_the_last_offset_without_materialising() {
+        use super::count::{bitcount, bitpos, GivenRange, Unit};
+        use super::field;
+        let mut seg = store::Segmented::new(64 * 1024);
+        let last = DEFAULT_MAX_BYTES * 8 - 1;
+        assert_eq!(setbit(&mut seg, last, true), 0);
+        assert_eq!(seg.byte_len(), DEFAULT_MAX_BYTES);
+        assert_eq!(seg.segments.len(), 1);
+        assert_eq!(getbit(&seg, last), 1);
+        assert_eq!(bitcount(&seg, None), 1);
+        assert_eq!(bitpos(&seg, true, None), last as i64);
+        assert_eq!(bitpos(&seg, false, None), 0);
+        let tail = Some(GivenRange {
+            start: -8,
+            end: Some(-1),
+            unit: Unit::Bit,
+        });
+        assert_eq!(bitcount(&seg, tail), 1);
+        let ops = field::parse(&[b"INCRBY", b"u8", b"#5", b"7"], false, DEFAULT_MAX_BYTES).unwrap();
+        let applied = field::apply(&mut seg, false, &ops);
+        assert_eq!(applied.replies, vec![Some(7)]);
+        assert_eq!(seg.segments.len(), 2);
+    }
+
+    #[test]
     fn setbit_grows_and_returns_old() {
         let mut v: Vec<u8> = Vec::new();
         assert_eq!(setbit(&mut v, 9, true), 0);

@@ -250,7 +250,8 @@ pub fn pfmerge<'v>(
     Ok(value)
 }
 
-/// PFDEBUG GETREG: every register's value (a sparse value is read, not converted).
+/// Every register's value (a sparse value is read, not converted). PFDEBUG GETREG first turns
+/// a sparse value dense ([`to_dense`], stored when it converted), then replies with these.
 pub fn registers(value: &[u8]) -> Result<Vec<u8>, HllError> {
     let mut max = [0u8; REGISTERS];
     merge_registers(value, &mut max)?;
