@@ -134,7 +134,12 @@ fn geo_commands_match_redis() {
         }
         // GEOSEARCH.
         for q in 0..150 {
-            let (lon, lat) = if rng.gen_bool(0.8) {
+            let from_member = rng
+                .gen_bool(0.2)
+                .then(|| points[rng.gen_range(0..points.len())].clone());
+            let (lon, lat) = if let Some((_, score)) = &from_member {
+                geo::decode_score(*score as f64)
+            } else if rng.gen_bool(0.8) {
                 random_point(&mut rng, &centres)
             } else {
                 (rng.gen_range(-180.0..=180.0), rng.gen_range(-85.0..=85.0))
@@ -156,16 +161,14 @@ fn geo_commands_match_redis() {
                 shape,
                 unit,
             };
-            let mode = rng.gen_range(0..3); // 0 natural order, 1 ASC, 2 COUNT n ANY
+            // 0 natural order, 1 ASC, 2 COUNT n ANY, 3 DESC, 4 COUNT n (sorted ascending)
+            let mode = rng.gen_range(0..5);
             let count = rng.gen_range(1..20usize);
-            let (slon, slat) = (lon.to_string(), lat.to_string());
-            let mut args: Vec<String> = vec![
-                "GEOSEARCH".into(),
-                "g".into(),
-                "FROMLONLAT".into(),
-                slon,
-                slat,
-            ];
+            let mut args: Vec<String> = vec!["GEOSEARCH".into(), "g".into()];
+            match &from_member {
+                Some((name, _)) => args.extend(["FROMMEMBER".into(), name.clone()]),
+                None => args.extend(["FROMLONLAT".into(), lon.to_string(), lat.to_string()]),
+            }
             match shape {
                 Shape::Radius(r) => args.extend(["BYRADIUS".into(), r.to_string()]),
                 Shape::Box { width, height } => {
@@ -176,6 +179,8 @@ fn geo_commands_match_redis() {
             match mode {
                 1 => args.push("ASC".into()),
                 2 => args.extend(["COUNT".into(), count.to_string(), "ANY".into()]),
+                3 => args.push("DESC".into()),
+                4 => args.extend(["COUNT".into(), count.to_string()]),
                 _ => {}
             }
             args.extend(["WITHDIST".into(), "WITHHASH".into(), "WITHCOORD".into()]);
@@ -198,19 +203,33 @@ fn geo_commands_match_redis() {
             total_hits += ours.len();
             empty_searches += ours.is_empty() as usize;
             let context = format!("round {round} query {q}: {args:?}");
-            if mode == 1 {
-                let dists: Vec<f64> = theirs
-                    .iter()
-                    .map(|i| i.split(", ").nth(1).unwrap().parse().unwrap())
-                    .collect();
-                assert!(
-                    dists.windows(2).all(|w| w[0] <= w[1]),
-                    "{context}: not ascending"
-                );
+            let dist = |i: &String| -> String { i.split(", ").nth(1).unwrap().to_string() };
+            if mode == 1 || mode == 3 {
+                let dists: Vec<f64> = theirs.iter().map(|i| dist(i).parse().unwrap()).collect();
+                let ordered = dists.windows(2).all(|w| {
+                    if mode == 1 {
+                        w[0] <= w[1]
+                    } else {
+                        w[0] >= w[1]
+                    }
+                });
+                assert!(ordered, "{context}: not in distance order");
                 let mut sorted_theirs = theirs.clone();
                 sorted_theirs.sort();
                 ours.sort();
                 assert_eq!(sorted_theirs, ours, "{context}");
+            } else if mode == 4 {
+                // Sorted, then cut: equal distances at the cut may come in either order.
+                let mut by_distance = hits.clone();
+                by_distance.sort_by(|a, b| a.2.meters.total_cmp(&b.2.meters));
+                by_distance.truncate(count);
+                let expected: Vec<String> = by_distance
+                    .iter()
+                    .map(|(_, _, h)| geo::format_distance(h.meters / unit))
+                    .collect();
+                let their_dists: Vec<String> = theirs.iter().map(dist).collect();
+                assert_eq!(their_dists, expected, "{context}");
+                assert!(theirs.iter().all(|i| ours.contains(i)), "{context}");
             } else {
                 assert_eq!(theirs, ours, "{context}");
             }
