@@ -200,8 +200,7 @@ impl Storage {
 
         let mut expiry_opts = opts.clone();
         expiry_opts.set_block_based_table_factory(&table);
-        let mut counts_opts = opts.clone();
-        counts_opts.set_merge_operator_associative("kvik-count-add", counts::merge_add);
+        let counts_opts = opts.clone();
 
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
@@ -520,12 +519,12 @@ impl Storage {
         for cf in DB_PREFIXED_CFS {
             batch.delete_range_cf(self.cf(cf), db_prefix(from), db_prefix(to));
         }
+        // Counted as emptied even if the write fails: it may still reach the memtable.
+        self.counts.reset(from, to);
+        self.fold_counts_into(&mut batch);
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
-        // Counted as emptied even if the write failed: it may still have reached the memtable.
-        let r = self.db.write_opt(batch, &wo);
-        self.counts.reset(from, to);
-        r
+        self.db.write_opt(batch, &wo)
     }
 
     /// Compacts every column family: meta first, then data and score (the members of deleted,
