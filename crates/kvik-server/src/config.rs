@@ -522,7 +522,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "active-expire",
         default: "yes",
         mutable: true,
-        help: "run the active expiry cycle (lazy and compaction-time expiry always run)",
+        help: "run the active expiry cycle (lazy expiry always runs)",
         get: |c| if c.active_expire.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.active_expire.store(parse_bool(v)?, Relaxed);

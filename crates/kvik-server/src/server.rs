@@ -247,7 +247,8 @@ fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
         .expect("spawn compactor thread")
 }
 
-/// The timer thread: active expiry and stats at `hz`, WAL sync every second with `everysec`.
+/// The timer thread: active expiry and stats at `hz`; every second, the key counts' fold and,
+/// with `everysec`, the WAL sync.
 /// Timed work never rides on the worker pool's lists.
 fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -272,11 +273,14 @@ fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                         Err(e) => tracing::warn!(error = %e, "active expiry failed"),
                     }
                 }
-                if server.storage.fsync_policy() == FsyncPolicy::Everysec
-                    && last_sync.elapsed() >= Duration::from_secs(1)
-                {
-                    if let Err(e) = server.storage.sync_wal() {
-                        tracing::warn!(error = %e, "WAL sync failed");
+                if last_sync.elapsed() >= Duration::from_secs(1) {
+                    if let Err(e) = server.storage.fold_counts() {
+                        tracing::warn!(error = %e, "folding the key counts failed");
+                    }
+                    if server.storage.fsync_policy() == FsyncPolicy::Everysec {
+                        if let Err(e) = server.storage.sync_wal() {
+                            tracing::warn!(error = %e, "WAL sync failed");
+                        }
                     }
                     last_sync = Instant::now();
                 }

@@ -8,7 +8,7 @@
 //! every field they expect. kvik's own numbers carry a `kvik_` prefix.
 
 use crate::server::Server;
-use crate::storage::{FsyncPolicy, Storage, StorageResult};
+use crate::storage::FsyncPolicy;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -518,31 +518,19 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
 }
 
 fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
-    let now = crate::clock::unix_ms();
+    let storage = &server.storage;
     for db in 0..server.config.databases() {
-        match count_keys(&server.storage, db, now) {
-            Ok((0, _)) => {}
-            Ok((keys, expires)) => w.field(
+        let keys = storage.key_count(db);
+        if keys > 0 {
+            w.field(
                 &format!("db{db}"),
-                format_args!("keys={keys},expires={expires},avg_ttl=0"),
-            ),
-            Err(e) => tracing::warn!(error = %e, db, "INFO keyspace: scan failed"),
+                format_args!(
+                    "keys={keys},expires={},avg_ttl=0",
+                    storage.expires_count(db)
+                ),
+            );
         }
     }
-}
-
-/// Live keys of database `db` and how many of them have an expiry, by a scan of the meta column
-/// family (kvik keeps no per-database counter, so this is O(keys in the database)).
-pub fn count_keys(storage: &Storage, db: u16, now_ms: u64) -> StorageResult<(u64, u64)> {
-    let (mut keys, mut expires) = (0u64, 0u64);
-    storage.scan_meta(db, None, usize::MAX, |_, meta| {
-        if !meta.is_expired(now_ms) {
-            keys += 1;
-            expires += u64::from(meta.expire_at_ms != 0);
-        }
-        true
-    })?;
-    Ok((keys, expires))
 }
 
 #[cfg(test)]

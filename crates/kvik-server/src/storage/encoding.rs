@@ -18,7 +18,7 @@
 //!
 //! The database index and the cluster slot come first so a database or a slot is one prefix
 //! (FLUSHDB and slot migration are range operations), and cluster mode never changes the format.
-//! The expiry sits at a fixed offset so the compaction filter reads it without decoding the rest.
+//! The expiry sits at a fixed offset so the key counts (`counts`) read it without decoding the rest.
 
 use crate::slot::key_slot;
 
@@ -159,7 +159,7 @@ impl Meta {
     }
 }
 
-/// Reads only the expiry of an encoded meta value (the compaction filter's fast path).
+/// Reads only the expiry of an encoded meta value (the fast path of the key counts).
 pub fn meta_expire_at(raw: &[u8]) -> Option<u64> {
     raw.get(1..9)
         .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))

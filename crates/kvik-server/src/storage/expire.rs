@@ -2,28 +2,22 @@
 //!
 //! 1. Lazily: every read goes through `Storage::get_live` and treats an expired record as absent;
 //!    writes overwrite or delete it under the key lock.
-//! 2. Actively: [`ActiveExpiry::run`] is called by the server's timer (never on the worker lists);
-//!    it walks the meta column family with a persistent cursor, a bounded number of records per
-//!    call, and deletes expired keys under their lock, re-checking after locking so a key that was
-//!    rewritten meanwhile survives.
-//! 3. At compaction: [`meta_filter`] drops expired meta records. RocksDB turns a filtered record
-//!    into a deletion when older versions may exist below, so an older value never resurfaces.
-//!    [`data_filter`] then drops the members of collections that are gone: deleted, overwritten
-//!    (a new version), or expired. This is what makes DEL of a big collection O(1).
+//! 2. Actively: [`ActiveExpiry::run`] is called by the server's timer (never on the worker lists).
+//!    It reads the expiry index (`expiry_index`) from each database's scan start up to now, so
+//!    it costs O(keys that expired), and nothing at all while no key is due; it deletes the due
+//!    keys under their locks, re-checking after locking so a key rewritten meanwhile survives.
+//! 3. At compaction, for collection members only: [`data_filter`] drops the members of
+//!    collections that are gone: deleted, overwritten (a new version), or expired. This is what
+//!    makes DEL of a big collection O(1). Meta records are never dropped behind the writers'
+//!    back: the key counts (`counts`) and the expiry index must see every removal, so an
+//!    expired key's meta record goes by active expiry, through a commit like any write.
 
-use super::encoding::{decode_data_key, meta_expire_at, meta_key, Meta};
-use super::{Batch, Storage, StorageResult, CF_META};
+use super::encoding::{db_prefix, decode_data_key, meta_key, prefix_successor, Meta};
+use super::{expiry_index, Batch, Storage, StorageResult, CF_EXPIRY, CF_META};
 use crate::clock::unix_ms;
 use rocksdb::compaction_filter::Decision;
-use rocksdb::DB;
-
-/// Compaction filter for the meta column family: drops records whose expiry has passed.
-pub fn meta_filter(_level: u32, _key: &[u8], value: &[u8]) -> Decision {
-    match meta_expire_at(value) {
-        Some(at) if at != 0 && at <= unix_ms() => Decision::Remove,
-        _ => Decision::Keep,
-    }
-}
+use rocksdb::{ReadOptions, DB};
+use std::sync::atomic::Ordering;
 
 /// Compaction filter for the data and score column families: keeps an entry only while its
 /// collection's meta record exists, is live, and has the entry's version. A failed metadata read
@@ -48,49 +42,132 @@ pub fn data_filter(db: &DB, raw_key: &[u8]) -> Decision {
     }
 }
 
-/// The active expiry cycle's position in the keyspace between timer ticks.
+/// The active expiry cycle; each database's scan start is kept in its counts
+/// (`DbCounts::expiry_scan_from`), so the cycle itself only remembers where to begin next time.
 #[derive(Default)]
 pub struct ActiveExpiry {
-    db: u16,
-    after: Option<Vec<u8>>,
+    next_db: u16,
 }
 
+/// An expiry index entry found due: (expire_at_ms, user key).
+type DueEntry = (u64, Vec<u8>);
+
+/// Keys deleted per commit by the active expiry cycle (and locked together).
+const DELETE_GROUP: usize = 64;
+
 impl ActiveExpiry {
-    /// Visits at most `budget` records, continuing where the last call stopped and moving through
-    /// databases `0..databases` in turn. Returns how many keys were deleted.
+    /// Deletes at most `budget` due keys of databases `0..databases`, starting with the
+    /// database after the one the last call ran out of budget in. Returns how many keys were
+    /// deleted.
     pub fn run(&mut self, storage: &Storage, databases: u16, budget: usize) -> StorageResult<u64> {
         let now = unix_ms();
-        let mut expired: Vec<Vec<u8>> = Vec::new();
-        if self.db >= databases {
-            self.db = 0;
-            self.after = None;
-        }
-        let next = storage.scan_meta(self.db, self.after.as_deref(), budget, |key, meta| {
-            if meta.is_expired(now) {
-                expired.push(key.to_vec());
+        let due: Vec<u16> = storage
+            .counts
+            .each(databases)
+            .filter(|(_, c)| c.expiry_scan_from.load(Ordering::Acquire) <= now)
+            .map(|(db, _)| db)
+            .collect();
+        let first = due.iter().position(|&db| db >= self.next_db).unwrap_or(0);
+        let (mut left, mut deleted) = (budget, 0);
+        for &db in due[first..].iter().chain(&due[..first]) {
+            if left == 0 {
+                self.next_db = db;
+                return Ok(deleted);
             }
-            true
-        })?;
-        let db = self.db;
-        match next {
-            Some(raw) => self.after = Some(raw),
-            None => {
-                self.after = None;
-                self.db = (self.db + 1) % databases.max(1);
-            }
+            let (visited, n) = expire_db(storage, db, now, left)?;
+            left -= visited;
+            deleted += n;
         }
-        let mut deleted = 0;
-        for key in expired {
-            let _guard = storage.lock(db, &[&key]);
-            if let Some(meta) = storage.get_meta(db, &key)? {
-                if meta.is_expired(unix_ms()) {
-                    let mut batch = Batch::default();
-                    batch.delete_meta(storage, db, &key);
-                    storage.commit(batch)?;
-                    deleted += 1;
-                }
-            }
-        }
+        self.next_db = 0;
         Ok(deleted)
     }
+}
+
+/// Deletes the keys of `db` whose index entries are due at `now`, at most `budget` entries.
+/// Returns (entries visited, keys deleted).
+///
+/// The scan start is taken (set to "never") before the index is read, and put back after:
+/// lowered to the first entry not yet due, or to where the budget ran out. A commit that
+/// indexes an earlier expiry lowers it after its write, so an entry the iterator could not see
+/// yet is scanned by the next cycle.
+fn expire_db(storage: &Storage, db: u16, now: u64, budget: usize) -> StorageResult<(usize, u64)> {
+    let Some(counts) = storage.counts.get(db) else {
+        return Ok((0, 0));
+    };
+    let from = counts.expiry_scan_from.swap(u64::MAX, Ordering::AcqRel);
+    let (due, resume) = match due_entries(storage, db, from, now, budget) {
+        Ok(found) => found,
+        Err(e) => {
+            counts.expiry_scan_from.fetch_min(from, Ordering::AcqRel);
+            return Err(e);
+        }
+    };
+    let mut deleted = 0;
+    for group in due.chunks(DELETE_GROUP) {
+        match delete_if_due(storage, db, group) {
+            Ok(n) => deleted += n,
+            Err(e) => {
+                counts
+                    .expiry_scan_from
+                    .fetch_min(group[0].0, Ordering::AcqRel);
+                return Err(e);
+            }
+        }
+    }
+    counts.expiry_scan_from.fetch_min(resume, Ordering::AcqRel);
+    Ok((due.len(), deleted))
+}
+
+/// The index entries of `db` from time `from` on that are due at `now` (at most `budget`), and
+/// the time of the first entry not returned (`u64::MAX` past the last).
+fn due_entries(
+    storage: &Storage,
+    db: u16,
+    from: u64,
+    now: u64,
+    budget: usize,
+) -> StorageResult<(Vec<DueEntry>, u64)> {
+    let mut opts = ReadOptions::default();
+    if let Some(end) = prefix_successor(&db_prefix(db)) {
+        opts.set_iterate_upper_bound(end);
+    }
+    let mut it = storage.db.raw_iterator_cf_opt(storage.cf(CF_EXPIRY), opts);
+    it.seek(expiry_index::position(db, from));
+    let mut due = Vec::new();
+    while let Some((at, key)) = it.key().and_then(expiry_index::decode) {
+        if at > now || due.len() >= budget {
+            return Ok((due, at));
+        }
+        due.push((at, key.to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok((due, u64::MAX))
+}
+
+/// Deletes those of `entries` (expiry, key) whose key still has that expiry, under their locks,
+/// in one commit; an entry whose key changed meanwhile is left to the commit that changed it
+/// (it already replaced the entry). Returns how many keys were deleted.
+fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageResult<u64> {
+    let keys: Vec<&[u8]> = entries.iter().map(|(_, k)| k.as_slice()).collect();
+    let _guard = storage.lock(db, &keys);
+    let mut batch = Batch::default();
+    let mut deleted = 0;
+    for (at, key) in entries {
+        // Entries are due (`at` <= the scan's now), so a key still at `at` has expired.
+        match storage.get_meta(db, key)? {
+            Some(meta) if meta.expire_at_ms == *at => {
+                batch.delete_meta(storage, db, key);
+                deleted += 1;
+            }
+            // The key's expiry changed or it went after the scan read this entry (the commit
+            // that did it deleted the entry already), or the index was damaged: deleting the
+            // entry is harmless either way.
+            _ => batch.delete_index_entry(storage, db, *at, key),
+        }
+    }
+    if !batch.is_empty() {
+        storage.commit(batch)?;
+    }
+    Ok(deleted)
 }

@@ -9,11 +9,21 @@
 //! everysec: about a second, no: what the OS had not written).
 //!
 //! Layout (see `encoding`): `meta` holds one record per user key (a string's value inline), `data`
-//! holds collection members, `score` the sorted-set score index. Expired records are removed by
-//! the compaction filter in `expire` and by the active expiry cycle.
+//! holds collection members, `score` the sorted-set score index, `expiry` the keys with an expiry
+//! by time (`expiry_index`), `counts` the key counts per database (`counts`). Expired keys are
+//! removed by the active expiry cycle in `expire`, members of gone collections by its compaction
+//! filter.
+//!
+//! [`Storage::commit`] keeps the counts and the expiry index with every write: it reads the
+//! state of each key the batch writes (it runs under the writer's key locks, so nothing changes
+//! in between) and adds the differences to the same WriteBatch. Handlers just write keys.
 
+#[cfg(test)]
+mod count_tests;
+pub mod counts;
 pub mod encoding;
 pub mod expire;
+pub mod expiry_index;
 pub mod locks;
 pub mod members;
 #[cfg(test)]
@@ -21,13 +31,16 @@ mod tests;
 
 use crate::cache::{Cache, CacheSettings};
 use bytes::Bytes;
+use counts::{KeyCounts, KeyState, Tally};
 use encoding::{
     db_prefix, decode_meta_key, meta_key, prefix_successor, Kind, Meta, META_HEADER_LEN,
 };
 use locks::{KeyGuard, KeyLocks};
 pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
 use parking_lot::{Mutex, RwLock};
-use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteOptions, DB,
+};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -38,6 +51,11 @@ pub type StorageResult<T> = Result<T, StorageError>;
 const CF_META: &str = "meta";
 const CF_DATA: &str = "data";
 const CF_SCORE: &str = "score";
+const CF_EXPIRY: &str = "expiry";
+const CF_COUNTS: &str = "counts";
+/// The column families a database's or the keyspace's range delete (FLUSHDB, FLUSHALL) covers:
+/// every one whose keys start with the database index.
+const DB_PREFIXED_CFS: [&str; 5] = [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS];
 
 /// Database index reserved for kvik's own records (topology, version floor). User databases are
 /// limited to fewer than this, so FLUSHALL's range never reaches it.
@@ -102,8 +120,9 @@ pub struct Batch {
     effects: Vec<CacheEffect>,
 }
 
-/// One key's cache effect: the raw meta key and, for a put, the encoded meta value (shared with
-/// the cache entry, not copied).
+/// One key's write: the raw meta key and, for a put, the encoded meta value (shared with the
+/// cache entry, not copied). Commit derives the cache update, the count deltas and the expiry
+/// index changes from it.
 struct CacheEffect {
     raw_key: Vec<u8>,
     put: Option<Bytes>,
@@ -120,6 +139,11 @@ pub struct Storage {
     observers: RwLock<Vec<Arc<dyn WriteObserver>>>,
     /// Set before the DB closes, so the data compaction filter stops looking up metadata.
     closing: Arc<AtomicBool>,
+    /// Key counts per database, mirroring the `counts` column family.
+    counts: KeyCounts,
+    /// Commits hold it shared from their state reads to their counts update; FLUSHDB and
+    /// FLUSHALL hold it exclusively, so no commit counts a key against a state a flush erased.
+    commit_gate: RwLock<()>,
 }
 
 impl Drop for Storage {
@@ -154,7 +178,6 @@ impl Storage {
 
         let mut meta_opts = opts.clone();
         meta_opts.set_block_based_table_factory(&table);
-        meta_opts.set_compaction_filter("kvik-meta-expiry", expire::meta_filter);
         meta_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
         let closing = Arc::new(AtomicBool::new(false));
@@ -175,10 +198,16 @@ impl Storage {
             o
         };
 
+        let mut expiry_opts = opts.clone();
+        expiry_opts.set_block_based_table_factory(&table);
+        let counts_opts = opts.clone();
+
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
             ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale")),
             ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale")),
+            ColumnFamilyDescriptor::new(CF_EXPIRY, expiry_opts),
+            ColumnFamilyDescriptor::new(CF_COUNTS, counts_opts),
         ];
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let _ = handle.set(Arc::downgrade(&db));
@@ -191,8 +220,11 @@ impl Storage {
             version_floor: Mutex::new(0),
             observers: RwLock::new(Vec::new()),
             closing,
+            counts: KeyCounts::default(),
+            commit_gate: RwLock::new(()),
         };
         storage.init_versions()?;
+        storage.load_counts()?;
         Ok(storage)
     }
 
@@ -287,17 +319,24 @@ impl Storage {
         Ok(self.get_meta(db, key)?.filter(|m| !m.is_expired(now_ms)))
     }
 
-    /// Commits `batch` with the durability `appendfsync` asks for, then applies its cache
-    /// effects (callers still hold the key locks, so no other write of these keys interleaves).
-    pub fn commit(&self, batch: Batch) -> StorageResult<()> {
+    /// Commits `batch` with the durability `appendfsync` asks for, with the key count and
+    /// expiry index changes its writes make, then applies its cache effects. Callers hold the
+    /// locks of every key the batch writes, so no other write of these keys interleaves.
+    pub fn commit(&self, mut batch: Batch) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
+        let gate = self.commit_gate.read();
+        let tally = self.tally(&mut batch)?;
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
             }
         }
         let result = self.db.write_opt(batch.inner, &wo);
+        if result.is_ok() {
+            tally.apply(&self.counts);
+        }
+        drop(gate);
         let observers = self.observers.read();
         let mut written = Vec::with_capacity(if observers.is_empty() {
             0
@@ -324,6 +363,49 @@ impl Storage {
             o.keys_written(&written);
         }
         result
+    }
+
+    /// Works out what `batch`'s meta writes change in the key counts and the expiry index,
+    /// from the state of each key before the batch (one read of all keys) and after each of its
+    /// writes in order (a batch may write one key several times: RENAME, EXEC), and adds it to
+    /// the batch.
+    fn tally(&self, batch: &mut Batch) -> StorageResult<Tally> {
+        let mut tally = Tally::default();
+        if batch.effects.is_empty() {
+            return Ok(tally);
+        }
+        let mut states: Vec<(&[u8], KeyState)> = Vec::with_capacity(batch.effects.len());
+        for e in &batch.effects {
+            if !states.iter().any(|(k, _)| *k == e.raw_key.as_slice()) {
+                states.push((&e.raw_key, KeyState::Absent));
+            }
+        }
+        if let [(raw_key, state)] = states.as_mut_slice() {
+            *state = KeyState::of_meta(self.db.get_pinned_cf(self.meta_cf(), raw_key)?.as_deref());
+        } else {
+            let cf = self.meta_cf();
+            let read = self
+                .db
+                .batched_multi_get_cf(cf, states.iter().map(|(k, _)| k), false);
+            for ((_, state), raw) in states.iter_mut().zip(read) {
+                *state = KeyState::of_meta(raw?.as_deref());
+            }
+        }
+        for e in &batch.effects {
+            let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
+                continue;
+            };
+            let after = KeyState::of_meta(e.put.as_deref());
+            let state = &mut states
+                .iter_mut()
+                .find(|(k, _)| *k == e.raw_key.as_slice())
+                .expect("every written key has a state")
+                .1;
+            tally.key_written(self, &mut batch.inner, db, key, *state, after);
+            *state = after;
+        }
+        tally.add_to(self, &mut batch.inner);
+        Ok(tally)
     }
 
     fn flushed(&self, db: Option<u16>) {
@@ -372,7 +454,13 @@ impl Storage {
         limit: usize,
         mut f: impl FnMut(&[u8], &Meta) -> bool,
     ) -> StorageResult<Option<Vec<u8>>> {
-        let mut it = self.db.raw_iterator_cf(self.meta_cf());
+        let mut opts = ReadOptions::default();
+        if let Some(end) = prefix_successor(prefix) {
+            // Stops at the prefix's end instead of stepping over what follows it (which may
+            // be a run of deleted records).
+            opts.set_iterate_upper_bound(end);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.meta_cf(), opts);
         match after {
             Some(after) => {
                 it.seek(after);
@@ -409,9 +497,7 @@ impl Storage {
 
     /// Removes every key of database `db` (and its cache entries).
     pub fn flush_db(&self, db: u16) -> StorageResult<()> {
-        let from = db_prefix(db).to_vec();
-        let to = prefix_successor(&from).expect("user db below INTERNAL_DB");
-        let r = self.delete_range(&from, &to);
+        let r = self.delete_dbs(db, db + 1);
         self.cache.clear_db(db);
         self.flushed(Some(db));
         r
@@ -419,24 +505,32 @@ impl Storage {
 
     /// Removes every key of every user database (and the whole cache).
     pub fn flush_all(&self) -> StorageResult<()> {
-        let r = self.delete_range(&[0, 0], &db_prefix(INTERNAL_DB));
+        let r = self.delete_dbs(0, INTERNAL_DB);
         self.cache.clear();
         self.flushed(None);
         r
     }
 
-    fn delete_range(&self, from: &[u8], to: &[u8]) -> StorageResult<()> {
-        let mut batch = Batch::default();
-        for cf in [CF_META, CF_DATA, CF_SCORE] {
-            batch.inner.delete_range_cf(self.cf(cf), from, to);
+    /// Range-deletes databases `from..to` in every column family, their counts included, in one
+    /// batch, while no commit is between its state reads and its counts update.
+    fn delete_dbs(&self, from: u16, to: u16) -> StorageResult<()> {
+        let _gate = self.commit_gate.write();
+        let mut batch = rocksdb::WriteBatch::default();
+        for cf in DB_PREFIXED_CFS {
+            batch.delete_range_cf(self.cf(cf), db_prefix(from), db_prefix(to));
         }
-        self.commit(batch)
+        // Counted as emptied even if the write fails: it may still reach the memtable.
+        self.counts.reset(from, to);
+        self.fold_counts_into(&mut batch);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
+        self.db.write_opt(batch, &wo)
     }
 
-    /// Compacts every column family: meta first (expired records go), then data and score (the
-    /// members of deleted, overwritten and expired collections go).
+    /// Compacts every column family: meta first, then data and score (the members of deleted,
+    /// overwritten and expired collections go), then the expiry index (its deleted entries go).
     pub fn compact_all(&self) {
-        for cf in [CF_META, CF_DATA, CF_SCORE] {
+        for cf in [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY] {
             self.db
                 .compact_range_cf(self.cf(cf), None::<&[u8]>, None::<&[u8]>);
         }
@@ -477,6 +571,13 @@ impl Batch {
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect { raw_key, put: None });
         }
+    }
+
+    /// Deletes `key`'s expiry index entry at `at` (active expiry's clean-up of an entry whose
+    /// key no longer has that expiry).
+    fn delete_index_entry(&mut self, storage: &Storage, db: u16, at: u64, key: &[u8]) {
+        self.inner
+            .delete_cf(storage.cf(CF_EXPIRY), expiry_index::key(db, at, key));
     }
 
     /// The keys whose cache entries this batch will update or drop, as (db, user key).

@@ -25,44 +25,6 @@ fn records_survive_reopen() {
 }
 
 #[test]
-fn compaction_filter_drops_expired_records_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Storage::open(dir.path()).unwrap();
-    let past = unix_ms() - 1000;
-    for i in 0..100u32 {
-        put(
-            &s,
-            0,
-            format!("old{i}").as_bytes(),
-            &Meta::string(vec![1], past),
-        );
-        put(
-            &s,
-            0,
-            format!("live{i}").as_bytes(),
-            &Meta::string(vec![2], 0),
-        );
-    }
-    // Before compaction the expired records are still on disk (only reads hide them).
-    assert!(s.get_meta(0, b"old7").unwrap().is_some());
-    assert!(s.get_live(0, b"old7", unix_ms()).unwrap().is_none());
-    s.compact_all();
-    assert!(s.get_meta(0, b"old7").unwrap().is_none());
-    assert!(s.get_meta(0, b"live7").unwrap().is_some());
-}
-
-#[test]
-fn an_expired_newer_version_does_not_resurrect_an_older_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = Storage::open(dir.path()).unwrap();
-    put(&s, 0, b"k", &Meta::string(b"old".to_vec(), 0));
-    s.compact_all(); // push the old version to the bottom level
-    put(&s, 0, b"k", &Meta::string(b"new".to_vec(), unix_ms() - 1));
-    s.compact_all();
-    assert!(s.get_meta(0, b"k").unwrap().is_none());
-}
-
-#[test]
 fn flush_db_removes_only_that_database() {
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(dir.path()).unwrap();

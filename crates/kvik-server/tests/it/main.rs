@@ -13,6 +13,7 @@ mod cluster_migration;
 mod differential;
 mod durability;
 mod hashes;
+mod keycount;
 mod keys;
 mod keys_collections;
 mod lists;

@@ -1,0 +1,427 @@
+//! Exact key counts per database, kept with the writes: DBSIZE and INFO keyspace in O(1).
+//!
+//! Every commit learns, for each key whose meta record it puts or deletes, what the key looked
+//! like before ([`KeyState`], one point read under the key locks) and after, and turns the
+//! difference into count deltas ([`Tally`]). The deltas go into the same RocksDB WriteBatch as
+//! the write, as one delta record under a key of its own (a put: RocksDB's merge operands would
+//! serialize memtable inserts, and measured 2-4x slower key creation), so the persisted counts
+//! are exactly as durable as the keys: a `kill -9` replays both from the WAL or neither. In
+//! memory, [`KeyCounts`] mirrors them in atomics. About once a second the timer folds the delta
+//! records into absolute counts ([`Storage::fold_counts`]), so an open reads the absolute counts
+//! plus at most about a second of delta records.
+//!
+//! Like Redis, a key counts until it is removed: a logically expired key counts until active
+//! expiry (or a write) deletes it. FLUSHDB / FLUSHALL range-delete the counters with the keys.
+//!
+//! ```text
+//! counts CF  key:   db (u16 BE) | b'k' (keys) or b'e' (keys with an expiry)
+//!            value: i64 LE, the count as of the last fold
+//!            key:   INTERNAL_DB | b'd' | sequence (u64 BE): a delta record not folded yet
+//!            value: (db u16 BE, keys delta i64 LE, expires delta i64 LE) per database touched
+//!            key:   INTERNAL_DB | b"v": present once the counts are complete (see `rebuild`)
+//! ```
+
+use super::encoding::{db_prefix, decode_meta_key, meta_expire_at};
+use super::expiry_index;
+use super::{Storage, StorageResult, CF_COUNTS, CF_EXPIRY, CF_META, INTERNAL_DB};
+use rocksdb::{WriteBatch, WriteOptions};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const TAG_KEYS: u8 = b'k';
+const TAG_EXPIRES: u8 = b'e';
+/// Marks a counts column family whose counts cover every key (written last by `rebuild`).
+const COMPLETE_KEY: [u8; 3] = [0xff, 0xff, b'v'];
+/// Databases per lazily allocated chunk of [`KeyCounts`].
+const CHUNK: usize = 256;
+
+/// Delta records: INTERNAL_DB | b'd' | sequence, and the end of their range.
+const DELTA_PREFIX: [u8; 3] = [0xff, 0xff, b'd'];
+const DELTA_END: [u8; 3] = [0xff, 0xff, b'd' + 1];
+/// Bytes of one database's entry in a delta record.
+const DELTA_ENTRY: usize = 18;
+
+fn delta_key(seq: u64) -> [u8; 11] {
+    let mut k = [0u8; 11];
+    k[..3].copy_from_slice(&DELTA_PREFIX);
+    k[3..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn decode_i64(raw: &[u8]) -> i64 {
+    raw.try_into().map(i64::from_le_bytes).unwrap_or(0)
+}
+
+fn counter_key(db: u16, tag: u8) -> [u8; 3] {
+    let [a, b] = db_prefix(db);
+    [a, b, tag]
+}
+
+/// One database's counts, and where its active expiry scan resumes.
+#[derive(Default)]
+pub struct DbCounts {
+    keys: AtomicI64,
+    expires: AtomicI64,
+    /// No expiry index entry of this database is due before this time (Unix ms): the active
+    /// expiry cycle skips the database until then. Lowered by every commit that indexes an
+    /// earlier expiry (after its write, see `expire`), raised by the cycle.
+    pub(super) expiry_scan_from: AtomicU64,
+}
+
+impl DbCounts {
+    pub fn keys(&self) -> u64 {
+        self.keys.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    pub fn expires(&self) -> u64 {
+        self.expires.load(Ordering::Relaxed).max(0) as u64
+    }
+
+    fn reset(&self) {
+        self.keys.store(0, Ordering::Relaxed);
+        self.expires.store(0, Ordering::Relaxed);
+        self.expiry_scan_from.store(u64::MAX, Ordering::Relaxed);
+    }
+}
+
+/// The in-memory counts of every database, allocated in chunks on first use (there may be
+/// 65535 databases; most servers use one).
+pub struct KeyCounts {
+    chunks: Box<[OnceLock<Box<[DbCounts]>>]>,
+    /// Sequence of the next delta record, and the sequence up to which they are folded.
+    next_delta: AtomicU64,
+    folded_to: AtomicU64,
+}
+
+impl Default for KeyCounts {
+    fn default() -> Self {
+        KeyCounts {
+            chunks: (0..(usize::from(u16::MAX) + 1) / CHUNK)
+                .map(|_| OnceLock::new())
+                .collect(),
+            next_delta: AtomicU64::new(0),
+            folded_to: AtomicU64::new(0),
+        }
+    }
+}
+
+impl KeyCounts {
+    /// The counts of `db`, if anything was ever counted in its chunk.
+    pub fn get(&self, db: u16) -> Option<&DbCounts> {
+        let db = usize::from(db);
+        self.chunks[db / CHUNK].get().map(|c| &c[db % CHUNK])
+    }
+
+    fn get_or_init(&self, db: u16) -> &DbCounts {
+        let db = usize::from(db);
+        &self.chunks[db / CHUNK].get_or_init(|| {
+            (0..CHUNK)
+                .map(|_| DbCounts {
+                    expiry_scan_from: AtomicU64::new(u64::MAX),
+                    ..DbCounts::default()
+                })
+                .collect()
+        })[db % CHUNK]
+    }
+
+    /// Live keys of `db` (expired keys not yet removed included, as in Redis).
+    pub fn keys(&self, db: u16) -> u64 {
+        self.get(db).map_or(0, DbCounts::keys)
+    }
+
+    /// Keys of `db` with an expiry.
+    pub fn expires(&self, db: u16) -> u64 {
+        self.get(db).map_or(0, DbCounts::expires)
+    }
+
+    /// Every allocated database below `databases`, with its counts.
+    pub fn each(&self, databases: u16) -> impl Iterator<Item = (u16, &DbCounts)> {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.get()?)))
+            .flat_map(|(i, c)| c.iter().enumerate().map(move |(j, d)| (i * CHUNK + j, d)))
+            .take_while(move |(db, _)| *db < usize::from(databases))
+            .map(|(db, d)| (db as u16, d))
+    }
+
+    /// Zeroes the counts of databases `from..to` (FLUSHDB, FLUSHALL).
+    pub(super) fn reset(&self, from: u16, to: u16) {
+        for (db, d) in self.each(to) {
+            if db >= from {
+                d.reset();
+            }
+        }
+    }
+
+    /// Lowers `db`'s expiry scan start to `at` (an expiry just indexed).
+    pub(super) fn expiry_indexed(&self, db: u16, at: u64) {
+        self.get_or_init(db)
+            .expiry_scan_from
+            .fetch_min(at, Ordering::AcqRel);
+    }
+}
+
+/// What a key looked like before or after a write, as far as counting goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyState {
+    Absent,
+    /// Present, with its expiry (0 = none).
+    Present(u64),
+}
+
+impl KeyState {
+    /// The state an encoded meta value describes (a record too short to read counts as a key
+    /// without expiry: it exists).
+    pub fn of_meta(raw: Option<&[u8]>) -> KeyState {
+        match raw {
+            None => KeyState::Absent,
+            Some(raw) => KeyState::Present(meta_expire_at(raw).unwrap_or(0)),
+        }
+    }
+
+    fn counts(self) -> (i64, i64) {
+        match self {
+            KeyState::Absent => (0, 0),
+            KeyState::Present(0) => (1, 0),
+            KeyState::Present(_) => (1, 1),
+        }
+    }
+
+    fn expiry(self) -> Option<u64> {
+        match self {
+            KeyState::Present(at) if at != 0 => Some(at),
+            _ => None,
+        }
+    }
+}
+
+/// The count deltas and expiry index changes of one batch, worked out from the keys' states
+/// before and after each write; see [`Tally::key_written`].
+#[derive(Default)]
+pub struct Tally {
+    /// (db, keys delta, expires delta), one entry per database touched (usually one).
+    deltas: Vec<(u16, i64, i64)>,
+    /// Expiries indexed by this batch, as (db, expire_at_ms).
+    indexed: Vec<(u16, u64)>,
+}
+
+impl Tally {
+    /// Accounts one key's change from `before` to `after`: adds its expiry index updates to
+    /// `batch` and remembers the count deltas.
+    pub fn key_written(
+        &mut self,
+        storage: &Storage,
+        batch: &mut WriteBatch,
+        db: u16,
+        key: &[u8],
+        before: KeyState,
+        after: KeyState,
+    ) {
+        if before == after {
+            return;
+        }
+        let (k0, e0) = before.counts();
+        let (k1, e1) = after.counts();
+        if (k0, e0) != (k1, e1) {
+            match self.deltas.iter_mut().find(|d| d.0 == db) {
+                Some(d) => {
+                    d.1 += k1 - k0;
+                    d.2 += e1 - e0;
+                }
+                None => self.deltas.push((db, k1 - k0, e1 - e0)),
+            }
+        }
+        let index = storage.cf(CF_EXPIRY);
+        if let Some(at) = before.expiry() {
+            batch.delete_cf(index, expiry_index::key(db, at, key));
+        }
+        if let Some(at) = after.expiry() {
+            batch.put_cf(index, expiry_index::key(db, at, key), []);
+            self.indexed.push((db, at));
+        }
+    }
+
+    /// Adds the count deltas to `batch`, as one delta record.
+    pub fn add_to(&self, storage: &Storage, batch: &mut WriteBatch) {
+        if self.deltas.is_empty() {
+            return;
+        }
+        let mut value = Vec::with_capacity(self.deltas.len() * DELTA_ENTRY);
+        for &(db, dk, de) in &self.deltas {
+            value.extend_from_slice(&db.to_be_bytes());
+            value.extend_from_slice(&dk.to_le_bytes());
+            value.extend_from_slice(&de.to_le_bytes());
+        }
+        let seq = storage.counts.next_delta.fetch_add(1, Ordering::Relaxed);
+        batch.put_cf(storage.cf(CF_COUNTS), delta_key(seq), value);
+    }
+
+    /// Mirrors a committed batch in memory.
+    pub fn apply(&self, counts: &KeyCounts) {
+        for &(db, dk, de) in &self.deltas {
+            let c = counts.get_or_init(db);
+            c.keys.fetch_add(dk, Ordering::Relaxed);
+            c.expires.fetch_add(de, Ordering::Relaxed);
+        }
+        for &(db, at) in &self.indexed {
+            counts.expiry_indexed(db, at);
+        }
+    }
+}
+
+impl Storage {
+    /// Loads the persisted counts, or counts every key once if this data directory was written
+    /// before counts were kept (then persists them).
+    pub(super) fn load_counts(&self) -> StorageResult<()> {
+        let cf = self.cf(CF_COUNTS);
+        if self.db.get_pinned_cf(cf, COMPLETE_KEY)?.is_none() {
+            self.rebuild_counts()?;
+        }
+        let mut it = self.db.raw_iterator_cf(cf);
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if k.starts_with(&DELTA_PREFIX) {
+                for e in v.chunks_exact(DELTA_ENTRY) {
+                    let c = self.counts.get_or_init(u16::from_be_bytes([e[0], e[1]]));
+                    c.keys.fetch_add(decode_i64(&e[2..10]), Ordering::Relaxed);
+                    c.expires
+                        .fetch_add(decode_i64(&e[10..18]), Ordering::Relaxed);
+                }
+            } else if let [a, b, tag] = *k {
+                let db = u16::from_be_bytes([a, b]);
+                if db != INTERNAL_DB {
+                    let c = self.counts.get_or_init(db);
+                    match tag {
+                        TAG_KEYS => {
+                            c.keys.fetch_add(decode_i64(v), Ordering::Relaxed);
+                        }
+                        TAG_EXPIRES => {
+                            c.expires.fetch_add(decode_i64(v), Ordering::Relaxed);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        // Expired keys may be waiting: the first expiry cycle scans every database from the start.
+        for (_, c) in self.counts.each(INTERNAL_DB) {
+            c.expiry_scan_from.store(0, Ordering::Relaxed);
+        }
+        // The loaded delta records are folded; new ones start over at sequence 0 (the fold's
+        // range delete is older than them).
+        let mut batch = WriteBatch::default();
+        self.fold_counts_into(&mut batch);
+        self.db.write(batch)
+    }
+
+    /// Folds the delta records into absolute counts, if any were written since the last fold:
+    /// with no commit in flight (the gate), the in-memory counts are exactly the absolute
+    /// counts plus every delta record written, so they replace them in one batch.
+    pub fn fold_counts(&self) -> StorageResult<()> {
+        let _gate = self.commit_gate.write();
+        if self.counts.folded_to.load(Ordering::Relaxed)
+            == self.counts.next_delta.load(Ordering::Relaxed)
+        {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        self.fold_counts_into(&mut batch);
+        self.db.write(batch)
+    }
+
+    /// Adds the fold to `batch` (with the gate held: FLUSHDB's batch, or the fold's own): the
+    /// in-memory counts as absolute counts, and the deletion of every delta record.
+    pub(super) fn fold_counts_into(&self, batch: &mut WriteBatch) {
+        let next = self.counts.next_delta.load(Ordering::Relaxed);
+        let cf = self.cf(CF_COUNTS);
+        for (db, c) in self.counts.each(INTERNAL_DB) {
+            let (keys, expires) = (
+                c.keys.load(Ordering::Relaxed),
+                c.expires.load(Ordering::Relaxed),
+            );
+            if keys == 0 && expires == 0 {
+                batch.delete_cf(cf, counter_key(db, TAG_KEYS));
+                batch.delete_cf(cf, counter_key(db, TAG_EXPIRES));
+            } else {
+                batch.put_cf(cf, counter_key(db, TAG_KEYS), keys.to_le_bytes());
+                batch.put_cf(cf, counter_key(db, TAG_EXPIRES), expires.to_le_bytes());
+            }
+        }
+        batch.delete_range_cf(cf, DELTA_PREFIX, DELTA_END);
+        self.counts.folded_to.store(next, Ordering::Relaxed);
+    }
+
+    /// Counts the keys of every user database and indexes their expiries by one scan of the
+    /// meta column family, then writes the counts and the completion mark in one batch. Run
+    /// at open, before any client, on a data directory without counts; an interrupted run
+    /// simply runs again at the next open.
+    fn rebuild_counts(&self) -> StorageResult<()> {
+        let started = Instant::now();
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_META));
+        it.seek_to_first();
+        let mut tally = Tally::default();
+        let mut batch = WriteBatch::default();
+        let (mut seen, mut last_log) = (0u64, Instant::now());
+        while let (Some(raw_key), Some(raw_val)) = (it.key(), it.value()) {
+            let Some((db, _, key)) = decode_meta_key(raw_key) else {
+                it.next();
+                continue;
+            };
+            if db == INTERNAL_DB {
+                break;
+            }
+            if seen == 0 {
+                tracing::info!(
+                    "counting the keys of a data directory written before key counts were kept"
+                );
+            }
+            let state = KeyState::of_meta(Some(raw_val));
+            tally.key_written(self, &mut batch, db, key, KeyState::Absent, state);
+            seen += 1;
+            if batch.len() >= 10_000 {
+                self.db.write(std::mem::take(&mut batch))?;
+                tally.indexed.clear();
+            }
+            if last_log.elapsed() >= Duration::from_secs(2) {
+                tracing::info!(keys = seen, "counting keys...");
+                last_log = Instant::now();
+            }
+            it.next();
+        }
+        it.status()?;
+        let cf = self.cf(CF_COUNTS);
+        batch.delete_range_cf(cf, [0u8, 0], db_prefix(INTERNAL_DB));
+        batch.delete_range_cf(cf, DELTA_PREFIX, DELTA_END);
+        for &(db, keys, expires) in &tally.deltas {
+            batch.put_cf(cf, counter_key(db, TAG_KEYS), keys.to_le_bytes());
+            batch.put_cf(cf, counter_key(db, TAG_EXPIRES), expires.to_le_bytes());
+        }
+        batch.put_cf(cf, COMPLETE_KEY, b"1");
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(batch, &wo)?;
+        if seen > 0 {
+            tracing::info!(
+                keys = seen,
+                ms = started.elapsed().as_millis() as u64,
+                "key counts built"
+            );
+        }
+        Ok(())
+    }
+
+    /// Keys in database `db` (DBSIZE), in O(1).
+    pub fn key_count(&self, db: u16) -> u64 {
+        self.counts.keys(db)
+    }
+
+    /// Keys in database `db` that have an expiry (INFO keyspace `expires=`), in O(1).
+    pub fn expires_count(&self, db: u16) -> u64 {
+        self.counts.expires(db)
+    }
+}
