@@ -6,7 +6,7 @@
 //! returns `(true, results...)` or `(false, error)` and a Lua wrapper in `sandbox.lua`
 //! raises the error with `error(e, 0)`: no position is added, as for errors from C.
 
-use mlua::{IntoLuaMulti, Lua, MultiValue, Value};
+use mlua::{Lua, MultiValue, Value};
 
 use crate::numfmt::{lua_number_text, lua_str2number};
 
@@ -43,27 +43,106 @@ impl From<mlua::Error> for Raise {
 /// The result of a library function written in Rust.
 pub type LibResult = Result<MultiValue, Raise>;
 
-/// Turns a [`LibResult`] into the `(ok, ...)` convention the Lua wrapper expects.
-pub fn to_protocol(lua: &Lua, r: LibResult) -> mlua::Result<MultiValue> {
-    match r {
-        Ok(mut vals) => {
-            vals.push_front(Value::Boolean(true));
-            Ok(vals)
+/// The value a library function raised, kept until the error handler or `pcall` asks for it
+/// (mlua wraps every error a Rust callback returns; the wrapper carries only the id).
+pub(crate) struct PendingRaise {
+    id: u64,
+    value: Option<Value>,
+}
+
+/// The marker error a Rust callback returns to raise a [`PendingRaise`].
+#[derive(Debug)]
+struct RaiseMarker(u64);
+
+impl std::fmt::Display for RaiseMarker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "script error #{}", self.0)
+    }
+}
+
+impl std::error::Error for RaiseMarker {}
+
+/// Raises `value` as the Lua error of the running Rust callback.
+pub(crate) fn raise_value(lua: &Lua, value: Value) -> mlua::Error {
+    let id = match lua.app_data_mut::<PendingRaise>() {
+        Some(mut p) => {
+            p.id += 1;
+            p.value = Some(value);
+            p.id
         }
-        Err(Raise::Msg(m)) => (false, lua.create_string(m)?).into_lua_multi(lua),
-        Err(Raise::Value(v)) => (false, v).into_lua_multi(lua),
+        None => {
+            lua.set_app_data(PendingRaise {
+                id: 1,
+                value: Some(value),
+            });
+            1
+        }
+    };
+    mlua::Error::external(RaiseMarker(id))
+}
+
+fn marker_id(e: &mlua::Error) -> Option<u64> {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => marker_id(cause),
+        mlua::Error::ExternalError(ext) => ext.downcast_ref::<RaiseMarker>().map(|m| m.0),
+        mlua::Error::WithContext { cause, .. } => marker_id(cause),
+        _ => None,
+    }
+}
+
+/// The value behind a raised marker error (what `sandbox.lua`'s handler and `pcall` see),
+/// or `err` itself when it is not one.
+pub(crate) fn take_raised(lua: &Lua, err: Value) -> Value {
+    let Value::Error(e) = &err else {
+        return err;
+    };
+    let Some(id) = marker_id(e) else {
+        return err;
+    };
+    match lua.app_data_mut::<PendingRaise>() {
+        Some(mut p) if p.id == id => p.value.take().unwrap_or(Value::Nil),
+        _ => err,
+    }
+}
+
+/// `luaL_where(L, 1)`: `chunk:line: ` of the function calling the running C function, or
+/// nothing when that is not Lua code.
+fn where_prefix(lua: &Lua) -> String {
+    match lua.inspect_stack(1) {
+        Some(d) if d.curr_line() > 0 => {
+            let src = d.source();
+            format!(
+                "{}:{}: ",
+                src.short_src.as_deref().unwrap_or("?"),
+                d.curr_line()
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+/// Turns a [`LibResult`] into what a Lua function returns or raises: messages get the
+/// caller's position as C libraries' `luaL_error` adds it.
+pub fn finish(lua: &Lua, r: LibResult) -> mlua::Result<MultiValue> {
+    match r {
+        Ok(vals) => Ok(vals),
+        Err(Raise::Msg(m)) => {
+            let text = format!("{}{m}", where_prefix(lua));
+            Err(raise_value(lua, Value::String(lua.create_string(text)?)))
+        }
+        Err(Raise::Value(v)) => Err(raise_value(lua, v)),
         Err(Raise::Lua(e)) => Err(e),
     }
 }
 
-/// Creates a library function following the `(ok, ...)` convention.
+/// Creates a library function from a Rust function over its arguments.
 pub fn lib_fn<F>(lua: &Lua, f: F) -> mlua::Result<mlua::Function>
 where
     F: Fn(&Lua, &[Value]) -> LibResult + mlua::MaybeSend + 'static,
 {
     lua.create_function(move |lua, args: MultiValue| {
         let args: Vec<Value> = args.into_vec();
-        to_protocol(lua, f(lua, &args))
+        finish(lua, f(lua, &args))
     })
 }
 

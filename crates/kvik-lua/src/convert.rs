@@ -250,31 +250,61 @@ mod tests {
         let r3 = Proto::Resp3;
         assert_eq!(reply(&lua, "return 3.7", 2, r2), b":3\r\n");
         assert_eq!(reply(&lua, "return -3.7", 2, r2), b":-3\r\n");
-        assert_eq!(reply(&lua, "return 1e20", 2, r2), b":-9223372036854775808\r\n");
+        assert_eq!(
+            reply(&lua, "return 1e20", 2, r2),
+            b":-9223372036854775808\r\n"
+        );
         assert_eq!(
             reply(&lua, "return {1,'a',nil,2}", 2, r2),
             b"*2\r\n:1\r\n$1\r\na\r\n"
         );
-        assert_eq!(reply(&lua, "return {true,false}", 2, r2), b"*2\r\n:1\r\n$-1\r\n");
-        assert_eq!(reply(&lua, "return {true,false}", 2, r3), b"*2\r\n:1\r\n_\r\n");
-        assert_eq!(reply(&lua, "return {true,false}", 3, r3), b"*2\r\n#t\r\n#f\r\n");
-        assert_eq!(reply(&lua, "return {true,false}", 3, r2), b"*2\r\n:1\r\n:0\r\n");
+        assert_eq!(
+            reply(&lua, "return {true,false}", 2, r2),
+            b"*2\r\n:1\r\n$-1\r\n"
+        );
+        assert_eq!(
+            reply(&lua, "return {true,false}", 2, r3),
+            b"*2\r\n:1\r\n_\r\n"
+        );
+        assert_eq!(
+            reply(&lua, "return {true,false}", 3, r3),
+            b"*2\r\n#t\r\n#f\r\n"
+        );
+        assert_eq!(
+            reply(&lua, "return {true,false}", 3, r2),
+            b"*2\r\n:1\r\n:0\r\n"
+        );
         assert_eq!(reply(&lua, "return {err='x\\ny'}", 2, r2), b"-x y\r\n");
         assert_eq!(reply(&lua, "return {ok='fine'}", 2, r2), b"+fine\r\n");
         assert_eq!(reply(&lua, "return {double=1.5}", 2, r3), b",1.5\r\n");
         assert_eq!(reply(&lua, "return {double=1.5}", 2, r2), b"$3\r\n1.5\r\n");
-        assert_eq!(reply(&lua, "return {map={a=1}}", 2, r3), b"%1\r\n$1\r\na\r\n:1\r\n");
-        assert_eq!(reply(&lua, "return {map={a=1}}", 2, r2), b"*2\r\n$1\r\na\r\n:1\r\n");
-        assert_eq!(reply(&lua, "return {set={a=1}}", 2, r3), b"~1\r\n$1\r\na\r\n");
+        assert_eq!(
+            reply(&lua, "return {map={a=1}}", 2, r3),
+            b"%1\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(
+            reply(&lua, "return {map={a=1}}", 2, r2),
+            b"*2\r\n$1\r\na\r\n:1\r\n"
+        );
+        assert_eq!(
+            reply(&lua, "return {set={a=1}}", 2, r3),
+            b"~1\r\n$1\r\na\r\n"
+        );
         assert_eq!(reply(&lua, "return {big_number='12'}", 2, r3), b"(12\r\n");
         assert_eq!(
-            reply(&lua, "return {verbatim_string={format='txt',string='hi'}}", 2, r3),
+            reply(
+                &lua,
+                "return {verbatim_string={format='txt',string='hi'}}",
+                2,
+                r3
+            ),
             b"=6\r\ntxt:hi\r\n"
         );
         assert_eq!(reply(&lua, "return nil", 2, r2), b"$-1\r\n");
         assert_eq!(reply(&lua, "return nil", 2, r3), b"_\r\n");
         assert_eq!(
-            reply(&lua, "local t = {} t[1] = t return t", 2, r2).ends_with(b"-ERR reached lua stack limit\r\n"),
+            reply(&lua, "local t = {} t[1] = t return t", 2, r2)
+                .ends_with(b"-ERR reached lua stack limit\r\n"),
             true
         );
     }
@@ -297,7 +327,9 @@ mod tests {
             .unwrap();
         assert_eq!(s, "3,x,false,OK,WRONGTYPE bad,true");
         let m = Frame::Map(vec![(Frame::Bulk(b"a".to_vec()), Frame::Double(1.5))]);
-        lua.globals().set("m", frame_to_lua(&lua, &m, 3).unwrap()).unwrap();
+        lua.globals()
+            .set("m", frame_to_lua(&lua, &m, 3).unwrap())
+            .unwrap();
         let d: f64 = lua.load("return m.map.a.double").eval().unwrap();
         assert_eq!(d, 1.5);
         assert!(frame_to_lua(&lua, &Frame::Null, 3).unwrap().is_nil());

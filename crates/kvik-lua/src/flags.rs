@@ -191,7 +191,10 @@ mod tests {
         assert!(f.contains(ScriptFlags::NO_WRITES | ScriptFlags::ALLOW_OOM));
         assert!(!f.contains(ScriptFlags::EVAL_COMPAT_MODE));
         assert_eq!(len, 31);
-        assert_eq!(parse_eval_shebang(b"#!lua\n").unwrap().0, ScriptFlags::empty());
+        assert_eq!(
+            parse_eval_shebang(b"#!lua\n").unwrap().0,
+            ScriptFlags::empty()
+        );
         assert_eq!(
             parse_eval_shebang(b"#!lua"),
             Err("ERR Invalid script shebang".into())

@@ -189,6 +189,12 @@ pub(crate) fn register_function(lua: &Lua, args: &[Value]) -> LibResult {
             };
             (name.to_string_lossy(), callback.clone(), ScriptFlags::empty(), None)
         }
+        [_] => {
+            return Err(named_error(
+                lua,
+                "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
+            ))
+        }
         _ => {
             return Err(named_error(
                 lua,
@@ -197,11 +203,10 @@ pub(crate) fn register_function(lua: &Lua, args: &[Value]) -> LibResult {
         }
     };
     if !is_valid_name(name.as_bytes()) {
-        return Err(named_error(lua, "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
+        // Redis 7.0 words this error as for library names.
+        return Err(named_error(lua, "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"));
     }
-    let mut reg = lua
-        .app_data_mut::<Registrations>()
-        .expect("checked above");
+    let mut reg = lua.app_data_mut::<Registrations>().expect("checked above");
     if reg.0.iter().any(|r| r.info.name == name) {
         return Err(named_error(lua, "Function already exists in the library"));
     }
@@ -258,10 +263,7 @@ impl FunctionEngine {
         if regs.is_empty() {
             return Err("ERR No functions registered".into());
         }
-        let functions = regs
-            .into_iter()
-            .map(|r| (r.info.name.clone(), r))
-            .collect();
+        let functions = regs.into_iter().map(|r| (r.info.name.clone(), r)).collect();
         Ok((
             name,
             Library {
@@ -371,7 +373,14 @@ impl FunctionEngine {
                             ),
                             (
                                 bulk("flags"),
-                                Frame::Set(r.info.flags.names().into_iter().map(bulk).collect()),
+                                Frame::Set(
+                                    r.info
+                                        .flags
+                                        .names()
+                                        .into_iter()
+                                        .map(|f| Frame::Simple(f.into()))
+                                        .collect(),
+                                ),
                             ),
                         ])
                     })
@@ -539,8 +548,7 @@ pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
                             }
                             let c = s[i];
                             matched |= (lo..=hi).contains(&c)
-                                || (nocase
-                                    && (lo..=hi).contains(&c.to_ascii_lowercase())
+                                || (nocase && (lo..=hi).contains(&c.to_ascii_lowercase())
                                     || nocase && (lo..=hi).contains(&c.to_ascii_uppercase()));
                             q += 2;
                         } else {

@@ -56,7 +56,9 @@ pub fn lua_number_text(d: f64) -> String {
 /// Lua 5.1's string-to-number coercion (`luaO_str2d`): `strtod` over the whole string with
 /// surrounding spaces allowed, and hexadecimal integers.
 pub fn lua_str2number(s: &[u8]) -> Option<f64> {
-    let t = std::str::from_utf8(s).ok()?.trim_matches(|c: char| c.is_ascii_whitespace());
+    let t = std::str::from_utf8(s)
+        .ok()?
+        .trim_matches(|c: char| c.is_ascii_whitespace());
     if t.is_empty() {
         return None;
     }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kvik_resp::{encode, Frame, Proto};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
-use crate::args::{check_number, lib_fn, to_protocol, LibResult, Raise};
+use crate::args::{check_number, lib_fn, raise_value, take_raised, LibResult, Raise};
 use crate::control::ScriptControl;
 use crate::convert::{error_table, frame_to_lua, write_reply};
 use crate::errors;
@@ -82,7 +82,9 @@ pub struct LuaRuntime {
 
 impl std::fmt::Debug for LuaRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LuaRuntime").field("kind", &self.kind).finish()
+        f.debug_struct("LuaRuntime")
+            .field("kind", &self.kind)
+            .finish()
     }
 }
 
@@ -131,9 +133,22 @@ impl LuaRuntime {
         lua.set_app_data(rng);
         let k = lua.create_table()?;
         let libs = lua.create_table()?;
-        libs.set("redis", redis_lib::create(&lua)?)?;
+        let redis = redis_lib::create(&lua)?;
+        for (name, op) in [
+            ("call", "call"),
+            ("pcall", "pcall"),
+            ("log", "log"),
+            ("acl_check_cmd", "acl"),
+        ] {
+            let k = k.clone();
+            redis.set(
+                name,
+                lua.create_function(move |lua, args: MultiValue| host_dispatch(lua, &k, op, args))?,
+            )?;
+        }
+        libs.set("redis", redis)?;
         crate::libs::install(&lua, &libs)?;
-        k.set("libs", libs)?;
+        k.set("libs", libs.clone())?;
         k.set("random", lib_fn(&lua, math_random)?)?;
         k.set("randomseed", lib_fn(&lua, math_randomseed)?)?;
         if kind == Kind::Functions {
@@ -142,6 +157,10 @@ impl LuaRuntime {
                 lib_fn(&lua, crate::functions::register_function)?,
             )?;
         }
+        k.set(
+            "take_raised",
+            lua.create_function(|lua, err: Value| Ok(take_raised(lua, err)))?,
+        )?;
         k.set(
             "killed",
             lua.create_function(|lua, ()| {
@@ -155,7 +174,7 @@ impl LuaRuntime {
             lua.create_function(|lua, ()| lua.create_string(errors::SCRIPT_KILLED))?,
         )?;
         let no_host = lua.create_function(|lua, _: MultiValue| {
-            to_protocol(
+            protocol(
                 lua,
                 Err(redis_lib::raise(
                     lua,
@@ -228,7 +247,10 @@ impl LuaRuntime {
             control: Arc::new(ScriptControl::default()),
             load_deadline: Some(Instant::now() + timeout),
         });
+        let loading: Function = self.k.get("loading").expect("functions runtime");
+        let _ = loading.call::<()>(true);
         let r = self.run_fn.call::<MultiValue>(f.clone());
+        let _ = loading.call::<()>(false);
         let timed_out = self
             .lua
             .remove_app_data::<RunState>()
@@ -298,13 +320,10 @@ impl LuaRuntime {
         if is_eval {
             self.globals.raw_set("KEYS", keys.clone())?;
             self.globals.raw_set("ARGV", args.clone())?;
-            if let Some(rng) = self.lua.app_data_ref::<Rand48>() {
-                rng.seed(0);
-            }
         }
         let rets = self.lua.scope(|scope| {
             let bound = scope.create_function_mut(|lua, args: MultiValue| {
-                to_protocol(lua, host_request(lua, &mut *host, control, args))
+                protocol(lua, host_request(lua, &mut *host, control, args))
             })?;
             self.k.raw_set("host", bound)?;
             if is_eval {
@@ -313,10 +332,7 @@ impl LuaRuntime {
                 self.run_fn.call::<MultiValue>((f.clone(), keys, args))
             }
         })?;
-        let resp = self
-            .lua
-            .app_data_ref::<RunState>()
-            .map_or(2, |s| s.resp);
+        let resp = self.lua.app_data_ref::<RunState>().map_or(2, |s| s.resp);
         let mut it = rets.into_iter();
         let ok = matches!(it.next(), Some(Value::Boolean(true)));
         let v = it.next().unwrap_or(Value::Nil);
@@ -326,6 +342,36 @@ impl LuaRuntime {
             write_script_error(out, &v, inv.name);
         }
         Ok(())
+    }
+}
+
+/// `(true, values...)` or `(false, error)`: how the per-run host function answers
+/// [`host_dispatch`] (raising inside a nested callback would lose the value).
+fn protocol(lua: &Lua, r: LibResult) -> mlua::Result<MultiValue> {
+    match r {
+        Ok(mut vals) => {
+            vals.push_front(Value::Boolean(true));
+            Ok(vals)
+        }
+        Err(Raise::Msg(m)) => Ok(MultiValue::from_vec(vec![
+            Value::Boolean(false),
+            Value::String(lua.create_string(m)?),
+        ])),
+        Err(Raise::Value(v)) => Ok(MultiValue::from_vec(vec![Value::Boolean(false), v])),
+        Err(Raise::Lua(e)) => Err(e),
+    }
+}
+
+/// `redis.call` / `pcall` / `log` / `acl_check_cmd`: forwards to the host bound for this run
+/// (`K.host`) and raises what it reports.
+fn host_dispatch(lua: &Lua, k: &Table, op: &str, args: MultiValue) -> mlua::Result<MultiValue> {
+    let host: Function = k.raw_get("host")?;
+    let mut args = args;
+    args.push_front(Value::String(lua.create_string(op)?));
+    let mut r = host.call::<MultiValue>(args)?;
+    match r.pop_front() {
+        Some(Value::Boolean(true)) => Ok(r),
+        _ => Err(raise_value(lua, r.pop_front().unwrap_or(Value::Nil))),
     }
 }
 

@@ -12,17 +12,12 @@ local o_rawset, o_rawget, o_next, o_pairs = rawset, rawget, next, pairs
 local o_setmetatable, o_getmetatable, setfenv = setmetatable, getmetatable, setfenv
 local GLUE = dbg.getinfo(1, 'S').source
 
-local function unwrap(ok, ...)
-  if ok then return ... end
-  error((...), 0)
-end
-local function wrap(f)
-  return function(...) return unwrap(f(...)) end
-end
+local take = K.take_raised
 
 -- Redis's __redis__err__handler: errors become {err=...} tables that remember where the
 -- script was. Frames of C functions and of this file are skipped, as Redis skips its C ones.
 local function handler(err)
+  err = take(err)
   if K.killed() then err = {err = K.kill_message()} end
   local level = 2
   local i = dbg.getinfo(level, 'Sl')
@@ -30,7 +25,7 @@ local function handler(err)
     level = level + 1
     i = dbg.getinfo(level, 'Sl')
   end
-  if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
+  if type(err) ~= "table" then err = {err = "ERR " .. tostring(err)} end
   if i then
     err.source = i.source
     err.line = i.currentline
@@ -49,18 +44,24 @@ end
 for name, lib in o_pairs(K.libs) do
   local t = {}
   for k, v in o_pairs(lib) do
-    if type(v) == 'function' then t[k] = wrap(v) else t[k] = v end
+    t[k] = v
   end
   B[name] = t
 end
-B.math.random = wrap(K.random)
-B.math.randomseed = wrap(K.randomseed)
-B.redis.call = function(...) return unwrap(K.host('call', ...)) end
-B.redis.pcall = function(...) return unwrap(K.host('pcall', ...)) end
-B.redis.log = function(...) return unwrap(K.host('log', ...)) end
-B.redis.acl_check_cmd = function(...) return unwrap(K.host('acl', ...)) end
-if K.register_function then
-  B.redis.register_function = wrap(K.register_function)
+B.math.random = K.random
+B.math.randomseed = K.randomseed
+-- Redis 7.0's pcall hands back the text of an {err=...} error rather than the table.
+local o_pcall, select, unpack = pcall, select, unpack
+local function pack(...) return select('#', ...), {...} end
+B.pcall = function(...)
+  if select('#', ...) == 0 then error("bad argument #1 to 'pcall' (value expected)", 2) end
+  local n, r = pack(o_pcall(...))
+  if not r[1] then
+    local e = take(r[2])
+    if type(e) == 'table' and type(o_rawget(e, 'err')) == 'string' then e = e.err end
+    r[2] = e
+  end
+  return unpack(r, 1, n)
 end
 for _, name in ipairs({'debug', 'loadfile', 'dofile', 'print', 'getfenv', 'setfenv',
     'newproxy', 'module', 'require', 'package', 'os', 'io'}) do
@@ -120,5 +121,16 @@ local G = protect(B)
 view[G] = protect({__index = missing})
 B._G = G
 o_setmetatable(B, {__index = missing})
+-- Functions: while FUNCTION LOAD runs a library, its globals are only Redis's library API.
+if K.register_function then
+  local api = {register_function = K.register_function, log = B.redis.log}
+  for _, name in ipairs({'LOG_DEBUG', 'LOG_VERBOSE', 'LOG_NOTICE', 'LOG_WARNING',
+      'REDIS_VERSION', 'REDIS_VERSION_NUM'}) do
+    api[name] = B.redis[name]
+  end
+  local load_globals = o_setmetatable({redis = protect(api)}, {__index = missing})
+  local gmt = o_getmetatable(G)
+  K.loading = function(on) gmt.__index = on and load_globals or B end
+end
 setfenv(0, G)
 return B

@@ -12,13 +12,19 @@ fn barg(args: &[Value], i: usize, fname: &str) -> Result<u32, Raise> {
     let b = (n.unwrap_or(0.0) + 6_755_399_441_055_744.0).to_bits() as u32;
     if b == 0 && n.is_none() {
         let got = args.get(i).map_or("no value", type_name);
-        return Err(arg_error(i + 1, fname, &format!("number expected, got {got}")));
+        return Err(arg_error(
+            i + 1,
+            fname,
+            &format!("number expected, got {got}"),
+        ));
     }
     Ok(b)
 }
 
 fn ret(b: u32) -> LibResult {
-    Ok(MultiValue::from_vec(vec![Value::Number(f64::from(b as i32))]))
+    Ok(MultiValue::from_vec(vec![Value::Number(f64::from(
+        b as i32,
+    ))]))
 }
 
 fn fold(args: &[Value], name: &str, f: fn(u32, u32) -> u32) -> LibResult {
@@ -64,18 +70,35 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.set("tobit", lib_fn(lua, |_, a| ret(barg(a, 0, "tobit")?))?)?;
     t.set("bnot", lib_fn(lua, |_, a| ret(!barg(a, 0, "bnot")?))?)?;
-    t.set("bswap", lib_fn(lua, |_, a| ret(barg(a, 0, "bswap")?.swap_bytes()))?)?;
+    t.set(
+        "bswap",
+        lib_fn(lua, |_, a| ret(barg(a, 0, "bswap")?.swap_bytes()))?,
+    )?;
     t.set("band", lib_fn(lua, |_, a| fold(a, "band", |x, y| x & y))?)?;
     t.set("bor", lib_fn(lua, |_, a| fold(a, "bor", |x, y| x | y))?)?;
     t.set("bxor", lib_fn(lua, |_, a| fold(a, "bxor", |x, y| x ^ y))?)?;
-    t.set("lshift", lib_fn(lua, |_, a| shift(a, "lshift", |b, n| b << n))?)?;
-    t.set("rshift", lib_fn(lua, |_, a| shift(a, "rshift", |b, n| b >> n))?)?;
+    t.set(
+        "lshift",
+        lib_fn(lua, |_, a| shift(a, "lshift", |b, n| b << n))?,
+    )?;
+    t.set(
+        "rshift",
+        lib_fn(lua, |_, a| shift(a, "rshift", |b, n| b >> n))?,
+    )?;
     t.set(
         "arshift",
-        lib_fn(lua, |_, a| shift(a, "arshift", |b, n| ((b as i32) >> n) as u32))?,
+        lib_fn(lua, |_, a| {
+            shift(a, "arshift", |b, n| ((b as i32) >> n) as u32)
+        })?,
     )?;
-    t.set("rol", lib_fn(lua, |_, a| shift(a, "rol", u32::rotate_left))?)?;
-    t.set("ror", lib_fn(lua, |_, a| shift(a, "ror", u32::rotate_right))?)?;
+    t.set(
+        "rol",
+        lib_fn(lua, |_, a| shift(a, "rol", u32::rotate_left))?,
+    )?;
+    t.set(
+        "ror",
+        lib_fn(lua, |_, a| shift(a, "ror", u32::rotate_right))?,
+    )?;
     t.set("tohex", lib_fn(lua, tohex)?)?;
     Ok(t)
 }

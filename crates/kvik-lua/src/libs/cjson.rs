@@ -202,18 +202,18 @@ enum Tok {
 impl Tok {
     fn name(self) -> &'static str {
         match self {
-            Tok::ObjBegin => "'{'",
-            Tok::ObjEnd => "'}'",
-            Tok::ArrBegin => "'['",
-            Tok::ArrEnd => "']'",
-            Tok::Str => "string",
-            Tok::Num => "number",
-            Tok::Bool => "boolean",
-            Tok::Null => "null",
-            Tok::Colon => "colon",
-            Tok::Comma => "comma",
-            Tok::End => "end",
-            Tok::Error => "error",
+            Tok::ObjBegin => "T_OBJ_BEGIN",
+            Tok::ObjEnd => "T_OBJ_END",
+            Tok::ArrBegin => "T_ARR_BEGIN",
+            Tok::ArrEnd => "T_ARR_END",
+            Tok::Str => "T_STRING",
+            Tok::Num => "T_NUMBER",
+            Tok::Bool => "T_BOOLEAN",
+            Tok::Null => "T_NULL",
+            Tok::Colon => "T_COLON",
+            Tok::Comma => "T_COMMA",
+            Tok::End => "T_END",
+            Tok::Error => "T_ERROR",
         }
     }
 }
@@ -241,10 +241,7 @@ fn strtod_prefix(s: &[u8]) -> (f64, usize) {
     if matches!(s.first(), Some(b'-' | b'+')) {
         i += 1;
     }
-    if s.len() > i + 2
-        && s[i] == b'0'
-        && (s[i + 1] | 0x20) == b'x'
-        && s[i + 2].is_ascii_hexdigit()
+    if s.len() > i + 2 && s[i] == b'0' && (s[i + 1] | 0x20) == b'x' && s[i + 2].is_ascii_hexdigit()
     {
         let mut j = i + 2;
         let mut v = 0f64;
@@ -400,21 +397,16 @@ impl Decoder<'_> {
                     b'n' => b'\n',
                     b'r' => b'\r',
                     b't' => b'\t',
-                    b'u' => {
-                        match self.unicode_escape() {
-                            Some((cp, used)) => {
-                                let mut buf = [0u8; 4];
-                                let c = char::from_u32(cp).unwrap_or('\u{fffd}');
-                                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                                self.pos += used;
-                                continue;
-                            }
-                            None => {
-                                return self
-                                    .error_token(self.pos, "invalid unicode escape code")
-                            }
+                    b'u' => match self.unicode_escape() {
+                        Some((cp, used)) => {
+                            let mut buf = [0u8; 4];
+                            let c = char::from_u32(cp).unwrap_or('\u{fffd}');
+                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                            self.pos += used;
+                            continue;
                         }
-                    }
+                        None => return self.error_token(self.pos, "invalid unicode escape code"),
+                    },
                     _ => return self.error_token(self.pos, "invalid escape code"),
                 };
                 out.push(tr);
@@ -617,11 +609,16 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
         "encode",
         lib_fn(lua, move |lua, args| {
             let out = encode(&c, args)?;
-            Ok(MultiValue::from_vec(vec![Value::String(lua.create_string(&out)?)]))
+            Ok(MultiValue::from_vec(vec![Value::String(
+                lua.create_string(&out)?,
+            )]))
         })?,
     )?;
     let c = cfg.clone();
-    t.set("decode", lib_fn(lua, move |lua, args| decode(lua, &c, args))?)?;
+    t.set(
+        "decode",
+        lib_fn(lua, move |lua, args| decode(lua, &c, args))?,
+    )?;
     t.set(
         "encode_number_precision",
         config_fn(

@@ -16,7 +16,11 @@ fn w<T, E: std::fmt::Debug>(r: Result<T, E>) {
 }
 
 fn pack_number(out: &mut Vec<u8>, n: f64) {
-    if n.is_finite() && (n as i64) as f64 == n && n >= -9.223_372_036_854_775_808e18 && n < 9.223_372_036_854_775_808e18 {
+    if n.is_finite()
+        && (n as i64) as f64 == n
+        && n >= -9.223_372_036_854_775_808e18
+        && n < 9.223_372_036_854_775_808e18
+    {
         w(rmp::encode::write_sint(out, n as i64));
     } else if (n as f32) as f64 == n || n.is_infinite() {
         w(rmp::encode::write_f32(out, n as f32));
@@ -84,7 +88,9 @@ fn pack(lua: &Lua, args: &[Value]) -> LibResult {
     for a in args {
         pack_value(&mut out, a, 0)?;
     }
-    Ok(MultiValue::from_vec(vec![Value::String(lua.create_string(&out)?)]))
+    Ok(MultiValue::from_vec(vec![Value::String(
+        lua.create_string(&out)?,
+    )]))
 }
 
 /// The input ended inside a value.
@@ -138,7 +144,7 @@ impl Cursor<'_> {
             0xc2 => Ok(Value::Boolean(false)),
             0xc3 => Ok(Value::Boolean(true)),
             0xca => num(f64::from(f32::from_bits(
-                self.be(4).map_err(map_err)? as u32,
+                self.be(4).map_err(map_err)? as u32
             ))),
             0xcb => num(f64::from_bits(self.be(8).map_err(map_err)?)),
             0xa0..=0xbf => self.string(lua, usize::from(m & 0x1f)),

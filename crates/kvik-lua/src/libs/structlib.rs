@@ -117,6 +117,10 @@ fn put_integer(out: &mut Vec<u8>, n: f64, little: bool, size: usize) {
 
 fn pack(lua: &Lua, args: &[Value]) -> LibResult {
     let fmt = check_bytes(args, 0, "pack")?;
+    // The C code pushes a nil after the arguments: a missing one reads as nil.
+    let mut padded = args.to_vec();
+    padded.push(Value::Nil);
+    let args = &padded[..];
     let mut f = Fmt { s: &fmt, i: 0 };
     let mut h = Header::default();
     let mut arg = 1;
@@ -159,7 +163,7 @@ fn pack(lua: &Lua, args: &[Value]) -> LibResult {
                     size = s.len();
                 }
                 if s.len() < size {
-                    return Err(arg_error(arg, "pack", "string too short"));
+                    return Err(arg_error(arg + 1, "pack", "string too short"));
                 }
                 out.extend_from_slice(&s[..size]);
                 if opt == b's' {
@@ -169,7 +173,9 @@ fn pack(lua: &Lua, args: &[Value]) -> LibResult {
             _ => f.control(opt, &mut h, "pack")?,
         }
     }
-    Ok(MultiValue::from_vec(vec![Value::String(lua.create_string(&out)?)]))
+    Ok(MultiValue::from_vec(vec![Value::String(
+        lua.create_string(&out)?,
+    )]))
 }
 
 fn get_integer(b: &[u8], little: bool, signed: bool) -> f64 {
@@ -286,7 +292,7 @@ fn size(_: &Lua, args: &[Value]) -> LibResult {
         let size = f.optsize(opt)?;
         pos += gettoalign(pos, &h, opt, size);
         if opt == b's' {
-            return Err(arg_error(1, "size", "options 's' has no fixed size"));
+            return Err(arg_error(1, "size", "option 's' has no fixed size"));
         } else if opt == b'c' && size == 0 {
             return Err(arg_error(1, "size", "option 'c0' has no fixed size"));
         }
