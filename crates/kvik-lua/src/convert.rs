@@ -134,7 +134,7 @@ fn write_value(out: &mut Vec<u8>, v: &Value, script_resp: u8, proto: Proto, dept
                 encode::boolean(out, *b, proto);
             }
         }
-        Value::Integer(n) => encode::integer(out, *n as i64),
+        Value::Integer(n) => encode::integer(out, *n),
         Value::Number(n) => encode::integer(out, c_double_to_i64(*n)),
         Value::String(s) => encode::bulk(out, &s.as_bytes()),
         Value::Table(t) => {
@@ -302,11 +302,8 @@ mod tests {
         );
         assert_eq!(reply(&lua, "return nil", 2, r2), b"$-1\r\n");
         assert_eq!(reply(&lua, "return nil", 2, r3), b"_\r\n");
-        assert_eq!(
-            reply(&lua, "local t = {} t[1] = t return t", 2, r2)
-                .ends_with(b"-ERR reached lua stack limit\r\n"),
-            true
-        );
+        assert!(reply(&lua, "local t = {} t[1] = t return t", 2, r2)
+            .ends_with(b"-ERR reached lua stack limit\r\n"));
     }
 
     #[test]

@@ -86,7 +86,10 @@ impl std::ops::BitOrAssign for ScriptFlags {
 
 /// The shebang line (without its `\n`) and its words, or `None` when `body` has none.
 /// `Err(())` when it starts with `#!` but has no end of line.
-fn shebang_words(body: &[u8]) -> Option<Result<(usize, Vec<&[u8]>), ()>> {
+/// The shebang line's length and words.
+type Shebang<'a> = (usize, Vec<&'a [u8]>);
+
+fn shebang_words(body: &[u8]) -> Option<Result<Shebang<'_>, ()>> {
     if !body.starts_with(b"#!") {
         return None;
     }

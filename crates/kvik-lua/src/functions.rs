@@ -547,9 +547,11 @@ pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
                                 std::mem::swap(&mut lo, &mut hi);
                             }
                             let c = s[i];
-                            matched |= (lo..=hi).contains(&c)
-                                || (nocase && (lo..=hi).contains(&c.to_ascii_lowercase())
-                                    || nocase && (lo..=hi).contains(&c.to_ascii_uppercase()));
+                            let r = lo..=hi;
+                            matched |= r.contains(&c)
+                                || (nocase
+                                    && (r.contains(&c.to_ascii_lowercase())
+                                        || r.contains(&c.to_ascii_uppercase())));
                             q += 2;
                         } else {
                             matched |= eq(pattern[q], s[i]);

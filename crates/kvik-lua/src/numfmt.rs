@@ -80,7 +80,9 @@ pub fn lua_str2number(s: &[u8]) -> Option<f64> {
 
 /// C's `(long long)d` on x86-64: truncation, and `LLONG_MIN` for NaN and out of range.
 pub fn c_double_to_i64(d: f64) -> i64 {
-    if d.is_nan() || d >= 9.223_372_036_854_775_807e18 || d < -9.223_372_036_854_775_808e18 {
+    /// 2^63, the first double past `i64::MAX`.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if !(-TWO_63..TWO_63).contains(&d) {
         i64::MIN
     } else {
         d as i64

@@ -16,11 +16,12 @@ pub fn sha1_hex(body: &[u8]) -> String {
     s
 }
 
+/// A script's keys and its other arguments.
+pub type KeysArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
 /// Splits `numkeys key... arg...` (what follows the script or function name in EVAL, EVALSHA
 /// and FCALL) into keys and args, with Redis's errors in Redis's order.
-pub fn split_keys_args<'a>(
-    rest: &'a [&'a [u8]],
-) -> Result<(&'a [&'a [u8]], &'a [&'a [u8]]), &'static str> {
+pub fn split_keys_args<'a>(rest: &'a [&'a [u8]]) -> Result<KeysArgs<'a>, &'static str> {
     let Some((numkeys, tail)) = rest.split_first() else {
         return Err(errors::NOT_AN_INTEGER);
     };

@@ -16,11 +16,8 @@ fn w<T, E: std::fmt::Debug>(r: Result<T, E>) {
 }
 
 fn pack_number(out: &mut Vec<u8>, n: f64) {
-    if n.is_finite()
-        && (n as i64) as f64 == n
-        && n >= -9.223_372_036_854_775_808e18
-        && n < 9.223_372_036_854_775_808e18
-    {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if (-TWO_63..TWO_63).contains(&n) && (n as i64) as f64 == n {
         w(rmp::encode::write_sint(out, n as i64));
     } else if (n as f32) as f64 == n || n.is_infinite() {
         w(rmp::encode::write_f32(out, n as f32));
