@@ -128,8 +128,8 @@ impl LuaRuntime {
         // SAFETY: the debug library is only loaded so `sandbox.lua` can capture it for the
         // error handler; it removes `debug` from the globals before any script is compiled.
         let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::default()) };
-        let rng = Rand48(Cell::new(0));
-        rng.seed(0);
+        // rand48's state before any seeding ({0x330E, 0xABCD, 0x1234}), where Redis starts.
+        let rng = Rand48(Cell::new(0x1234_ABCD_330E));
         lua.set_app_data(rng);
         let k = lua.create_table()?;
         let libs = lua.create_table()?;

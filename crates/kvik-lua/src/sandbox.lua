@@ -58,6 +58,8 @@ B.pcall = function(...)
   local n, r = pack(o_pcall(...))
   if not r[1] then
     local e = take(r[2])
+    -- A killed script must not survive by catching the kill.
+    if K.killed() then error(e, 0) end
     if type(e) == 'table' and type(o_rawget(e, 'err')) == 'string' then e = e.err end
     r[2] = e
   end
@@ -68,6 +70,13 @@ for _, name in ipairs({'debug', 'loadfile', 'dofile', 'print', 'getfenv', 'setfe
   B[name] = nil
 end
 B.__redis__err__handler = handler
+
+local o_xpcall = xpcall
+B.xpcall = function(...)
+  local n, r = pack(o_xpcall(...))
+  if not r[1] and K.killed() then error(r[2], 0) end
+  return unpack(r, 1, n)
+end
 
 -- Read-only protection.
 local real = o_setmetatable({}, {__mode = 'k'})
