@@ -218,6 +218,15 @@ const CONVERSIONS: &[&str] = &[
     "redis.setresp(3) local r = redis.call('hgetall', 'h') return r.map.a",
     "redis.setresp(3) local r = redis.call('zscore', 'z', 'a') return r.double * 2",
     "redis.setresp(3) return redis.call('hello')",
+    "redis.setresp(3) return redis.call('info', 'keyspace')",
+    "redis.setresp(3) local r = redis.call('info', 'keyspace') return r.verbatim_string.format",
+    "redis.setresp(3) return redis.call('zrange', 'z', 0, -1, 'withscores')",
+    "redis.setresp(3) return redis.pcall('hget', 's', 'f')",
+    "redis.setresp(3) return {redis.call('exists', 's'), redis.call('get', 'nokey'), 'after'}",
+    "redis.setresp(3) return {map = {a = {set = {x = true}}, b = {double = 2.5}}}",
+    "return xpcall(function() error('in x') end, function(e) return 'handled: ' .. e end)",
+    "local ok, e = pcall(cjson.decode, '[') return e",
+    "local ok, e = pcall(redis.error_reply) return {tostring(ok), e.err}",
     "return redis.call('get', 's')",
     "return redis.call('get', 'nokey')",
     "return type(redis.call('get', 'nokey'))",
@@ -476,6 +485,99 @@ fn evalsha_and_script_load_match() {
     let (want, _) = b.admin.request(&[b"SCRIPT", b"LOAD", b"return +"]);
     let got = engine.script_load(b"return +").unwrap_err();
     assert_eq!(String::from_utf8_lossy(&want).trim_end(), format!("-{got}"));
+}
+
+/// A small deterministic generator for the random script test (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+/// Command templates for random scripts: `{v}` is a random value argument.
+const TEMPLATES: &[&str] = &[
+    "'set', KEYS[1], {v}",
+    "'get', KEYS[1]",
+    "'get', 'nokey'",
+    "'incr', 'n'",
+    "'incrbyfloat', 'n', {v}",
+    "'append', 's', {v}",
+    "'hset', 'h', {v}, {v}",
+    "'hgetall', 'h'",
+    "'hget', 's', 'f'",
+    "'rpush', 'l', {v}",
+    "'lrange', 'l', 0, -1",
+    "'lpop', 'l'",
+    "'sadd', 'set', {v}",
+    "'smembers', 'set'",
+    "'sismember', 'set', 'm'",
+    "'zadd', 'z', {v}, 'm2'",
+    "'zrange', 'z', 0, -1, 'withscores'",
+    "'zscore', 'z', 'a'",
+    "'del', 's'",
+    "'exists', 's', 'n'",
+    "'type', 'h'",
+    "'strlen', 's'",
+    "'expire', 's', 100",
+    "'ttl', 'nokey'",
+    "'ping'",
+    "'echo', {v}",
+    "'incr', 's'",
+    "'nosuch', 1",
+];
+
+const VALUES: &[&str] = &[
+    "1", "-7", "1.5", "0.1", "1e20", "'x'", "''", "'10'", "'a b'", "ARGV[1]", "3.0",
+];
+
+fn random_script(rng: &mut Rng) -> String {
+    let mut s = String::new();
+    if rng.next() % 3 == 0 {
+        s.push_str("redis.setresp(3) ");
+    }
+    let n = 1 + rng.next() % 4;
+    let mut names = Vec::new();
+    for i in 0..n {
+        let mut cmd = rng.pick(TEMPLATES).to_string();
+        while let Some(at) = cmd.find("{v}") {
+            let v = rng.pick(VALUES);
+            cmd.replace_range(at..at + 3, v);
+        }
+        let f = if rng.next() % 2 == 0 { "pcall" } else { "call" };
+        s.push_str(&format!("local r{i} = redis.{f}({cmd}) "));
+        names.push(format!("r{i}"));
+    }
+    match rng.next() % 4 {
+        0 => s.push_str(&format!("return {}", names.last().expect("one"))),
+        1 => s.push_str(&format!("return {{{}}}", names.join(", "))),
+        2 => s.push_str(&format!("return {{type({}), 'end'}}", names[0])),
+        _ => s.push_str(&format!(
+            "return cjson.encode({{ok = type({0}) ~= 'table' and {0} or 'tbl'}})",
+            names[0]
+        )),
+    }
+    s
+}
+
+#[test]
+fn random_scripts_match() {
+    let mut b = Bench::new();
+    let mut engine = EvalEngine::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..300 {
+        let script = random_script(&mut rng);
+        b.eval(&mut engine, &script, &["rk"], &["av"]);
+    }
+    b.check();
 }
 
 fn frame_of(r: Result<String, String>) -> Vec<u8> {
