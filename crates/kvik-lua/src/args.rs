@@ -200,7 +200,7 @@ pub fn opt_number(args: &[Value], i: usize, fname: &str, default: f64) -> Result
 pub fn to_bytes(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::String(s) => Some(s.as_bytes().to_vec()),
-        Value::Integer(i) => Some(i.to_string().into_bytes()),
+        Value::Integer(i) => Some(lua_number_text(*i as f64).into_bytes()),
         Value::Number(n) => Some(lua_number_text(*n).into_bytes()),
         _ => None,
     }

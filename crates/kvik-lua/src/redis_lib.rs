@@ -132,7 +132,7 @@ pub(crate) fn command_args(args: &[Value]) -> Result<Vec<Vec<u8>>, &'static str>
     args.iter()
         .map(|a| match a {
             Value::String(s) => Ok(s.as_bytes().to_vec()),
-            Value::Integer(i) => Ok(i.to_string().into_bytes()),
+            Value::Integer(i) => Ok(kvik_resp::format_g17(*i as f64).into_bytes()),
             Value::Number(n) => Ok(kvik_resp::format_g17(*n).into_bytes()),
             _ => Err("Lua redis lib command arguments must be strings or integers"),
         })

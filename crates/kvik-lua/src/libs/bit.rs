@@ -102,3 +102,31 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set("tohex", lib_fn(lua, tohex)?)?;
     Ok(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libs::test_util::{call, text};
+
+    #[test]
+    fn luabitop_results() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let one = |name: &str, args: &str| text(&call(&lua, &t, name, args).unwrap()[0]);
+        assert_eq!(one("tobit", "0xffffffff"), b"-1");
+        assert_eq!(one("tobit", "2.5"), b"2");
+        assert_eq!(one("tobit", "3.5"), b"4");
+        assert_eq!(one("band", "0xff, 0x0f, 0x3"), b"3");
+        assert_eq!(one("lshift", "1, 31"), b"-2147483648");
+        assert_eq!(one("rshift", "-1, 28"), b"15");
+        assert_eq!(one("arshift", "-256, 4"), b"-16");
+        assert_eq!(one("rol", "0x12345678, 8"), b"878082066");
+        assert_eq!(one("bswap", "0x12345678"), b"2018915346");
+        assert_eq!(one("tohex", "255"), b"000000ff");
+        assert_eq!(one("tohex", "255, -2"), b"FF");
+        assert_eq!(
+            call(&lua, &t, "band", "'x'").unwrap_err(),
+            "bad argument #1 to 'band' (number expected, got string)"
+        );
+    }
+}

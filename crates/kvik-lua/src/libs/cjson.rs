@@ -728,3 +728,55 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set("_VERSION", "2.1.0")?;
     Ok(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libs::test_util::{call, text};
+
+    #[test]
+    fn encode_like_lua_cjson() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let enc = |args: &str| call(&lua, &t, "encode", args).map(|v| text(&v[0]));
+        assert_eq!(
+            enc("{1, 'a/b', 0.1, 1e20, true}").unwrap(),
+            br#"[1,"a\/b",0.1,1e+20,true]"#
+        );
+        assert_eq!(enc("{}").unwrap(), b"{}");
+        assert_eq!(enc("{a = {}}").unwrap(), br#"{"a":{}}"#);
+        assert_eq!(enc("{[1] = 1, [3] = 3}").unwrap(), b"[1,null,3]");
+        assert_eq!(enc("'\\1\\n'").unwrap(), br#""\u0001\n""#);
+        assert_eq!(
+            enc("{[1] = 1, [20] = 2}").unwrap_err(),
+            "Cannot serialise table: excessively sparse array"
+        );
+        assert_eq!(
+            enc("1/0").unwrap_err(),
+            "Cannot serialise number: must not be NaN or Inf"
+        );
+    }
+
+    #[test]
+    fn decode_like_lua_cjson() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let dec = |args: &str| call(&lua, &t, "decode", args);
+        let v = dec(r#"'{"a":[1,2.5,"x",null,true]}'"#).unwrap();
+        lua.globals().set("v", v[0].clone()).unwrap();
+        let s: String = lua
+            .load("return v.a[1]..v.a[2]..v.a[3]..type(v.a[4])..tostring(v.a[5])")
+            .eval()
+            .unwrap();
+        assert_eq!(s, "12.5xuserdatatrue");
+        assert_eq!(text(&dec(r#"'"\\u00e9"'"#).unwrap()[0]), "é".as_bytes());
+        assert_eq!(
+            dec("'[1,2'").unwrap_err(),
+            "Expected comma or array end but found T_END at character 5"
+        );
+        assert_eq!(
+            dec("'tru'").unwrap_err(),
+            "Expected value but found invalid token at character 1"
+        );
+    }
+}

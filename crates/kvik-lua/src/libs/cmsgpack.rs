@@ -283,3 +283,47 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set("_DESCRIPTION", "MessagePack C implementation for Lua")?;
     Ok(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libs::test_util::{call, text};
+
+    #[test]
+    fn pack_picks_smallest_forms() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let pack = |args: &str| text(&call(&lua, &t, "pack", args).unwrap()[0]);
+        assert_eq!(
+            pack("1, -1, 200, -200"),
+            [0x01, 0xff, 0xcc, 200, 0xd1, 0xff, 0x38]
+        );
+        assert_eq!(pack("1.5"), [0xca, 0x3f, 0xc0, 0, 0]);
+        assert_eq!(pack("0.1")[0], 0xcb);
+        assert_eq!(pack("'ab'"), [0xa2, b'a', b'b']);
+        assert_eq!(pack("{}"), [0x90]);
+        assert_eq!(pack("{1, 2}"), [0x92, 1, 2]);
+        assert_eq!(pack("{a = true}"), [0x81, 0xa1, b'a', 0xc3]);
+        assert_eq!(pack("nil, false"), [0xc0, 0xc2]);
+    }
+
+    #[test]
+    fn unpack_round_trips_and_reports_errors() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let r = call(&lua, &t, "unpack", "'\\1\\162ab\\192'").unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(text(&r[1]), b"ab");
+        assert!(r[2].is_nil());
+        assert_eq!(
+            call(&lua, &t, "unpack", "'\\205\\1'").unwrap_err(),
+            "Missing bytes in input."
+        );
+        assert_eq!(
+            call(&lua, &t, "unpack", "'\\193'").unwrap_err(),
+            "Bad data format in input."
+        );
+        let r = call(&lua, &t, "unpack_one", "'\\1\\2'").unwrap();
+        assert_eq!((text(&r[0]), text(&r[1])), (b"1".to_vec(), b"1".to_vec()));
+    }
+}

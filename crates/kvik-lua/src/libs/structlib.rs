@@ -312,3 +312,49 @@ pub(crate) fn create(lua: &Lua) -> mlua::Result<Table> {
     t.set("size", lib_fn(lua, size)?)?;
     Ok(t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::libs::test_util::{call, text};
+
+    #[test]
+    fn pack_unpack_size() {
+        let lua = Lua::new();
+        let t = create(&lua).unwrap();
+        let packed = text(&call(&lua, &t, "pack", "'>I2 <i4 b', 258, -2, -1").unwrap()[0]);
+        assert_eq!(packed, [1, 2, 0xfe, 0xff, 0xff, 0xff, 0xff]);
+        let packed = text(&call(&lua, &t, "pack", "'!4 b i4', 1, 2").unwrap()[0]);
+        assert_eq!(packed, [1, 0, 0, 0, 2, 0, 0, 0]);
+        let r = call(
+            &lua,
+            &t,
+            "unpack",
+            "'>I2 <i4 b', '\\1\\2\\254\\255\\255\\255\\255'",
+        )
+        .unwrap();
+        let r: Vec<Vec<u8>> = r.iter().map(text).collect();
+        assert_eq!(
+            r,
+            vec![
+                b"258".to_vec(),
+                b"-2".to_vec(),
+                b"-1".to_vec(),
+                b"8".to_vec()
+            ]
+        );
+        let r = call(&lua, &t, "unpack", "'s c2', 'hi\\0xy'").unwrap();
+        assert_eq!(text(&r[0]), b"hi");
+        assert_eq!(text(&r[1]), b"xy");
+        assert_eq!(text(&call(&lua, &t, "size", "'i4 d'").unwrap()[0]), b"12");
+        assert_eq!(text(&call(&lua, &t, "size", "'!8 b d'").unwrap()[0]), b"16");
+        assert_eq!(
+            call(&lua, &t, "pack", "'y', 1").unwrap_err(),
+            "bad argument #1 to 'pack' (invalid format option 'y')"
+        );
+        assert_eq!(
+            call(&lua, &t, "unpack", "'i4', 'ab'").unwrap_err(),
+            "bad argument #2 to 'unpack' (data string too short)"
+        );
+    }
+}
