@@ -103,8 +103,8 @@ fn setresp(lua: &Lua, args: &[Value]) -> LibResult {
     if v != 2 && v != 3 {
         return Err(raise(lua, "RESP version must be 2 or 3."));
     }
-    if let Some(mut st) = lua.app_data_mut::<RunState>() {
-        st.resp = v as u8;
+    if let Some(st) = lua.app_data_ref::<RunState>() {
+        st.resp.set(v as u8);
     }
     none()
 }

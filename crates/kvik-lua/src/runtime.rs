@@ -6,14 +6,15 @@
 //! mlua scope so it cannot outlive the borrow), publishes itself in [`ScriptControl`], and
 //! writes the result or the error into the caller's RESP buffer.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kvik_resp::{encode, Frame, Proto};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 
-use crate::args::{check_number, lib_fn, raise_value, take_raised, LibResult, Raise};
+use crate::args::{check_number, finish, lib_fn, take_raised, LibResult, Raise};
 use crate::control::ScriptControl;
 use crate::convert::{error_table, frame_to_lua, write_reply};
 use crate::errors;
@@ -24,13 +25,42 @@ use crate::redis_lib;
 /// Redis checks for timeouts and kills every this many VM instructions.
 const HOOK_EVERY: u32 = 100_000;
 
-/// Per-run state the library functions reach through the Lua state's app data.
+/// Per-run state the library functions reach through the Lua state's app data (installed
+/// once; each run fills and clears it).
 pub(crate) struct RunState {
     /// `redis.setresp`: the protocol of command replies and of booleans in the result.
-    pub resp: u8,
-    pub control: Arc<ScriptControl>,
+    pub resp: Cell<u8>,
+    control: RefCell<Option<Arc<ScriptControl>>>,
     /// Set while FUNCTION LOAD runs a library's body: its deadline.
-    pub load_deadline: Option<Instant>,
+    load_deadline: Cell<Option<Instant>>,
+    /// The host of the current run (see [`LuaRuntime::run`] for why a pointer).
+    host: Cell<Option<NonNull<dyn Host>>>,
+}
+
+impl RunState {
+    fn control(&self) -> Option<Arc<ScriptControl>> {
+        self.control.borrow().clone()
+    }
+
+    fn killed(&self) -> bool {
+        self.control.borrow().as_ref().is_some_and(|c| c.killed())
+    }
+
+    /// Whether the interrupt hook must stop the script (kill, or FUNCTION LOAD's deadline).
+    fn must_stop(&self) -> Option<&'static str> {
+        if self
+            .load_deadline
+            .get()
+            .is_some_and(|d| Instant::now() >= d)
+        {
+            return Some("FUNCTION LOAD timeout");
+        }
+        self.control
+            .borrow()
+            .as_ref()
+            .is_some_and(|c| c.tick())
+            .then_some("killed")
+    }
 }
 
 /// Redis's `rand48` generator behind `math.random` (`redisLrand48`), 48-bit state.
@@ -77,7 +107,6 @@ pub struct LuaRuntime {
     /// The real globals behind the read-only proxy scripts see.
     globals: Table,
     run_fn: Function,
-    no_host: Function,
 }
 
 impl std::fmt::Debug for LuaRuntime {
@@ -131,19 +160,24 @@ impl LuaRuntime {
         // rand48's state before any seeding ({0x330E, 0xABCD, 0x1234}), where Redis starts.
         let rng = Rand48(Cell::new(0x1234_ABCD_330E));
         lua.set_app_data(rng);
+        lua.set_app_data(RunState {
+            resp: Cell::new(2),
+            control: RefCell::new(None),
+            load_deadline: Cell::new(None),
+            host: Cell::new(None),
+        });
         let k = lua.create_table()?;
         let libs = lua.create_table()?;
         let redis = redis_lib::create(&lua)?;
         for (name, op) in [
-            ("call", "call"),
-            ("pcall", "pcall"),
-            ("log", "log"),
-            ("acl_check_cmd", "acl"),
+            ("call", HostOp::Call),
+            ("pcall", HostOp::Pcall),
+            ("log", HostOp::Log),
+            ("acl_check_cmd", HostOp::Acl),
         ] {
-            let k = k.clone();
             redis.set(
                 name,
-                lua.create_function(move |lua, args: MultiValue| host_dispatch(lua, &k, op, args))?,
+                lua.create_function(move |lua, args: MultiValue| host_op(lua, op, args))?,
             )?;
         }
         libs.set("redis", redis)?;
@@ -164,25 +198,13 @@ impl LuaRuntime {
         k.set(
             "killed",
             lua.create_function(|lua, ()| {
-                Ok(lua
-                    .app_data_ref::<RunState>()
-                    .is_some_and(|s| s.control.killed()))
+                Ok(lua.app_data_ref::<RunState>().is_some_and(|s| s.killed()))
             })?,
         )?;
         k.set(
             "kill_message",
             lua.create_function(|lua, ()| lua.create_string(errors::SCRIPT_KILLED))?,
         )?;
-        let no_host = lua.create_function(|lua, _: MultiValue| {
-            protocol(
-                lua,
-                Err(redis_lib::raise(
-                    lua,
-                    "This Redis command is not allowed from script",
-                )),
-            )
-        })?;
-        k.set("host", no_host.clone())?;
         let glue = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=kvik_sandbox")
@@ -191,17 +213,9 @@ impl LuaRuntime {
         let run_fn: Function = k.get("run")?;
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            |lua, _| {
-                let Some(st) = lua.app_data_ref::<RunState>() else {
-                    return Ok(VmState::Continue);
-                };
-                if st.load_deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
-                }
-                if st.control.tick() {
-                    return Err(mlua::Error::runtime("killed"));
-                }
-                Ok(VmState::Continue)
+            |lua, _| match lua.app_data_ref::<RunState>().and_then(|s| s.must_stop()) {
+                Some(why) => Err(mlua::Error::runtime(why)),
+                None => Ok(VmState::Continue),
             },
         );
         Ok(LuaRuntime {
@@ -210,7 +224,6 @@ impl LuaRuntime {
             k,
             globals,
             run_fn,
-            no_host,
         })
     }
 
@@ -239,23 +252,30 @@ impl LuaRuntime {
         Ok(t)
     }
 
-    /// Runs a compiled body or a library's load chunk with nothing bound to `redis.call`,
-    /// under a deadline; used by FUNCTION LOAD. `Err` is the error text (no `ERR ` prefix).
+    fn state(&self) -> mlua::AppDataRef<'_, RunState> {
+        self.lua
+            .app_data_ref::<RunState>()
+            .expect("run state installed")
+    }
+
+    /// Runs a library's body with nothing bound to `redis.call`, under a deadline; used by
+    /// FUNCTION LOAD. `Err` is the error text.
     pub(crate) fn run_loader(&self, f: &Function, timeout: Duration) -> Result<(), String> {
-        self.lua.set_app_data(RunState {
-            resp: 2,
-            control: Arc::new(ScriptControl::default()),
-            load_deadline: Some(Instant::now() + timeout),
-        });
+        {
+            let st = self.state();
+            st.resp.set(2);
+            *st.control.borrow_mut() = Some(Arc::new(ScriptControl::default()));
+            st.load_deadline.set(Some(Instant::now() + timeout));
+        }
         let loading: Function = self.k.get("loading").expect("functions runtime");
         let _ = loading.call::<()>(true);
         let r = self.run_fn.call::<MultiValue>(f.clone());
         let _ = loading.call::<()>(false);
-        let timed_out = self
-            .lua
-            .remove_app_data::<RunState>()
-            .and_then(|s| s.load_deadline)
-            .is_some_and(|d| Instant::now() >= d);
+        let timed_out = {
+            let st = self.state();
+            *st.control.borrow_mut() = None;
+            st.load_deadline.take().is_some_and(|d| Instant::now() >= d)
+        };
         match r {
             Ok(vals) => {
                 let mut it = vals.into_iter();
@@ -276,8 +296,11 @@ impl LuaRuntime {
     }
 
     /// Runs `f` for `inv` against `host`, writing the reply for a client speaking `proto`.
-    /// EVAL scripts get `KEYS`/`ARGV` globals and a freshly seeded `math.random`; functions get
-    /// `(keys, args)` parameters.
+    /// EVAL scripts get `KEYS`/`ARGV` globals; functions get `(keys, args)` parameters.
+    ///
+    /// The host is reached by `redis.call` through a pointer kept in the run state for the
+    /// duration of this call: a scoped Lua function per run measured about twice the fixed
+    /// cost of a small EVALSHA.
     pub(crate) fn run(
         &self,
         f: &Function,
@@ -289,14 +312,24 @@ impl LuaRuntime {
     ) {
         let is_eval = self.kind == Kind::Eval;
         control.begin(is_eval);
-        self.lua.set_app_data(RunState {
-            resp: 2,
-            control: control.clone(),
-            load_deadline: None,
-        });
-        let result = self.run_bound(f, inv, host, control, is_eval, proto, out);
-        let _ = self.k.raw_set("host", self.no_host.clone());
-        self.lua.remove_app_data::<RunState>();
+        let host: NonNull<dyn Host + '_> = NonNull::from(host);
+        // SAFETY: only the lifetime is erased. The pointer comes from the `&mut dyn Host` this
+        // function holds until it returns, and it is cleared below before returning; while it
+        // is set, the only user is `host_op` on this (single-threaded) Lua state, which never
+        // keeps the reference beyond one command and is never re-entered by the host.
+        let host: NonNull<dyn Host> = unsafe { std::mem::transmute(host) };
+        {
+            let st = self.state();
+            st.resp.set(2);
+            *st.control.borrow_mut() = Some(control.clone());
+            st.host.set(Some(host));
+        }
+        let result = self.run_bound(f, inv, is_eval, proto, out);
+        {
+            let st = self.state();
+            st.host.set(None);
+            *st.control.borrow_mut() = None;
+        }
         control.end();
         if let Err(e) = result {
             let msg = format!("ERR Error running script {}, {}", inv.name, e);
@@ -304,35 +337,24 @@ impl LuaRuntime {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn run_bound(
         &self,
         f: &Function,
         inv: &Invocation<'_>,
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
         is_eval: bool,
         proto: Proto,
         out: &mut Vec<u8>,
     ) -> mlua::Result<()> {
         let keys = self.array(inv.keys)?;
         let args = self.array(inv.args)?;
-        if is_eval {
-            self.globals.raw_set("KEYS", keys.clone())?;
-            self.globals.raw_set("ARGV", args.clone())?;
-        }
-        let rets = self.lua.scope(|scope| {
-            let bound = scope.create_function_mut(|lua, args: MultiValue| {
-                protocol(lua, host_request(lua, &mut *host, control, args))
-            })?;
-            self.k.raw_set("host", bound)?;
-            if is_eval {
-                self.run_fn.call::<MultiValue>(f.clone())
-            } else {
-                self.run_fn.call::<MultiValue>((f.clone(), keys, args))
-            }
-        })?;
-        let resp = self.lua.app_data_ref::<RunState>().map_or(2, |s| s.resp);
+        let rets = if is_eval {
+            self.globals.raw_set("KEYS", keys)?;
+            self.globals.raw_set("ARGV", args)?;
+            self.run_fn.call::<MultiValue>(f.clone())?
+        } else {
+            self.run_fn.call::<MultiValue>((f.clone(), keys, args))?
+        };
+        let resp = self.state().resp.get();
         let mut it = rets.into_iter();
         let ok = matches!(it.next(), Some(Value::Boolean(true)));
         let v = it.next().unwrap_or(Value::Nil);
@@ -345,53 +367,52 @@ impl LuaRuntime {
     }
 }
 
-/// `(true, values...)` or `(false, error)`: how the per-run host function answers
-/// [`host_dispatch`] (raising inside a nested callback would lose the value).
-fn protocol(lua: &Lua, r: LibResult) -> mlua::Result<MultiValue> {
-    match r {
-        Ok(mut vals) => {
-            vals.push_front(Value::Boolean(true));
-            Ok(vals)
+/// What a script asks of the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HostOp {
+    /// `redis.call`: an error reply is raised.
+    Call,
+    /// `redis.pcall`: an error reply is returned.
+    Pcall,
+    /// `redis.log`.
+    Log,
+    /// `redis.acl_check_cmd`.
+    Acl,
+}
+
+/// `redis.call` / `pcall` / `log` / `acl_check_cmd`: runs `op` against the current run's host.
+fn host_op(lua: &Lua, op: HostOp, args: MultiValue) -> mlua::Result<MultiValue> {
+    let (host, control) = {
+        let st = lua.app_data_ref::<RunState>().expect("run state installed");
+        (st.host.get(), st.control())
+    };
+    let r = match (host, control) {
+        (Some(mut host), Some(control)) => {
+            // SAFETY: see `LuaRuntime::run`: the pointer is live for the whole run and this
+            // is its only user while the reference exists.
+            let host = unsafe { host.as_mut() };
+            host_request(lua, host, &control, op, args)
         }
-        Err(Raise::Msg(m)) => Ok(MultiValue::from_vec(vec![
-            Value::Boolean(false),
-            Value::String(lua.create_string(m)?),
-        ])),
-        Err(Raise::Value(v)) => Ok(MultiValue::from_vec(vec![Value::Boolean(false), v])),
-        Err(Raise::Lua(e)) => Err(e),
-    }
+        _ => Err(redis_lib::raise(
+            lua,
+            "This Redis command is not allowed from script",
+        )),
+    };
+    finish(lua, r)
 }
 
-/// `redis.call` / `pcall` / `log` / `acl_check_cmd`: forwards to the host bound for this run
-/// (`K.host`) and raises what it reports.
-fn host_dispatch(lua: &Lua, k: &Table, op: &str, args: MultiValue) -> mlua::Result<MultiValue> {
-    let host: Function = k.raw_get("host")?;
-    let mut args = args;
-    args.push_front(Value::String(lua.create_string(op)?));
-    let mut r = host.call::<MultiValue>(args)?;
-    match r.pop_front() {
-        Some(Value::Boolean(true)) => Ok(r),
-        _ => Err(raise_value(lua, r.pop_front().unwrap_or(Value::Nil))),
-    }
-}
-
-/// Everything a script asks of the host: `K.host(op, ...)` with op `call`, `pcall`, `log` or
-/// `acl`.
+/// One host request with Redis's argument checks and reply conversion.
 fn host_request(
     lua: &Lua,
     host: &mut dyn Host,
     control: &ScriptControl,
+    op: HostOp,
     args: MultiValue,
 ) -> LibResult {
-    let mut args = args.into_vec();
-    let op = match args.first() {
-        Some(Value::String(s)) => s.to_str()?.to_string(),
-        _ => String::new(),
-    };
-    args.remove(0);
-    match op.as_str() {
-        "call" | "pcall" => {
-            let raise = op == "call";
+    let args = args.into_vec();
+    match op {
+        HostOp::Call | HostOp::Pcall => {
+            let raise = op == HostOp::Call;
             let argv = match redis_lib::command_args(&args) {
                 Ok(a) => a,
                 Err(msg) => {
@@ -404,7 +425,7 @@ fn host_request(
                 }
             };
             let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-            let resp = lua.app_data_ref::<RunState>().map_or(2, |s| s.resp);
+            let resp = lua.app_data_ref::<RunState>().map_or(2, |s| s.resp.get());
             let reply = host.call(&refs, resp);
             if reply.wrote {
                 control.mark_written();
@@ -417,12 +438,12 @@ fn host_request(
                 Ok(MultiValue::from_vec(vec![v]))
             }
         }
-        "log" => {
+        HostOp::Log => {
             let (level, msg) = redis_lib::parse_log(lua, &args)?;
             host.log(level, &msg);
             Ok(MultiValue::new())
         }
-        _ => {
+        HostOp::Acl => {
             let argv = redis_lib::command_args(&args).map_err(|m| redis_lib::raise(lua, m))?;
             let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
             match host.acl_check_cmd(&refs) {

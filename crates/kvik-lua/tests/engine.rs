@@ -244,3 +244,42 @@ fn function_load_times_out() {
         .unwrap_err();
     assert!(err.contains("FUNCTION LOAD timeout"), "{err}");
 }
+
+/// Not a test: the runtime's own cost per EVALSHA of a small script (one `redis.call` answered
+/// by a host that does no work). Run with
+/// `cargo test --release -p kvik-lua --test engine -- --ignored --nocapture evalsha_cost`.
+#[test]
+#[ignore]
+fn evalsha_cost() {
+    struct Nop;
+    impl Host for Nop {
+        fn call(&mut self, _: &[&[u8]], _: u8) -> HostReply {
+            Frame::Bulk(b"value".to_vec()).into()
+        }
+    }
+    let mut e = EvalEngine::new();
+    let sha = e.script_load(b"return redis.call('get', KEYS[1])").unwrap();
+    let control = Arc::new(ScriptControl::default());
+    let n = 200_000;
+    let mut out = Vec::with_capacity(64);
+    let start = Instant::now();
+    for _ in 0..n {
+        out.clear();
+        e.run(
+            &sha,
+            &[b"k"],
+            &[],
+            &mut Nop,
+            &control,
+            Proto::Resp2,
+            &mut out,
+        );
+    }
+    let el = start.elapsed();
+    println!("{}", String::from_utf8_lossy(&out));
+    println!(
+        "evalsha_cost: {n} runs in {el:?}: {:.0} runs/s, {:.2} us/run",
+        n as f64 / el.as_secs_f64(),
+        el.as_secs_f64() * 1e6 / n as f64
+    );
+}
