@@ -36,3 +36,6 @@ pub const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
 pub const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
 /// FUNCTION RESTORE of a payload this runtime did not write.
 pub const BAD_PAYLOAD: &str = "ERR payload version or checksum are wrong";
+/// EVAL_RO / EVALSHA_RO / FCALL_RO of a script or function without `no-writes`.
+pub const RO_WITH_WRITE_FLAG: &str =
+    "ERR Can not execute a script with write flag using *_ro command.";

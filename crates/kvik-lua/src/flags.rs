@@ -61,6 +61,18 @@ impl ScriptFlags {
             .map(|(_, f)| *f)
     }
 
+    /// Whether EVAL_RO / EVALSHA_RO / FCALL_RO may run a script with these flags: Redis
+    /// refuses a declared script without `no-writes` before running it
+    /// ([`crate::errors::RO_WITH_WRITE_FLAG`]); a script without shebang runs, and its writes
+    /// are refused one by one ([`crate::errors::WRITE_FROM_READONLY`], by the host).
+    pub fn check_read_only(self) -> Result<(), &'static str> {
+        if self.contains(ScriptFlags::NO_WRITES) || self.contains(ScriptFlags::EVAL_COMPAT_MODE) {
+            Ok(())
+        } else {
+            Err(crate::errors::RO_WITH_WRITE_FLAG)
+        }
+    }
+
     /// The names of the user-visible flags that are set, in Redis's order (FUNCTION LIST).
     pub fn names(self) -> Vec<&'static str> {
         Self::NAMES
@@ -215,6 +227,12 @@ mod tests {
             Err("ERR Unknown lua shebang option: x=1".into())
         );
         assert_eq!(ScriptFlags::NO_WRITES.names(), vec!["no-writes"]);
+        assert_eq!(ScriptFlags::NO_WRITES.check_read_only(), Ok(()));
+        assert_eq!(ScriptFlags::EVAL_COMPAT_MODE.check_read_only(), Ok(()));
+        assert_eq!(
+            ScriptFlags::ALLOW_OOM.check_read_only(),
+            Err(crate::errors::RO_WITH_WRITE_FLAG)
+        );
     }
 
     #[test]

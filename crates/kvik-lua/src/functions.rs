@@ -53,6 +53,18 @@ struct Library {
 /// Registrations collected while a library's body runs (app data of the Lua state).
 struct Registrations(Vec<Registered>);
 
+/// The function FUNCTION STATS reports as running (the server knows it from its
+/// [`ScriptControl`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningScript {
+    /// The function's name.
+    pub name: String,
+    /// The FCALL command that started it, arguments included.
+    pub command: Vec<Vec<u8>>,
+    /// How long it has run.
+    pub duration_ms: i64,
+}
+
 /// How FUNCTION RESTORE treats libraries that already exist.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RestorePolicy {
@@ -338,6 +350,35 @@ impl FunctionEngine {
     /// FUNCTION STATS' engine counts: (libraries, functions).
     pub fn counts(&self) -> (usize, usize) {
         (self.libs.len(), self.index.len())
+    }
+
+    /// FUNCTION STATS, as a frame the caller encodes for its client's protocol.
+    pub fn stats(&self, running: Option<&RunningScript>) -> Frame {
+        let bulk = |s: &str| Frame::Bulk(s.as_bytes().to_vec());
+        let running = running.map_or(Frame::Null, |r| {
+            Frame::Map(vec![
+                (bulk("name"), bulk(&r.name)),
+                (
+                    bulk("command"),
+                    Frame::Array(r.command.iter().map(|a| Frame::Bulk(a.clone())).collect()),
+                ),
+                (bulk("duration_ms"), Frame::Integer(r.duration_ms)),
+            ])
+        });
+        let (libraries, functions) = self.counts();
+        Frame::Map(vec![
+            (bulk("running_script"), running),
+            (
+                bulk("engines"),
+                Frame::Map(vec![(
+                    bulk("LUA"),
+                    Frame::Map(vec![
+                        (bulk("libraries_count"), Frame::Integer(libraries as i64)),
+                        (bulk("functions_count"), Frame::Integer(functions as i64)),
+                    ]),
+                )]),
+            ),
+        ])
     }
 
     /// The declaration of function `name` (the server checks its flags before FCALL runs it:

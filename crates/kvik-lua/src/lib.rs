@@ -39,7 +39,7 @@ pub mod script;
 pub use control::ScriptControl;
 pub use eval::EvalEngine;
 pub use flags::ScriptFlags;
-pub use functions::{FunctionEngine, FunctionInfo, RestorePolicy};
+pub use functions::{FunctionEngine, FunctionInfo, RestorePolicy, RunningScript};
 pub use host::{Host, HostReply, LogLevel};
 pub use redis_lib::{REDIS_VERSION, REDIS_VERSION_NUM};
 pub use script::sha1_hex;

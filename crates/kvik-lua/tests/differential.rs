@@ -692,6 +692,16 @@ fn functions_match_redis_server() {
             }
         }
     }
+    for proto in [Proto::Resp2, Proto::Resp3] {
+        let (want, _) = b.client(proto).request(&[b"FUNCTION", b"STATS"]);
+        let mut got = Vec::new();
+        engine.stats(None).encode_with(&mut got, proto);
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want),
+            "{proto:?} FUNCTION STATS"
+        );
+    }
     let (want, _) = b.admin.request(&[b"FUNCTION", b"DELETE", b"nosuch"]);
     let mut got = Vec::new();
     encode::error(&mut got, engine.delete("nosuch").unwrap_err().as_bytes());
