@@ -54,7 +54,8 @@ B.math.randomseed = K.randomseed
 local o_pcall, select, unpack = pcall, select, unpack
 local function pack(...) return select('#', ...), {...} end
 B.pcall = function(...)
-  if select('#', ...) == 0 then error("bad argument #1 to 'pcall' (value expected)", 2) end
+  -- Redis's pcall calls its own result placeholder when given nothing.
+  if select('#', ...) == 0 then return false, 'attempt to call a boolean value' end
   local n, r = pack(o_pcall(...))
   if not r[1] then
     local e = take(r[2])
