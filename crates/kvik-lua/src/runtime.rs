@@ -151,6 +151,39 @@ fn math_randomseed(lua: &Lua, args: &[Value]) -> LibResult {
     Ok(MultiValue::new())
 }
 
+/// Lua 5.1's `table.insert`, refusing the read-only tables (`K.real` maps their proxies):
+/// the C original writes raw and would slip past the proxies.
+fn table_insert(lua: &Lua, k: &Table, args: &[Value]) -> LibResult {
+    let Some(Value::Table(t)) = args.first() else {
+        let got = args.first().map_or("no value", crate::args::type_name);
+        return Err(crate::args::arg_error(
+            1,
+            "insert",
+            &format!("table expected, got {got}"),
+        ));
+    };
+    let mut e = t.raw_len() as i64 + 1;
+    let pos = match args.len() {
+        2 => e,
+        3 => {
+            let pos = i64::from(c_double_to_i32(check_number(args, 1, "insert")?));
+            e = e.max(pos);
+            pos
+        }
+        _ => return Err(Raise::Msg("wrong number of arguments to 'insert'".into())),
+    };
+    let real: Table = k.raw_get("real")?;
+    if !real.raw_get::<Value>(t.clone())?.is_nil() {
+        let msg = lua.create_string("Attempt to modify a readonly table")?;
+        return Err(Raise::Value(Value::String(msg)));
+    }
+    for i in (pos + 1..=e).rev() {
+        t.raw_set(i, t.raw_get::<Value>(i - 1)?)?;
+    }
+    t.raw_set(pos, args[args.len() - 1].clone())?;
+    Ok(MultiValue::new())
+}
+
 impl LuaRuntime {
     pub(crate) fn new(kind: Kind) -> mlua::Result<LuaRuntime> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
@@ -184,6 +217,11 @@ impl LuaRuntime {
         crate::libs::install(&lua, &libs)?;
         k.set("libs", libs.clone())?;
         k.set("random", lib_fn(&lua, math_random)?)?;
+        let kk = k.clone();
+        k.set(
+            "table_insert",
+            lib_fn(&lua, move |lua, args| table_insert(lua, &kk, args))?,
+        )?;
         k.set("randomseed", lib_fn(&lua, math_randomseed)?)?;
         if kind == Kind::Functions {
             k.set(

@@ -48,6 +48,7 @@ for name, lib in o_pairs(K.libs) do
   end
   B[name] = t
 end
+B.table.insert = K.table_insert
 B.math.random = K.random
 B.math.randomseed = K.randomseed
 -- Redis 7.0's pcall hands back the text of an {err=...} error rather than the table.
@@ -81,6 +82,7 @@ end
 
 -- Read-only protection.
 local real = o_setmetatable({}, {__mode = 'k'})
+K.real = real
 local view = o_setmetatable({}, {__mode = 'k'})
 local function readonly() error('Attempt to modify a readonly table', 2) end
 local function protect(t)

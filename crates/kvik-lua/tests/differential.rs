@@ -324,6 +324,16 @@ const SANDBOX: &[&str] = &[
     "local f = loadstring('return ...') return f(1, 2)",
     "return unpack({1, 2, nil, 4})",
     "return {unpack({1, 2, nil, 4})}",
+    "table.insert(_G, 1)",
+    "table.insert(string, 'x')",
+    "return table.insert({}, 1, 2, 3)",
+    "return table.insert(nil, 1)",
+    "return table.insert({}, 'x', 1)",
+    "local t = {1, 2, 3} table.insert(t, 2, 'x') return t",
+    "local t = {1, 2, 3} table.insert(t, 6, 'x') return {t[4], t[5], t[6], #t}",
+    "local t = {} table.insert(t, 'a') table.insert(t, 'b') return t",
+    "return table.remove(_G)",
+    "table.sort(_G)",
 ];
 
 const ERRORS: &[&str] = &[
