@@ -39,3 +39,5 @@ pub const BAD_PAYLOAD: &str = "ERR payload version or checksum are wrong";
 /// EVAL_RO / EVALSHA_RO / FCALL_RO of a script or function without `no-writes`.
 pub const RO_WITH_WRITE_FLAG: &str =
     "ERR Can not execute a script with write flag using *_ro command.";
+/// FCALL with a `numkeys` that is not an integer.
+pub const BAD_NUMKEYS: &str = "ERR Bad number of keys provided";

@@ -81,7 +81,9 @@ pub enum RestorePolicy {
 pub struct FunctionEngine {
     rt: LuaRuntime,
     libs: BTreeMap<String, Library>,
-    index: HashMap<String, String>,
+    /// Function name, lower-cased (Redis looks functions up case-insensitively) -> (library,
+    /// function name as registered).
+    index: HashMap<String, (String, String)>,
 }
 
 impl std::fmt::Debug for FunctionEngine {
@@ -291,7 +293,7 @@ impl FunctionEngine {
         libs: &mut BTreeMap<String, Library>,
         new: Vec<(String, Library)>,
         replace: bool,
-    ) -> Result<HashMap<String, String>, String> {
+    ) -> Result<HashMap<String, (String, String)>, String> {
         for (name, _) in &new {
             if libs.contains_key(name) {
                 if replace {
@@ -301,16 +303,25 @@ impl FunctionEngine {
                 }
             }
         }
-        let mut index: HashMap<String, String> = libs
+        let mut index: HashMap<String, (String, String)> = libs
             .iter()
-            .flat_map(|(l, lib)| lib.functions.keys().map(move |f| (f.clone(), l.clone())))
+            .flat_map(|(l, lib)| {
+                lib.functions
+                    .keys()
+                    .map(move |f| (f.to_lowercase(), (l.clone(), f.clone())))
+            })
             .collect();
         for (name, lib) in new {
+            // Only other libraries collide: Redis lets one library hold `f` and `F`.
+            if let Some(f) = lib
+                .functions
+                .keys()
+                .find(|f| index.contains_key(&f.to_lowercase()))
+            {
+                return Err(format!("ERR Function {f} already exists"));
+            }
             for f in lib.functions.keys() {
-                if index.contains_key(f) {
-                    return Err(format!("ERR Function {f} already exists"));
-                }
-                index.insert(f.clone(), name.clone());
+                index.insert(f.to_lowercase(), (name.clone(), f.clone()));
             }
             libs.insert(name, lib);
         }
@@ -335,7 +346,7 @@ impl FunctionEngine {
     pub fn delete(&mut self, name: &str) -> Result<(), &'static str> {
         let lib = self.libs.remove(name).ok_or(errors::LIBRARY_NOT_FOUND)?;
         for f in lib.functions.keys() {
-            self.index.remove(f);
+            self.index.remove(&f.to_lowercase());
         }
         Ok(())
     }
@@ -384,8 +395,8 @@ impl FunctionEngine {
     /// The declaration of function `name` (the server checks its flags before FCALL runs it:
     /// FCALL_RO needs `no-writes`).
     pub fn function(&self, name: &str) -> Option<&FunctionInfo> {
-        let lib = self.index.get(name)?;
-        self.libs.get(lib)?.functions.get(name).map(|r| &r.info)
+        let (lib, f) = self.index.get(&name.to_lowercase())?;
+        self.libs.get(lib)?.functions.get(f).map(|r| &r.info)
     }
 
     /// The names of the loaded libraries, sorted.
@@ -508,17 +519,21 @@ impl FunctionEngine {
         proto: Proto,
         out: &mut Vec<u8>,
     ) {
-        let Some(callback) = self
+        let Some(found) = self
             .index
-            .get(name)
-            .and_then(|l| self.libs.get(l))
-            .and_then(|l| l.functions.get(name))
-            .map(|r| r.callback.clone())
+            .get(&name.to_lowercase())
+            .and_then(|(l, f)| self.libs.get(l)?.functions.get(f))
         else {
             encode::error(out, errors::FUNCTION_NOT_FOUND.as_bytes());
             return;
         };
-        let inv = Invocation { name, keys, args };
+        let callback = found.callback.clone();
+        let name = found.info.name.clone();
+        let inv = Invocation {
+            name: &name,
+            keys,
+            args,
+        };
         self.rt.run(&callback, &inv, host, control, proto, out);
     }
 
@@ -541,6 +556,8 @@ impl FunctionEngine {
         }
         match split_keys_args(rest) {
             Ok((keys, args)) => self.run(&name, keys, args, host, control, proto, out),
+            // FCALL words a non-integer count its own way.
+            Err(errors::NOT_AN_INTEGER) => encode::error(out, errors::BAD_NUMKEYS.as_bytes()),
             Err(e) => encode::error(out, e.as_bytes()),
         }
     }

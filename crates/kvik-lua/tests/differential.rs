@@ -481,6 +481,30 @@ const LIBS: &[&str] = &[
     "return struct.unpack('s', 'abc')",
     "return struct.size('s')",
     "return struct.pack('c5', 'ab')",
+    "local t = {} local c = t for i = 1, 1100 do c[1] = {} c = c[1] end return cjson.encode(t)",
+    "return cjson.decode(string.rep('[', 1100) .. string.rep(']', 1100))",
+    "return #cjson.encode(cjson.decode(string.rep('[', 900) .. string.rep(']', 900)))",
+    "return cjson.decode('[1e400, -1e400]')[1] > 0",
+    "return cjson.decode('0x10')",
+    "return cjson.decode('01')",
+    "return cjson.decode('[\"a\\u0000b\"]')[1]",
+    "return cjson.encode({['a\\0b'] = 1})",
+    "return cjson.encode({[-1] = 'neg'})",
+    "return cjson.encode({[0] = 'zero'})",
+    "return cjson.encode(string.rep('\\200', 3))",
+    "return {cjson.encode_sparse_array()}",
+    "return cjson.encode_number_precision()",
+    "return cjson.encode_max_depth()",
+    "return {struct.pack('i8', -2), struct.pack('I3', 70000), struct.pack('>i16', -1)}",
+    "return {struct.unpack('i8', struct.pack('i8', -2))}",
+    "return {struct.unpack('>I3 <I3', '\\1\\2\\3\\1\\2\\3')}",
+    "return struct.unpack('i4', 'abcd', 0)",
+    "return {struct.unpack('b', 'abc', 3)}",
+    "return {cmsgpack.unpack(cmsgpack.pack(-0.0, 2^53, -2^63, 2^64))}",
+    "return cmsgpack.pack({[1] = 'a', [3] = 'c'})",
+    "return cmsgpack.pack({[1.5] = 'x'})",
+    "return {cmsgpack.unpack('\\146\\1')}",
+    "return {bit.tobit(2^52), bit.tobit(-2^31), bit.tobit(2^31), bit.band(2^40 + 3, 7)}",
 ];
 
 #[test]
@@ -665,6 +689,9 @@ const LIBRARIES: &[&str] = &[
     "#!lua name=a name=b\n",
     "#!lua name=lib11 foo=bar\n",
     "redis.register_function('f', function() end)",
+    "#!lua name=LIB1\nredis.register_function('g', function() return 1 end)",
+    "#!lua name=libcase\nredis.register_function('F1', function() return 1 end)",
+    "#!lua name=libhh\nredis.register_function('h', function() return 'lower' end) redis.register_function('hx', function() return 1 end)",
     "#!lua name=lib12\nredis.register_function('f12', function() return redis.call('incr', 's') end) redis.register_function('f13', function() error('in function') end) redis.register_function('f14', function() return redis.register_function('x', function() end) end)",
 ];
 
@@ -704,6 +731,8 @@ fn functions_match_redis_server() {
         &[b"nosuch", b"0"],
         &[b"f1", b"5"],
         &[b"f1", b"-1"],
+        &[b"f1", b"x"],
+        &[b"F1", b"0"],
     ];
     for argv in calls {
         for proto in [Proto::Resp2, Proto::Resp3] {
