@@ -362,12 +362,9 @@ impl LuaRuntime {
             *st.control.borrow_mut() = Some(control.clone());
             st.host.set(Some(host));
         }
+        let unbind = Unbind(&self.lua);
         let result = self.run_bound(f, inv, is_eval, proto, out);
-        {
-            let st = self.state();
-            st.host.set(None);
-            *st.control.borrow_mut() = None;
-        }
+        drop(unbind);
         control.end();
         if let Err(e) = result {
             let msg = format!("ERR Error running script {}, {}", inv.name, e);
@@ -402,6 +399,19 @@ impl LuaRuntime {
             write_script_error(out, &v, inv.name);
         }
         Ok(())
+    }
+}
+
+/// Clears the run's host and control when dropped, so a panic out of a host call cannot
+/// leave a dangling host pointer behind.
+struct Unbind<'a>(&'a Lua);
+
+impl Drop for Unbind<'_> {
+    fn drop(&mut self) {
+        if let Some(st) = self.0.app_data_ref::<RunState>() {
+            st.host.set(None);
+            *st.control.borrow_mut() = None;
+        }
     }
 }
 
