@@ -73,10 +73,21 @@ for _, name in ipairs({'debug', 'loadfile', 'dofile', 'print', 'getfenv', 'setfe
 end
 B.__redis__err__handler = handler
 
+-- Errors raised by the Rust libraries travel as opaque values: handlers and coroutine
+-- callers get the real value back.
 local o_xpcall = xpcall
-B.xpcall = function(...)
-  local n, r = pack(o_xpcall(...))
+B.xpcall = function(f, h, ...)
+  local handler = h
+  if type(h) == 'function' then handler = function(e) return h(take(e)) end end
+  local n, r = pack(o_xpcall(f, handler, ...))
   if not r[1] and K.killed() then error(r[2], 0) end
+  return unpack(r, 1, n)
+end
+local co = B.coroutine
+local o_resume = co.resume
+co.resume = function(...)
+  local n, r = pack(o_resume(...))
+  if not r[1] then r[2] = take(r[2]) end
   return unpack(r, 1, n)
 end
 
