@@ -1,0 +1,167 @@
+//! [`ScriptControl`]: what other threads of the server see of a running script, and how they
+//! stop it.
+//!
+//! Redis runs scripts on its only thread and, past `busy-reply-threshold`, serves other clients
+//! from inside the script's interrupt hook: BUSY to most, SCRIPT KILL / FUNCTION KILL honoured.
+//! kvik's other threads keep running, so the hook only publishes state here (running, busy,
+//! written) and polls the kill flag; the server answers BUSY and SCRIPT KILL from it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::errors;
+
+/// Shared state of the script running on one runtime (zero or one at a time).
+#[derive(Debug)]
+pub struct ScriptControl {
+    running: AtomicBool,
+    is_eval: AtomicBool,
+    busy: AtomicBool,
+    kill: AtomicBool,
+    written: AtomicBool,
+    threshold_ms: AtomicU64,
+    started: Mutex<Option<Instant>>,
+}
+
+impl Default for ScriptControl {
+    fn default() -> Self {
+        ScriptControl::new(Duration::from_millis(5000))
+    }
+}
+
+impl ScriptControl {
+    /// A control for scripts that turn busy after `busy_threshold` (Redis's
+    /// `busy-reply-threshold`, default 5 s).
+    pub fn new(busy_threshold: Duration) -> ScriptControl {
+        ScriptControl {
+            running: AtomicBool::new(false),
+            is_eval: AtomicBool::new(true),
+            busy: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+            written: AtomicBool::new(false),
+            threshold_ms: AtomicU64::new(busy_threshold.as_millis() as u64),
+            started: Mutex::new(None),
+        }
+    }
+
+    /// Changes the busy threshold (CONFIG SET busy-reply-threshold / lua-time-limit).
+    pub fn set_busy_threshold(&self, t: Duration) {
+        self.threshold_ms
+            .store(t.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Whether a script is running.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// Whether the running script has passed the busy threshold: other clients get
+    /// [`ScriptControl::busy_error`].
+    pub fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// Whether the running script has run a write command.
+    pub fn has_written(&self) -> bool {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// How long the running script has run so far (zero when none runs).
+    pub fn elapsed(&self) -> Duration {
+        self.started
+            .lock()
+            .expect("not poisoned")
+            .map_or(Duration::ZERO, |s| s.elapsed())
+    }
+
+    /// The BUSY error for the kind of script running.
+    pub fn busy_error(&self) -> &'static str {
+        if self.is_eval.load(Ordering::Relaxed) {
+            errors::BUSY_EVAL
+        } else {
+            errors::BUSY_FUNCTION
+        }
+    }
+
+    /// SCRIPT KILL (`from_script_kill`) or FUNCTION KILL: Redis's checks in Redis's order.
+    /// `Ok` means the script will stop at its next interrupt check.
+    pub fn kill(&self, from_script_kill: bool) -> Result<(), &'static str> {
+        if !self.is_running() {
+            return Err(errors::NOTBUSY);
+        }
+        if self.has_written() {
+            return Err(errors::UNKILLABLE);
+        }
+        let is_eval = self.is_eval.load(Ordering::Relaxed);
+        if from_script_kill && !is_eval {
+            return Err(errors::BUSY_FUNCTION);
+        }
+        if !from_script_kill && is_eval {
+            return Err(errors::BUSY_EVAL);
+        }
+        self.kill.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    pub(crate) fn begin(&self, is_eval: bool) {
+        *self.started.lock().expect("not poisoned") = Some(Instant::now());
+        self.is_eval.store(is_eval, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
+        self.written.store(false, Ordering::Relaxed);
+        self.busy.store(false, Ordering::Relaxed);
+        self.running.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn end(&self) {
+        self.running.store(false, Ordering::Release);
+        self.busy.store(false, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+        *self.started.lock().expect("not poisoned") = None;
+    }
+
+    pub(crate) fn mark_written(&self) {
+        self.written.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+
+    /// The interrupt hook's check: publishes "busy" once the threshold is passed and tells
+    /// whether the script must stop.
+    pub(crate) fn tick(&self) -> bool {
+        if !self.busy.load(Ordering::Relaxed) {
+            let limit = Duration::from_millis(self.threshold_ms.load(Ordering::Relaxed));
+            if self.elapsed() >= limit {
+                self.busy.store(true, Ordering::Release);
+            }
+        }
+        self.killed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kill_follows_redis_order() {
+        let c = ScriptControl::new(Duration::from_millis(0));
+        assert_eq!(c.kill(true), Err(errors::NOTBUSY));
+        c.begin(true);
+        assert!(!c.tick());
+        assert!(c.is_busy());
+        assert_eq!(c.kill(false), Err(errors::BUSY_EVAL));
+        assert_eq!(c.kill(true), Ok(()));
+        assert!(c.tick());
+        c.end();
+        c.begin(false);
+        assert_eq!(c.busy_error(), errors::BUSY_FUNCTION);
+        assert_eq!(c.kill(true), Err(errors::BUSY_FUNCTION));
+        c.mark_written();
+        assert_eq!(c.kill(false), Err(errors::UNKILLABLE));
+        c.end();
+        assert!(!c.is_running());
+    }
+}
