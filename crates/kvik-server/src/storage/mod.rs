@@ -12,10 +12,13 @@
 //! holds collection members, `score` the sorted-set score index. Expired records are removed by
 //! the compaction filter in `expire` and by the active expiry cycle.
 
+pub mod budget;
 pub mod encoding;
 pub mod expire;
+mod introspect;
 pub mod locks;
 pub mod members;
+pub mod options;
 #[cfg(test)]
 mod tests;
 
@@ -26,8 +29,9 @@ use encoding::{
 };
 use locks::{KeyGuard, KeyLocks};
 pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
+use options::{CfRole, Tuning};
 use parking_lot::{Mutex, RwLock};
-use rocksdb::{BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, WriteOptions, DB};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, WriteOptions, DB};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -38,6 +42,8 @@ pub type StorageResult<T> = Result<T, StorageError>;
 const CF_META: &str = "meta";
 const CF_DATA: &str = "data";
 const CF_SCORE: &str = "score";
+/// Every column family, in the order INFO lists them.
+pub const COLUMN_FAMILIES: [&str; 3] = [CF_META, CF_DATA, CF_SCORE];
 
 /// Database index reserved for kvik's own records (topology, version floor). User databases are
 /// limited to fewer than this, so FLUSHALL's range never reaches it.
@@ -120,6 +126,8 @@ pub struct Storage {
     observers: RwLock<Vec<Arc<dyn WriteObserver>>>,
     /// Set before the DB closes, so the data compaction filter stops looking up metadata.
     closing: Arc<AtomicBool>,
+    /// Block cache, write buffer manager and statistics, shared by the column families.
+    shared: options::Shared,
 }
 
 impl Drop for Storage {
@@ -139,29 +147,19 @@ impl Storage {
 
     /// Opens (or creates) the database under `dir`; `cache` fronts it.
     pub fn open_with_cache(dir: &Path, cache: Cache) -> StorageResult<Storage> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        opts.set_max_background_jobs(2);
-        opts.set_bytes_per_sync(1 << 20);
-        // Writes from many workers join one WAL write (group commit) instead of queueing.
-        opts.set_enable_pipelined_write(true);
+        Storage::open_tuned(dir, cache, &Tuning::default())
+    }
 
-        let mut table = BlockBasedOptions::default();
-        table.set_bloom_filter(10.0, false);
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(64 << 20));
-        table.set_cache_index_and_filter_blocks(true);
-
-        let mut meta_opts = opts.clone();
-        meta_opts.set_block_based_table_factory(&table);
+    /// Opens (or creates) the database under `dir` with the RocksDB options `options` derives
+    /// from `tuning`; `cache` fronts it.
+    pub fn open_tuned(dir: &Path, cache: Cache, tuning: &Tuning) -> StorageResult<Storage> {
+        let (opts, shared) = options::db_options(tuning);
+        let mut meta_opts = options::cf_options(&opts, &shared, tuning, CfRole::Meta);
         meta_opts.set_compaction_filter("kvik-meta-expiry", expire::meta_filter);
-        meta_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
         let closing = Arc::new(AtomicBool::new(false));
-        let data_cf_opts = |name: &'static str| {
-            let mut o = opts.clone();
-            o.set_block_based_table_factory(&table);
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let data_cf_opts = |name: &'static str, role: CfRole| {
+            let mut o = options::cf_options(&opts, &shared, tuning, role);
             let (handle, closing) = (handle.clone(), closing.clone());
             o.set_compaction_filter(name, move |_level: u32, key: &[u8], _value: &[u8]| {
                 if closing.load(Ordering::Relaxed) {
@@ -177,8 +175,8 @@ impl Storage {
 
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
-            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale")),
-            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale")),
+            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale", CfRole::Data)),
+            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale", CfRole::Score)),
         ];
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let _ = handle.set(Arc::downgrade(&db));
@@ -191,6 +189,7 @@ impl Storage {
             version_floor: Mutex::new(0),
             observers: RwLock::new(Vec::new()),
             closing,
+            shared,
         };
         storage.init_versions()?;
         Ok(storage)
