@@ -23,8 +23,8 @@
 
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, DataBlockIndexType, Options,
-    WriteBufferManager,
+    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, DataBlockIndexType,
+    LruCacheOptions, Options, WriteBufferManager,
 };
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -40,6 +40,8 @@ pub const PARTITION_BYTES: u64 = 4096;
 pub const BLOCK_BYTES: usize = 4096;
 /// Share of a data block's entries the hash index has slots for (RocksDB's recommended 0.75).
 const DATA_BLOCK_HASH_RATIO: f64 = 0.75;
+/// Smallest block cache shard (see [`block_cache_shard_bits`]).
+const MIN_CACHE_SHARD_BYTES: u64 = 4 << 20;
 /// Largest memtable of one column family; the write buffer budget may make it smaller.
 const MAX_WRITE_BUFFER_BYTES: u64 = 64 << 20;
 const MIN_WRITE_BUFFER_BYTES: u64 = 1 << 20;
@@ -209,13 +211,25 @@ impl Shared {
     }
 }
 
+/// Shards of the block cache: as many as RocksDB would (at most 64), but each at least
+/// [`MIN_CACHE_SHARD_BYTES`]. RocksDB's own rule (512 KiB shards) makes a small cache's
+/// high-priority pool per shard too small for index and filter partitions next to the
+/// memtables' 256 KiB reservation entries; each shard is its own LRU.
+fn block_cache_shard_bits(capacity: u64) -> i32 {
+    let shards = (capacity / MIN_CACHE_SHARD_BYTES).clamp(1, 64);
+    (u64::BITS - 1 - shards.leading_zeros()) as i32
+}
+
 /// The DB-wide options, and the objects the column families share.
 ///
 /// Statistics are on at `ExceptHistogramOrTimers`: tickers only (per-core counters, one
 /// relaxed add per event, no clock reads), which INFO rocksdb needs for its cache hit and stall
 /// fields; histograms and timers, the expensive part, stay off.
 pub fn db_options(t: &Tuning) -> (Options, Shared) {
-    let block_cache = Cache::new_lru_cache(t.block_cache_bytes as usize);
+    let mut lru = LruCacheOptions::default();
+    lru.set_capacity(t.block_cache_bytes as usize);
+    lru.set_num_shard_bits(block_cache_shard_bits(t.block_cache_bytes));
+    let block_cache = Cache::new_lru_cache_opts(&lru);
     // allow_stall: writers wait for a flush rather than grow memtables past the budget.
     let write_buffers = WriteBufferManager::new_write_buffer_manager_with_cache(
         t.write_buffer_bytes as usize,
@@ -366,6 +380,14 @@ mod tests {
                 hard_pending_compaction_bytes_limit: 2 << 30,
             },
         }
+    }
+
+    #[test]
+    fn small_caches_get_fewer_shards() {
+        assert_eq!(block_cache_shard_bits(1 << 20), 0);
+        assert_eq!(block_cache_shard_bits(8 << 20), 1);
+        assert_eq!(block_cache_shard_bits(60 << 20), 3);
+        assert_eq!(block_cache_shard_bits(64 << 30), 6);
     }
 
     #[test]
