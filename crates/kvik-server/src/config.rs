@@ -6,6 +6,8 @@
 //! then the config file, then `--name value` flags. Values live in atomics or small locks so a
 //! running server reads them without coordination; settings marked immutable refuse CONFIG SET.
 
+use crate::storage::budget::Split;
+use crate::storage::options::{StallLimits, Tuning};
 use crate::storage::FsyncPolicy;
 use parking_lot::RwLock;
 use std::path::PathBuf;
@@ -46,7 +48,17 @@ pub struct Config {
     pub active_expire: AtomicBool,
     /// Hot cache settings (see `cache`); the server pushes changes into the cache.
     pub cache_enabled: AtomicBool,
+    /// The memory budget (`maxmemory`; 0: derived from the machine's memory) and the hot
+    /// cache's share of it (`cache-maxmemory`; 0: a share); see `storage::budget`.
+    pub maxmemory: AtomicU64,
     pub cache_maxmemory: AtomicU64,
+    /// `compact-rate-limit`: RocksDB's rate limiter, bytes per second (0: none).
+    pub compact_rate_limit: AtomicU64,
+    /// `rocksdb-*` write stall thresholds (see `storage::options::StallLimits`).
+    pub level0_slowdown_writes_trigger: AtomicU64,
+    pub level0_stop_writes_trigger: AtomicU64,
+    pub soft_pending_compaction_bytes_limit: AtomicU64,
+    pub hard_pending_compaction_bytes_limit: AtomicU64,
     pub cache_shards: AtomicU64,
     pub cache_max_key_size: AtomicU64,
     pub cache_max_hash_fields: AtomicU64,
@@ -541,13 +553,73 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
-        name: "cache-maxmemory",
-        default: "256mb",
+        name: "maxmemory",
+        default: "0",
         mutable: true,
-        help: "memory bound of the hot cache (keys, values and per-entry overhead)",
+        help: "memory budget of the hot cache, block cache, memtables and table readers together (0: a quarter of the machine's memory, at least 256mb); data beyond it stays on disk, nothing is evicted",
+        get: |c| c.maxmemory.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.maxmemory.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "cache-maxmemory",
+        default: "0",
+        mutable: true,
+        help: "memory bound of the hot cache (keys, values and per-entry overhead); 0: half of maxmemory after RocksDB's reserve",
         get: |c| c.cache_maxmemory.load(Relaxed).to_string(),
         set: |c, v| {
             c.cache_maxmemory.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "compact-rate-limit",
+        default: "0",
+        mutable: false,
+        help: "bytes per second RocksDB's flushes and compactions may write (memory syntax, e.g. 64mb; 0: no limit)",
+        get: |c| c.compact_rate_limit.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.compact_rate_limit.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "rocksdb-level0-slowdown-writes-trigger",
+        default: "20",
+        mutable: true,
+        help: "L0 files of a column family at which RocksDB slows writes down",
+        get: |c| c.level0_slowdown_writes_trigger.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.level0_slowdown_writes_trigger, v, 1, 1 << 20),
+    },
+    Setting {
+        name: "rocksdb-level0-stop-writes-trigger",
+        default: "36",
+        mutable: true,
+        help: "L0 files of a column family at which RocksDB stops writes until compaction catches up",
+        get: |c| c.level0_stop_writes_trigger.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.level0_stop_writes_trigger, v, 1, 1 << 20),
+    },
+    Setting {
+        name: "rocksdb-soft-pending-compaction-bytes-limit",
+        default: "64gb",
+        mutable: true,
+        help: "bytes awaiting compaction at which RocksDB slows writes down (0: never)",
+        get: |c| c.soft_pending_compaction_bytes_limit.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.soft_pending_compaction_bytes_limit.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "rocksdb-hard-pending-compaction-bytes-limit",
+        default: "256gb",
+        mutable: true,
+        help: "bytes awaiting compaction at which RocksDB stops writes (0: never)",
+        get: |c| c.hard_pending_compaction_bytes_limit.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.hard_pending_compaction_bytes_limit.store(parse_memory(v)?, Relaxed);
             Ok(())
         },
     },
@@ -649,7 +721,13 @@ impl Default for Config {
             hz: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             cache_enabled: AtomicBool::new(true),
+            maxmemory: AtomicU64::new(0),
             cache_maxmemory: AtomicU64::new(0),
+            compact_rate_limit: AtomicU64::new(0),
+            level0_slowdown_writes_trigger: AtomicU64::new(0),
+            level0_stop_writes_trigger: AtomicU64::new(0),
+            soft_pending_compaction_bytes_limit: AtomicU64::new(0),
+            hard_pending_compaction_bytes_limit: AtomicU64::new(0),
             cache_shards: AtomicU64::new(0),
             cache_max_key_size: AtomicU64::new(0),
             cache_max_hash_fields: AtomicU64::new(0),
@@ -691,11 +769,44 @@ impl Config {
         self.databases.load(Relaxed) as u16
     }
 
-    /// The hot cache settings.
+    /// How `maxmemory` splits between the hot cache and RocksDB on this machine.
+    pub fn memory_split(&self) -> Split {
+        Split::for_machine(
+            self.maxmemory.load(Relaxed),
+            self.cache_maxmemory.load(Relaxed),
+        )
+    }
+
+    /// The write stall thresholds (`rocksdb-*` settings).
+    pub fn stall_limits(&self) -> StallLimits {
+        StallLimits {
+            level0_slowdown_writes_trigger: self.level0_slowdown_writes_trigger.load(Relaxed),
+            level0_stop_writes_trigger: self.level0_stop_writes_trigger.load(Relaxed),
+            soft_pending_compaction_bytes_limit: self
+                .soft_pending_compaction_bytes_limit
+                .load(Relaxed),
+            hard_pending_compaction_bytes_limit: self
+                .hard_pending_compaction_bytes_limit
+                .load(Relaxed),
+        }
+    }
+
+    /// The RocksDB options the settings decide, for opening storage.
+    pub fn storage_tuning(&self) -> Tuning {
+        let split = self.memory_split();
+        Tuning {
+            block_cache_bytes: split.block_cache,
+            write_buffer_bytes: split.write_buffers,
+            compact_rate_limit: self.compact_rate_limit.load(Relaxed),
+            stalls: self.stall_limits(),
+        }
+    }
+
+    /// The hot cache settings (its size is its share of the memory budget).
     pub fn cache_settings(&self) -> crate::cache::CacheSettings {
         crate::cache::CacheSettings {
             enabled: self.cache_enabled.load(Relaxed),
-            max_bytes: self.cache_maxmemory.load(Relaxed),
+            max_bytes: self.memory_split().hot_cache,
             shards: self.cache_shards.load(Relaxed) as usize,
             max_key: self.cache_max_key_size.load(Relaxed) as usize,
             max_fields: self.cache_max_hash_fields.load(Relaxed) as usize,

@@ -161,8 +161,30 @@ impl Server {
         if name.eq_ignore_ascii_case("loglevel") {
             crate::logging::set_level(&self.config.loglevel.read());
         }
-        if name.to_ascii_lowercase().starts_with("cache-") {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with("cache-") {
             self.apply_cache_settings();
+        }
+        if lower == "maxmemory" || lower == "cache-maxmemory" {
+            self.apply_memory_budget();
+        }
+        if lower.starts_with("rocksdb-") {
+            if let Err(e) = self.storage.set_stall_limits(&self.config.stall_limits()) {
+                tracing::warn!(error = %e, setting = name, "RocksDB refused the new stall limits");
+            }
+        }
+    }
+
+    /// Resizes the hot cache, the block cache and the write buffers to the memory budget's
+    /// current split (CONFIG SET maxmemory or cache-maxmemory).
+    pub fn apply_memory_budget(&self) {
+        let split = self.config.memory_split();
+        self.storage.cache().set_max_bytes(split.hot_cache);
+        if let Err(e) = self
+            .storage
+            .resize_memory(split.block_cache, split.write_buffers)
+        {
+            tracing::warn!(error = %e, "resizing RocksDB's memory failed");
         }
     }
 }
@@ -172,8 +194,22 @@ pub fn run(config: Config) -> Result<(), String> {
     let dir = config.dir.read().clone();
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
-    let storage = Storage::open_with_cache(&dir, crate::cache::Cache::new(config.cache_settings()))
-        .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
+    let split = config.memory_split();
+    let storage = Storage::open_tuned(
+        &dir,
+        crate::cache::Cache::new(config.cache_settings()),
+        &config.storage_tuning(),
+    )
+    .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
+    tracing::info!(
+        budget = split.total,
+        auto = split.auto,
+        hot_cache = split.hot_cache,
+        block_cache = split.block_cache,
+        write_buffers = split.write_buffers,
+        reserve = split.reserve,
+        "memory budget"
+    );
     storage.set_fsync_policy(*config.appendfsync.read());
     let server = Arc::new(Server::new(config, storage));
     if server.config.cluster.enabled.load(Ordering::Relaxed) {

@@ -9,6 +9,7 @@
 
 use crate::server::Server;
 use crate::storage::FsyncPolicy;
+use rocksdb::statistics::Ticker;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -30,6 +31,7 @@ const ORDER: &[Section] = &[
     Section::Errorstats,
     Section::Cluster,
     Section::Keyspace,
+    Section::Rocksdb,
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +48,8 @@ enum Section {
     Errorstats,
     Cluster,
     Keyspace,
+    /// kvik's own: RocksDB's caches, compactions and stalls (`INFO rocksdb`, `all`).
+    Rocksdb,
 }
 
 impl Section {
@@ -63,6 +67,7 @@ impl Section {
             Section::Errorstats => "errorstats",
             Section::Cluster => "cluster",
             Section::Keyspace => "keyspace",
+            Section::Rocksdb => "rocksdb",
         }
     }
 
@@ -80,12 +85,14 @@ impl Section {
             Section::Errorstats => "Errorstats",
             Section::Cluster => "Cluster",
             Section::Keyspace => "Keyspace",
+            Section::Rocksdb => "RocksDB",
         }
     }
 
-    /// In Redis's "default" set (what INFO without arguments prints).
+    /// In Redis's "default" set (what INFO without arguments prints). The RocksDB section reads
+    /// a few dozen properties, so exporters polling plain INFO do not pay for it.
     fn is_default(self) -> bool {
-        self != Section::Commandstats
+        !matches!(self, Section::Commandstats | Section::Rocksdb)
     }
 }
 
@@ -141,6 +148,7 @@ pub fn render(server: &Server, args: &[&[u8]]) -> String {
             }
             Section::Cluster => w.field("cluster_enabled", server.cluster.node().is_some() as u8),
             Section::Keyspace => keyspace_section(server, &mut w),
+            Section::Rocksdb => rocksdb_section(server, &mut w),
         }
     }
     out
@@ -304,12 +312,14 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     w.field("used_memory_lua", 0);
     w.field("used_memory_scripts", 0);
     w.field("number_of_cached_scripts", 0);
-    w.field("maxmemory", 0);
-    w.field("maxmemory_human", "0B");
+    let split = server.config.memory_split();
+    w.field("maxmemory", split.total);
+    w.field("maxmemory_human", bytes_to_human(split.total));
     w.field("maxmemory_policy", "noeviction");
     w.field("mem_fragmentation_ratio", "1.00");
     w.field("mem_allocator", "libc");
     w.field("lazyfree_pending_objects", 0);
+    budget_fields(server, &split, w);
     // kvik's own: RocksDB memtables, block cache and an estimate of the data on disk.
     let memtables = st.property_sum("rocksdb.cur-size-all-mem-tables");
     w.field("kvik_rocksdb_memtables", memtables);
@@ -324,6 +334,35 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
         "kvik_rocksdb_estimate_num_keys",
         st.property_sum("rocksdb.estimate-num-keys"),
     );
+}
+
+/// How the memory budget (`maxmemory`) is split and used: the hot cache, the block cache (the
+/// memtables are charged to it), the table readers outside it, and their sum.
+fn budget_fields(server: &Server, split: &crate::storage::budget::Split, w: &mut Lines<'_>) {
+    let st = &server.storage;
+    let shared = st.shared();
+    let hot = st.cache().used_memory() as u64;
+    let block_usage = shared.block_cache.get_usage() as u64;
+    let table_readers = st.property_sum("rocksdb.estimate-table-readers-mem");
+    let used = hot + block_usage + table_readers;
+    w.field("kvik_maxmemory_auto", u8::from(split.auto));
+    w.field("kvik_budget_used", used);
+    w.field("kvik_budget_used_human", bytes_to_human(used));
+    w.field("kvik_hot_cache_used", hot);
+    w.field("kvik_hot_cache_max", st.cache().max_bytes());
+    w.field("kvik_block_cache_usage", block_usage);
+    w.field("kvik_block_cache_capacity", shared.block_cache_capacity());
+    w.field(
+        "kvik_block_cache_pinned",
+        shared.block_cache.get_pinned_usage(),
+    );
+    w.field("kvik_write_buffers_usage", shared.write_buffers.get_usage());
+    w.field(
+        "kvik_write_buffers_limit",
+        shared.write_buffers.get_buffer_size(),
+    );
+    w.field("kvik_table_readers", table_readers);
+    w.field("kvik_budget_reserve", split.reserve);
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
@@ -533,6 +572,100 @@ fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
     }
 }
 
+/// RocksDB statistics tickers INFO rocksdb shows, as (field, ticker).
+const TICKERS: &[(&str, Ticker)] = &[
+    ("block_cache_hit", Ticker::BlockCacheHit),
+    ("block_cache_miss", Ticker::BlockCacheMiss),
+    ("block_cache_index_hit", Ticker::BlockCacheIndexHit),
+    ("block_cache_index_miss", Ticker::BlockCacheIndexMiss),
+    ("block_cache_filter_hit", Ticker::BlockCacheFilterHit),
+    ("block_cache_filter_miss", Ticker::BlockCacheFilterMiss),
+    ("block_cache_data_hit", Ticker::BlockCacheDataHit),
+    ("block_cache_data_miss", Ticker::BlockCacheDataMiss),
+    ("bloom_filter_useful", Ticker::BloomFilterUseful),
+    (
+        "bloom_filter_full_positive",
+        Ticker::BloomFilterFullPositive,
+    ),
+    (
+        "bloom_filter_full_true_positive",
+        Ticker::BloomFilterFullTruePositive,
+    ),
+    ("stall_micros", Ticker::StallMicros),
+];
+
+/// DB-wide integer properties INFO rocksdb shows, as (field, property).
+const DB_PROPERTIES: &[(&str, &str)] = &[
+    ("is_write_stopped", "rocksdb.is-write-stopped"),
+    (
+        "actual_delayed_write_rate",
+        "rocksdb.actual-delayed-write-rate",
+    ),
+    ("num_running_flushes", "rocksdb.num-running-flushes"),
+    ("num_running_compactions", "rocksdb.num-running-compactions"),
+];
+
+/// Per column family integer properties, as (field, property); one `cf_<name>` line each.
+const CF_PROPERTIES: &[(&str, &str)] = &[
+    ("l0_files", "rocksdb.num-files-at-level0"),
+    (
+        "pending_compaction_bytes",
+        "rocksdb.estimate-pending-compaction-bytes",
+    ),
+    ("compaction_pending", "rocksdb.compaction-pending"),
+    ("memtable_flush_pending", "rocksdb.mem-table-flush-pending"),
+    ("immutable_memtables", "rocksdb.num-immutable-mem-table"),
+    ("memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
+    ("estimate_num_keys", "rocksdb.estimate-num-keys"),
+    ("sst_bytes", "rocksdb.total-sst-files-size"),
+    ("live_data_bytes", "rocksdb.estimate-live-data-size"),
+    ("table_readers_mem", "rocksdb.estimate-table-readers-mem"),
+];
+
+/// INFO rocksdb: block cache use and hit counts (index, filter and data blocks apart), filter
+/// usefulness, write stalls, compaction backlog and L0 files per column family. The counters
+/// are RocksDB statistics tickers (collected at `ExceptHistogramOrTimers`, see
+/// `storage::options`); the rest are RocksDB properties read on the spot.
+fn rocksdb_section(server: &Server, w: &mut Lines<'_>) {
+    let st = &server.storage;
+    let shared = st.shared();
+    w.field("block_cache_capacity", shared.block_cache_capacity());
+    w.field("block_cache_usage", shared.block_cache.get_usage());
+    w.field(
+        "block_cache_pinned_usage",
+        shared.block_cache.get_pinned_usage(),
+    );
+    for (field, property) in DB_PROPERTIES {
+        w.field(field, st.db_property(property));
+    }
+    for (field, ticker) in TICKERS {
+        w.field(field, shared.ticker(*ticker));
+    }
+    let hits = shared.ticker(Ticker::BlockCacheHit);
+    let lookups = hits + shared.ticker(Ticker::BlockCacheMiss);
+    w.field(
+        "block_cache_hit_ratio",
+        format_args!("{:.2}", hits as f64 * 100.0 / lookups.max(1) as f64),
+    );
+    w.field("write_buffers_usage", shared.write_buffers.get_usage());
+    w.field(
+        "write_buffers_limit",
+        shared.write_buffers.get_buffer_size(),
+    );
+    w.field(
+        "compact_rate_limit",
+        server.config.compact_rate_limit.load(Relaxed),
+    );
+    for cf in crate::storage::COLUMN_FAMILIES {
+        let mut line = String::new();
+        for (i, (field, property)) in CF_PROPERTIES.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(line, "{sep}{field}={}", st.cf_property(cf, property));
+        }
+        w.field(&format!("cf_{cf}"), line);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,7 +673,9 @@ mod tests {
     #[test]
     fn sections_follow_redis_selection_rules() {
         assert!(!selected(&[]).contains(&Section::Commandstats));
-        assert_eq!(selected(&[]).len(), ORDER.len() - 1);
+        assert!(!selected(&[]).contains(&Section::Rocksdb));
+        assert_eq!(selected(&[]).len(), ORDER.len() - 2);
+        assert_eq!(selected(&[b"RocksDB"]), vec![Section::Rocksdb]);
         assert_eq!(selected(&[b"ALL"]).len(), ORDER.len());
         assert_eq!(selected(&[b"everything"]).len(), ORDER.len());
         assert_eq!(
@@ -548,7 +683,10 @@ mod tests {
             vec![Section::Cluster, Section::Keyspace]
         );
         assert!(selected(&[b"nosuch"]).is_empty());
-        assert_eq!(selected(&[b"default", b"commandstats"]).len(), ORDER.len());
+        assert_eq!(
+            selected(&[b"default", b"commandstats"]).len(),
+            ORDER.len() - 1
+        );
     }
 
     #[test]

@@ -18,14 +18,17 @@
 //! state of each key the batch writes (it runs under the writer's key locks, so nothing changes
 //! in between) and adds the differences to the same WriteBatch. Handlers just write keys.
 
+pub mod budget;
 #[cfg(test)]
 mod count_tests;
 pub mod counts;
 pub mod encoding;
 pub mod expire;
 pub mod expiry_index;
+mod introspect;
 pub mod locks;
 pub mod members;
+pub mod options;
 #[cfg(test)]
 mod tests;
 
@@ -37,10 +40,9 @@ use encoding::{
 };
 use locks::{KeyGuard, KeyLocks};
 pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
+use options::{CfRole, Tuning};
 use parking_lot::{Mutex, RwLock};
-use rocksdb::{
-    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, Options, ReadOptions, WriteOptions, DB,
-};
+use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, ReadOptions, WriteOptions, DB};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -56,6 +58,9 @@ const CF_COUNTS: &str = "counts";
 /// The column families a database's or the keyspace's range delete (FLUSHDB, FLUSHALL) covers:
 /// every one whose keys start with the database index.
 const DB_PREFIXED_CFS: [&str; 5] = [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS];
+/// The column families that hold the data, in the order INFO lists them (the small `expiry`
+/// and `counts` ones are laid out as scan-only, like `score`).
+pub const COLUMN_FAMILIES: [&str; 3] = [CF_META, CF_DATA, CF_SCORE];
 
 /// Database index reserved for kvik's own records (topology, version floor). User databases are
 /// limited to fewer than this, so FLUSHALL's range never reaches it.
@@ -144,6 +149,8 @@ pub struct Storage {
     /// Commits hold it shared from their state reads to their counts update; FLUSHDB and
     /// FLUSHALL hold it exclusively, so no commit counts a key against a state a flush erased.
     commit_gate: RwLock<()>,
+    /// Block cache, write buffer manager and statistics, shared by the column families.
+    shared: options::Shared,
 }
 
 impl Drop for Storage {
@@ -163,28 +170,18 @@ impl Storage {
 
     /// Opens (or creates) the database under `dir`; `cache` fronts it.
     pub fn open_with_cache(dir: &Path, cache: Cache) -> StorageResult<Storage> {
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        opts.set_max_background_jobs(2);
-        opts.set_bytes_per_sync(1 << 20);
-        // Writes from many workers join one WAL write (group commit) instead of queueing.
-        opts.set_enable_pipelined_write(true);
+        Storage::open_tuned(dir, cache, &Tuning::default())
+    }
 
-        let mut table = BlockBasedOptions::default();
-        table.set_bloom_filter(10.0, false);
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(64 << 20));
-        table.set_cache_index_and_filter_blocks(true);
-
-        let mut meta_opts = opts.clone();
-        meta_opts.set_block_based_table_factory(&table);
-        meta_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    /// Opens (or creates) the database under `dir` with the RocksDB options `options` derives
+    /// from `tuning`; `cache` fronts it.
+    pub fn open_tuned(dir: &Path, cache: Cache, tuning: &Tuning) -> StorageResult<Storage> {
+        let (opts, shared) = options::db_options(tuning);
+        let meta_opts = options::cf_options(&opts, &shared, tuning, CfRole::Meta);
         let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
         let closing = Arc::new(AtomicBool::new(false));
-        let data_cf_opts = |name: &'static str| {
-            let mut o = opts.clone();
-            o.set_block_based_table_factory(&table);
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let data_cf_opts = |name: &'static str, role: CfRole| {
+            let mut o = options::cf_options(&opts, &shared, tuning, role);
             let (handle, closing) = (handle.clone(), closing.clone());
             o.set_compaction_filter(name, move |_level: u32, key: &[u8], _value: &[u8]| {
                 if closing.load(Ordering::Relaxed) {
@@ -198,14 +195,13 @@ impl Storage {
             o
         };
 
-        let mut expiry_opts = opts.clone();
-        expiry_opts.set_block_based_table_factory(&table);
-        let counts_opts = opts.clone();
+        let expiry_opts = options::cf_options(&opts, &shared, tuning, CfRole::Score);
+        let counts_opts = options::cf_options(&opts, &shared, tuning, CfRole::Score);
 
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
-            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale")),
-            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale")),
+            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale", CfRole::Data)),
+            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale", CfRole::Score)),
             ColumnFamilyDescriptor::new(CF_EXPIRY, expiry_opts),
             ColumnFamilyDescriptor::new(CF_COUNTS, counts_opts),
         ];
@@ -222,6 +218,7 @@ impl Storage {
             closing,
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
+            shared,
         };
         storage.init_versions()?;
         storage.load_counts()?;

@@ -452,7 +452,7 @@ fn config_get_set_round_trips_and_errors() {
         r.cmd(&["CONFIG", "SET", "maxclients", "500", "hz", "20"]),
         Resp::Simple("OK".into())
     );
-    let got = r.cmd(&["CONFIG", "GET", "maxclients", "max*", "HZ"]);
+    let got = r.cmd(&["CONFIG", "GET", "maxclients", "maxc*", "HZ"]);
     assert_eq!(
         got,
         Resp::Array(vec![
