@@ -46,7 +46,10 @@ fn find_python() -> Result<PathBuf, String> {
         dir.display()
     );
     if !python.exists() {
-        return Err(format!("the test virtualenv has no {}: {fix}", python.display()));
+        return Err(format!(
+            "the test virtualenv has no {}: {fix}",
+            python.display()
+        ));
     }
     let import = Command::new(&python)
         .args(["-c", "import redis"])
