@@ -76,3 +76,22 @@ impl Reply {
         encode::verbatim(&mut self.buf, b"txt", text, self.proto);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    #[test]
+    fn error_reply_is_prefix_message_and_one_line() {
+        let mut r = Reply::new(Proto::Resp2);
+        r.ok();
+        r.error(&CmdError::wrong_type());
+        r.error(&CmdError::with(ErrorKind::Moved, "12 h:1\r\nx"));
+        assert_eq!(
+            String::from_utf8(r.buf).unwrap(),
+            "+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n\
+             -MOVED 12 h:1  x\r\n"
+        );
+    }
+}
