@@ -4,7 +4,6 @@
 //! sizes and activity times) and commands on any thread that list or kill clients. Fields are
 //! atomics or small mutexes: the I/O thread never waits on a command to update them.
 
-use crate::net::IoHandle;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -33,7 +32,18 @@ pub struct ClientInfo {
     /// Set by CLIENT KILL; the owning I/O thread closes the connection when it sees it.
     pub killed: AtomicBool,
     /// The owning I/O thread, to wake it after setting `killed`.
-    pub io: Arc<IoHandle>,
+    pub io: Arc<dyn ClientIo>,
+}
+
+/// What commands on any thread may ask of a client's I/O thread (implemented by the network
+/// layer's inbox, so this registry does not depend on it).
+pub trait ClientIo: Send + Sync + std::fmt::Debug {
+    /// Close client `id` (CLIENT KILL).
+    fn notify_kill(&self, id: u64);
+    /// The reply of blocked client `id`'s command: its I/O thread un-parks it.
+    fn notify_unblocked(&self, id: u64, reply: Vec<u8>);
+    /// Wakes the I/O thread so it re-checks shared state (shutdown).
+    fn wake(&self);
 }
 
 impl ClientInfo {

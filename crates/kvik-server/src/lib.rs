@@ -4,16 +4,21 @@
 //!
 //! One request, top to bottom:
 //!
-//! - [`net`]: I/O threads read sockets, parse requests (pipelined) with `kvik-resp`, and hand
-//!   each connection's run of commands to the pool; they write the replies back.
-//! - [`pool`]: worker threads behind the [`pool::Pool`] interface run the commands.
-//! - [`cmd`]: the command table (one [`cmd::spec::CommandSpec`] per command) and the dispatcher
-//!   that checks arity and auth, runs the handler and accounts stats; one module per family.
+//! - [`net`]: I/O threads read sockets, parse requests (pipelined) with `kvik-resp`, answer
+//!   cache hits through [`cmd::execute_cached`], and hand the rest of each connection's run to
+//!   the pool as one job; they write the replies back.
+//! - [`pool`]: worker threads behind the [`pool::Pool`] interface run the jobs.
+//! - [`cmd`]: the command table (one [`cmd::spec::CommandSpec`] per command: the only place a
+//!   command's behaviour is declared), the dispatcher, and the worker's job body
+//!   ([`cmd::run`]); one module per family.
 //! - [`storage`]: RocksDB with the documented key encoding, striped key locks, expiry.
 //!
-//! Around it: [`config`] (the settings table behind flags, config file and CONFIG), [`server`]
-//! (shared state, startup, timer, shutdown), [`stats`] (INFO counters, slowlog), [`clients`]
-//! (CLIENT LIST / KILL), [`session`] (per-connection state), [`slot`] (cluster key slots).
+//! At the bottom, imported by every layer and importing none of them: [`error`] (typed Redis
+//! errors) and [`reply`] (arguments and the reply writer). Around the path: [`config`] (the
+//! settings table behind flags, config file and CONFIG), [`server`] (shared state, timer,
+//! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
+//! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
+//! registry of blocked clients), [`slot`] (cluster key slots).
 
 pub mod blocking;
 pub mod cache;
@@ -22,13 +27,16 @@ pub mod clock;
 pub mod cluster;
 pub mod cmd;
 pub mod config;
+pub mod error;
 pub mod glob;
 pub mod logging;
 pub mod net;
 pub mod pool;
+pub mod reply;
 pub mod server;
 pub mod session;
 pub mod slot;
+pub mod startup;
 pub mod stats;
 pub mod storage;
 pub mod watch;

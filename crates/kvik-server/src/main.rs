@@ -60,7 +60,7 @@ fn main() -> ExitCode {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
     }
-    match kvik_server::server::run(config) {
+    match kvik_server::startup::run(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");

@@ -1,13 +1,12 @@
-//! The server: shared state, startup, background timer, and orderly shutdown.
+//! The server: shared state, background timer, and orderly shutdown.
 //!
-//! [`run`] opens storage, starts the worker pool and the I/O threads, then waits. Shutdown (SIGTERM,
-//! SIGINT or SHUTDOWN) goes: stop accepting, let every run of commands already in the pool
-//! finish and its replies go out, stop the pool, sync the WAL, exit 0.
+//! `startup::run` builds it and starts the threads. Shutdown (SIGTERM, SIGINT or
+//! SHUTDOWN) goes: stop accepting, let every run of commands already in the pool finish and its
+//! replies go out, stop the pool, sync the WAL, exit 0. This module knows neither the command
+//! layer nor the network: the I/O threads are reached through [`ClientIo`].
 
-use crate::clients::ClientRegistry;
-use crate::cmd;
+use crate::clients::{ClientIo, ClientRegistry};
 use crate::config::Config;
-use crate::net::{self, IoHandle};
 use crate::pool::Pool;
 use crate::stats::slowlog::SlowLog;
 use crate::stats::Stats;
@@ -42,7 +41,8 @@ pub struct Server {
     /// Clients blocked on keys (BLPOP & co.; an observer of the storage's writes).
     pub blocking: Arc<crate::blocking::Blocking>,
     shutting_down: AtomicBool,
-    io_handles: OnceLock<Vec<Arc<IoHandle>>>,
+    /// The I/O threads, woken on shutdown (set once they run).
+    pub(crate) io_handles: OnceLock<Vec<Arc<dyn ClientIo>>>,
     /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
     pub pool: OnceLock<Arc<dyn Pool>>,
     /// Cluster mode state (empty unless `cluster-enabled yes`).
@@ -87,7 +87,13 @@ impl ScanCursors {
 }
 
 impl Server {
-    pub fn new(config: Config, storage: Storage) -> Server {
+    /// The shared state over `storage`, with call statistics for `commands` (the command
+    /// table's full names, in table order).
+    pub fn new(
+        config: Config,
+        storage: Storage,
+        commands: impl IntoIterator<Item = String>,
+    ) -> Server {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap())
             .collect();
@@ -98,7 +104,7 @@ impl Server {
         Server {
             config,
             storage,
-            stats: Stats::new(cmd::table().len()),
+            stats: Stats::new(commands),
             slowlog: SlowLog::default(),
             clients: ClientRegistry::default(),
             started: Instant::now(),
@@ -189,60 +195,7 @@ impl Server {
     }
 }
 
-/// Runs the server until it is shut down.
-pub fn run(config: Config) -> Result<(), String> {
-    let dir = config.dir.read().clone();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
-    let split = config.memory_split();
-    let storage = Storage::open_tuned(
-        &dir,
-        crate::cache::Cache::new(config.cache_settings()),
-        &config.storage_tuning(),
-    )
-    .map_err(|e| format!("cannot open storage in {}: {e}", dir.display()))?;
-    tracing::info!(
-        budget = split.total,
-        auto = split.auto,
-        hot_cache = split.hot_cache,
-        block_cache = split.block_cache,
-        write_buffers = split.write_buffers,
-        reserve = split.reserve,
-        "memory budget"
-    );
-    storage.set_fsync_policy(*config.appendfsync.read());
-    let server = Arc::new(Server::new(config, storage));
-    if server.config.cluster.enabled.load(Ordering::Relaxed) {
-        server.cluster.enable(&dir)?;
-    }
-
-    let pool: Arc<dyn Pool> = crate::pool::from_config(&server.config);
-    let _ = server.pool.set(pool.clone());
-    let net = net::start(server.clone(), pool.clone())?;
-    let _ = server.io_handles.set(net.handles.clone());
-    install_signal_handlers(server.clone())?;
-    let timer = spawn_timer(server.clone());
-    let compactor = spawn_compactor(server.clone());
-
-    tracing::info!(
-        "kvik {} ready to accept connections on port {} (data in {})",
-        env!("CARGO_PKG_VERSION"),
-        server.port.load(Ordering::Relaxed),
-        dir.display()
-    );
-    net.join();
-    pool.shutdown();
-    let _ = timer.join();
-    let _ = compactor.join();
-    server
-        .storage
-        .sync_wal()
-        .map_err(|e| format!("final WAL sync failed: {e}"))?;
-    tracing::info!("kvik is now ready to exit, bye bye...");
-    Ok(())
-}
-
-fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
+pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
@@ -260,7 +213,7 @@ fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
 
 /// The compactor thread: runs the compactions FLUSHDB/FLUSHALL ask for, off the worker pool,
 /// one at a time. `run` joins it before storage is closed.
-fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+pub(crate) fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("kvik-compactor".into())
         .spawn(move || loop {
@@ -286,7 +239,7 @@ fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
 /// The timer thread: active expiry and stats at `hz`; every second, the key counts' fold and,
 /// with `everysec`, the WAL sync.
 /// Timed work never rides on the worker pool's lists.
-fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("kvik-timer".into())
         .spawn(move || {

@@ -4,6 +4,7 @@
 //! until the worker hands it back), so no lock guards it.
 
 use crate::clients::ClientInfo;
+use bytes::Bytes;
 use kvik_resp::Proto;
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ pub struct Session {
     /// The shared, observable side of this client (CLIENT LIST, CLIENT KILL).
     pub client: Arc<ClientInfo>,
     /// Inside MULTI: the queued commands (see `cmd::multi`).
-    pub multi: Option<crate::cmd::multi::MultiState>,
+    pub multi: Option<MultiState>,
     /// WATCHed keys; dropping the session (disconnect) unwatches them.
     pub watches: crate::watch::Watches,
     /// Set while EXEC runs the queued commands: blocking commands must not block.
@@ -51,4 +52,32 @@ impl Session {
     pub fn id(&self) -> u64 {
         self.client.id
     }
+}
+
+/// The state of a session inside MULTI.
+#[derive(Debug, Default)]
+pub struct MultiState {
+    pub(crate) queue: Vec<Queued>,
+    /// A command was rejected while queueing: EXEC replies EXECABORT.
+    pub(crate) failed: bool,
+    /// Memory the queue accounts for (see `cmd::multi`).
+    pub(crate) bytes: usize,
+}
+
+impl MultiState {
+    /// Number of queued commands.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Queued {
+    /// The resolved entry (command or subcommand) id.
+    pub(crate) id: usize,
+    pub(crate) args: Vec<Bytes>,
 }

@@ -11,14 +11,30 @@
 //! pending ASKING flag, sends the command to the pool untouched.
 
 use super::replies::redirect_host;
-use super::{Gate, Node};
-use crate::cmd::ctx::CmdError;
-use crate::cmd::Entry;
-use crate::server::Server;
+use super::{ClusterSettings, Gate, Node};
+use crate::error::{CmdError, ErrorKind};
 use crate::session::Session;
+use crate::storage::Storage;
 use bytes::Bytes;
 use kvik_resp::cluster::key_slot;
 use std::sync::atomic::Ordering::Relaxed;
+
+/// How a command is routed in cluster mode: a field of its command spec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routing {
+    /// By the slot of its keys; keyless commands are served anywhere.
+    Keys,
+    /// ASKING: served anywhere, and the ASKING flag it sets survives it (it lasts one command
+    /// for every other command).
+    Asking,
+    /// RESTORE-ASKING: routed by its key as if ASKING had been sent just before.
+    Asked,
+    /// MIGRATE: takes its slot's gate exclusively and is served on a migrating slot whatever
+    /// its keys.
+    Migrate,
+    /// SELECT: keyless, but any database other than 0 is refused in cluster mode.
+    DbZeroOnly,
+}
 
 /// What the check decided.
 pub enum Route<'a> {
@@ -30,26 +46,41 @@ pub enum Route<'a> {
     Reject(CmdError),
 }
 
-/// Checks one command in cluster mode. `rtc` is true on the run-to-completion path.
+/// One command as the check sees it: its spec's routing rule and the positions of its keys in
+/// `args`.
+pub struct Request<'r> {
+    pub routing: Routing,
+    pub positions: &'r [usize],
+    pub args: &'r [Bytes],
+    /// True on the run-to-completion path (no storage may be read).
+    pub rtc: bool,
+    pub now_ms: u64,
+}
+
+/// Checks one command in cluster mode.
 pub fn check<'a>(
     node: &'a Node,
-    server: &Server,
+    settings: &ClusterSettings,
+    storage: &Storage,
     session: &mut Session,
-    entry: &Entry,
-    args: &[Bytes],
-    rtc: bool,
-    now_ms: u64,
+    req: &Request<'_>,
 ) -> Route<'a> {
-    let name = entry.full_name.as_str();
+    let Request {
+        routing,
+        positions,
+        args,
+        rtc,
+        now_ms,
+    } = *req;
     let mut asked = session.asking;
-    if name != "asking" {
+    if routing != Routing::Asking {
         if asked && rtc {
             return Route::NotServed;
         }
         // The flag lasts one command.
         session.asking = false;
     }
-    if name == "select" {
+    if routing == Routing::DbZeroOnly {
         if let Some(db) = kvik_resp::parse_i64(&args[1]) {
             if db != 0 && i32::try_from(db).is_ok() {
                 return Route::Reject(CmdError::err("SELECT is not allowed in cluster mode"));
@@ -57,8 +88,7 @@ pub fn check<'a>(
         }
         return Route::Serve(None);
     }
-    asked |= name == "restore-asking";
-    let positions = entry.spec.key_positions(args);
+    asked |= routing == Routing::Asked;
     if positions.is_empty() {
         return Route::Serve(None);
     }
@@ -67,7 +97,7 @@ pub fn check<'a>(
     let mut slot = 0u16;
     let mut owner = 0usize;
     let (mut migrating, mut importing, mut multiple) = (false, false, false);
-    for &p in &positions {
+    for &p in positions {
         let key: &[u8] = &args[p];
         let s = key_slot(key);
         match first {
@@ -75,7 +105,10 @@ pub fn check<'a>(
                 first = Some(key);
                 slot = s;
                 let Some(o) = st.owner_of(s) else {
-                    return Route::Reject(CmdError::full("CLUSTERDOWN Hash slot not served"));
+                    return Route::Reject(CmdError::new(
+                        ErrorKind::ClusterDown,
+                        "Hash slot not served",
+                    ));
                 };
                 owner = o;
                 migrating = st.me == Some(o) && st.migrating.contains_key(&s);
@@ -83,8 +116,9 @@ pub fn check<'a>(
             }
             Some(f) if f != key => {
                 if s != slot {
-                    return Route::Reject(CmdError::full(
-                        "CROSSSLOT Keys in request don't hash to the same slot",
+                    return Route::Reject(CmdError::new(
+                        ErrorKind::CrossSlot,
+                        "Keys in request don't hash to the same slot",
                     ));
                 }
                 multiple = true;
@@ -92,9 +126,8 @@ pub fn check<'a>(
             Some(_) => {}
         }
     }
-    let settings = &server.config.cluster;
     if !st.ok(settings.require_full_coverage.load(Relaxed)) {
-        return Route::Reject(CmdError::full("CLUSTERDOWN The cluster is down"));
+        return Route::Reject(CmdError::new(ErrorKind::ClusterDown, "The cluster is down"));
     }
     let kind = settings.endpoint();
     if migrating || importing {
@@ -103,22 +136,26 @@ pub fn check<'a>(
         }
         // Taken before the keys are looked at and held while the command runs (see Node).
         drop(st);
-        let gate = node.gate(slot, name == "migrate");
-        if name == "migrate" {
+        let migrate = routing == Routing::Migrate;
+        let gate = node.gate(slot, migrate);
+        if migrate {
             return Route::Serve(Some(gate));
         }
         st = node.state.read();
         // The state may have changed while the gate was awaited: look the owner up again.
         let Some(o) = st.owner_of(slot) else {
-            return Route::Reject(CmdError::full("CLUSTERDOWN Hash slot not served"));
+            return Route::Reject(CmdError::new(
+                ErrorKind::ClusterDown,
+                "Hash slot not served",
+            ));
         };
         owner = o;
         let (mut missing, mut present) = (0, 0);
-        for &p in &positions {
-            match server.storage.get_live(0, &args[p], now_ms) {
+        for &p in positions {
+            match storage.get_live(0, &args[p], now_ms) {
                 Ok(Some(_)) => present += 1,
                 Ok(None) => missing += 1,
-                Err(e) => return Route::Reject(CmdError::from(e)),
+                Err(e) => return Route::Reject(CmdError::storage(e)),
             }
         }
         if migrating && missing > 0 {
@@ -127,7 +164,7 @@ pub fn check<'a>(
             }
             let target = st.migrating.get(&slot).and_then(|id| st.topology.node(id));
             if let Some(n) = target {
-                return Route::Reject(redirect("ASK", slot, &n.host, n.port, kind));
+                return Route::Reject(redirect(ErrorKind::Ask, slot, &n.host, n.port, kind));
             }
         }
         if importing && asked {
@@ -145,13 +182,23 @@ pub fn check<'a>(
         return Route::Serve(None);
     }
     let n = &st.topology.nodes[owner];
-    Route::Reject(redirect("MOVED", slot, &n.host, n.port, kind))
+    Route::Reject(redirect(ErrorKind::Moved, slot, &n.host, n.port, kind))
 }
 
 fn tryagain() -> CmdError {
-    CmdError::full("TRYAGAIN Multiple keys request during rehashing of slot")
+    CmdError::new(
+        ErrorKind::TryAgain,
+        "Multiple keys request during rehashing of slot",
+    )
 }
 
-fn redirect(what: &str, slot: u16, host: &str, port: u16, kind: super::EndpointKind) -> CmdError {
-    CmdError(format!("{what} {slot} {}:{port}", redirect_host(host, kind)).into())
+fn redirect(
+    what: ErrorKind,
+    slot: u16,
+    host: &str,
+    port: u16,
+    kind: super::EndpointKind,
+) -> CmdError {
+    let host = redirect_host(host, kind);
+    CmdError::with(what, format_args!("{slot} {host}:{port}"))
 }

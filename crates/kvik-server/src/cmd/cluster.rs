@@ -4,7 +4,7 @@
 //! routing itself is in `crate::cluster::routing`.
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{container, CommandSpec, Flags, KeySpec};
+use super::spec::{container, CommandSpec, Flags, KeySpec, Routing};
 use crate::cluster::replies::{self, View, Which};
 use crate::cluster::Node;
 use kvik_resp::cluster::{key_slot, SLOTS};
@@ -145,6 +145,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         )
         .subs(SUBS),
     CommandSpec::new("asking", 1, Flags::FAST, KeySpec::NONE, asking)
+        .routing(Routing::Asking)
         .acl(&["fast", "connection"])
         .group("cluster")
         .doc(

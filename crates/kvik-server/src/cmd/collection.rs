@@ -164,7 +164,7 @@ pub fn max_reply_bytes(ctx: &Ctx<'_>) -> u64 {
 }
 
 /// Error of a count whose reply could not be built within [`max_reply_bytes`].
-pub const ERR_OUT_OF_RANGE: CmdError = CmdError::full("ERR value is out of range");
+pub const ERR_OUT_OF_RANGE: CmdError = CmdError::fixed("value is out of range");
 
 // ---- Member scans -------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ pub struct MemberScan<'a> {
 }
 
 /// "ERR invalid cursor".
-pub const ERR_INVALID_CURSOR: CmdError = CmdError::full("ERR invalid cursor");
+pub const ERR_INVALID_CURSOR: CmdError = CmdError::fixed("invalid cursor");
 
 impl<'a> MemberScan<'a> {
     /// The cursor argument as C's `strtoul` reads it (Redis's `parseScanCursorOrReply`): digits

@@ -1,8 +1,8 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET. They change only the session
 //! (protocol, database, authentication), never the keyspace.
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{CommandSpec, Flags, KeySpec};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind};
+use super::spec::{CommandSpec, DbRef, Flags, InMulti, KeySpec, Routing};
 use kvik_resp::Proto;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -43,6 +43,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of passwords defined for the user",
     ),
     CommandSpec::new("select", 2, CONN, KeySpec::NONE, select)
+        .routing(Routing::DbZeroOnly)
+        .db_refs(|_| vec![DbRef::Selects(1)])
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Changes the selected database.", "1.0.0", "O(1)"),
@@ -53,6 +55,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         quit,
     )
+    .in_multi(InMulti::RunsNow)
     .acl(&["fast", "connection"])
     .group("connection")
     .doc("Closes the connection.", "1.0.0", "O(1)"),
@@ -63,6 +66,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         reset,
     )
+    .in_multi(InMulti::RunsNow)
     .acl(&["fast", "connection"])
     .group("connection")
     .doc("Resets the connection.", "6.2.0", "O(1)"),
@@ -94,8 +98,9 @@ fn check_password(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
     if ok {
         Ok(())
     } else {
-        Err(CmdError::full(
-            "WRONGPASS invalid username-password pair or user is disabled.",
+        Err(CmdError::new(
+            ErrorKind::WrongPass,
+            "invalid username-password pair or user is disabled.",
         ))
     }
 }
@@ -136,7 +141,12 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         proto = match kvik_resp::parse_i64(&args[1]) {
             Some(2) => Proto::Resp2,
             Some(3) => Proto::Resp3,
-            Some(_) => return Err(CmdError::full("NOPROTO unsupported protocol version")),
+            Some(_) => {
+                return Err(CmdError::new(
+                    ErrorKind::NoProto,
+                    "unsupported protocol version",
+                ))
+            }
             None => {
                 return Err(CmdError::err(
                     "Protocol version is not an integer or out of range",
@@ -168,7 +178,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.session.authenticated = true;
     }
     if !ctx.session.authenticated {
-        return Err(CmdError::full("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(CmdError::new(ErrorKind::NoAuth, "HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(name) = name {
         *ctx.session.client.name.lock() = Some(name);
@@ -222,6 +232,9 @@ fn quit(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 
 fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     let s = &mut *ctx.session;
+    // Redis's clearClientConnectionState: the transaction and the watched keys go too.
+    s.multi = None;
+    s.watches.clear();
     s.db = 0;
     s.proto = Proto::Resp2;
     s.authenticated = ctx.server.config.requirepass.read().is_none();

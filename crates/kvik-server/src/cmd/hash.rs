@@ -9,6 +9,7 @@
 //!
 //! Replies list fields in storage (byte) order; Redis's order is its hash table's and unspecified.
 
+use super::cached::KeyReads;
 use super::collection::{self, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE};
 use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
 use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
@@ -56,7 +57,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "2.0.0",
             "O(1)",
         ),
-    CommandSpec::new("hget", 3, READ_FAST, KeySpec::ONE, hget)
+    CommandSpec::new("hget", 3, READ_FAST, KeySpec::ONE, |c, a| hget(c, a))
+        .rtc(|c, a| hget(c, a))
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the value of a field in a hash.", "2.0.0", "O(1)"),
@@ -160,10 +162,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-const ERR_NOT_INT: CmdError = CmdError::full("ERR hash value is not an integer");
-const ERR_NOT_FLOAT: CmdError = CmdError::full("ERR hash value is not a float");
-const ERR_INCR_NAN_INF: CmdError = CmdError::full("ERR value is NaN or Infinity");
-const ERR_RESULT_NAN_INF: CmdError = CmdError::full("ERR increment would produce NaN or Infinity");
+const ERR_NOT_INT: CmdError = CmdError::fixed("hash value is not an integer");
+const ERR_NOT_FLOAT: CmdError = CmdError::fixed("hash value is not a float");
+const ERR_INCR_NAN_INF: CmdError = CmdError::fixed("value is NaN or Infinity");
+const ERR_RESULT_NAN_INF: CmdError = CmdError::fixed("increment would produce NaN or Infinity");
 
 /// Longest text Redis parses as a long double (`MAX_LONG_DOUBLE_CHARS`).
 const MAX_FLOAT_TEXT: usize = 5 * 1024;
@@ -307,17 +309,17 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 // ---- Reads --------------------------------------------------------------------------------
 
 /// HGET key field.
-fn hget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn hget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let field = &args[2][..];
     match ctx.read_hash(&args[1])? {
-        HashRead::Missing => ctx.out.null(),
+        HashRead::Missing => ctx.out().null(),
         HashRead::Cached(fields) => {
             let value = fields.iter().find(|(f, _)| f == field).map(|(_, v)| &v[..]);
-            ctx.out.bulk_or_null(value);
+            ctx.out().bulk_or_null(value);
         }
         HashRead::Stored(view, meta) => {
             let value = view.get_member(&Coll::new(ctx.db(), &args[1], &meta), field)?;
-            ctx.out.bulk_or_null(value.as_deref());
+            ctx.out().bulk_or_null(value.as_deref());
         }
     }
     Ok(())
@@ -502,8 +504,8 @@ fn write_pick(ctx: &mut Ctx<'_>, f: &[u8], v: &[u8], with_values: bool, resp3_pa
 pub fn parse_count(arg: &[u8]) -> Result<i64, CmdError> {
     match parse_i64(arg) {
         None => Err(CmdError::not_integer()),
-        Some(i64::MIN) => Err(CmdError::full(
-            "ERR value is out of range, value must between -9223372036854775807 and \
+        Some(i64::MIN) => Err(CmdError::fixed(
+            "value is out of range, value must between -9223372036854775807 and \
              9223372036854775807",
         )),
         Some(n) => Ok(n),

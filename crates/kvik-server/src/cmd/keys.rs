@@ -11,8 +11,9 @@
 //! Expired keys are invisible to every command here: reads go through `ctx.lookup_*` or
 //! [`Storage::get_live`], and scans skip records whose expiry has passed.
 
+use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{container, CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{container, CacheEffect, CommandSpec, DbRef, Flags, KeySpec};
 use crate::glob;
 use crate::slot::key_slot;
 use crate::storage::encoding::{db_prefix, Kind, Meta};
@@ -43,11 +44,13 @@ pub static COMMANDS: &[CommandSpec] = &[
             "4.0.0",
             "O(1) for each key removed regardless of its size.",
         ),
-    CommandSpec::new("exists", -2, READ_FAST, KeySpec::ALL, exists)
+    CommandSpec::new("exists", -2, READ_FAST, KeySpec::ALL, |c, a| exists(c, a))
+        .rtc(|c, a| exists(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Determines whether one or more keys exist.", "1.0.0", "O(N) where N is the number of keys to check."),
-    CommandSpec::new("type", 2, READ_FAST, KeySpec::ONE, type_)
+    CommandSpec::new("type", 2, READ_FAST, KeySpec::ONE, |c, a| type_(c, a))
+        .rtc(|c, a| type_(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Determines the type of value stored at a key.", "1.0.0", "O(1)"),
@@ -79,19 +82,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0", "O(1)"),
-    CommandSpec::new("ttl", 2, READ_FAST, KeySpec::ONE, ttl)
+    CommandSpec::new("ttl", 2, READ_FAST, KeySpec::ONE, |c, a| ttl(c, a))
+        .rtc(|c, a| ttl(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time in seconds of a key.", "1.0.0", "O(1)"),
-    CommandSpec::new("pttl", 2, READ_FAST, KeySpec::ONE, pttl)
+    CommandSpec::new("pttl", 2, READ_FAST, KeySpec::ONE, |c, a| pttl(c, a))
+        .rtc(|c, a| pttl(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time in milliseconds of a key.", "2.6.0", "O(1)"),
-    CommandSpec::new("expiretime", 2, READ_FAST, KeySpec::ONE, expiretime)
+    CommandSpec::new("expiretime", 2, READ_FAST, KeySpec::ONE, |c, a| expiretime(c, a))
+        .rtc(|c, a| expiretime(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time of a key as a Unix timestamp.", "7.0.0", "O(1)"),
-    CommandSpec::new("pexpiretime", 2, READ_FAST, KeySpec::ONE, pexpiretime)
+    CommandSpec::new("pexpiretime", 2, READ_FAST, KeySpec::ONE, |c, a| pexpiretime(c, a))
+        .rtc(|c, a| pexpiretime(c, a))
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", "O(1)"),
@@ -111,6 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("generic")
         .doc("Renames a key only when the target key name doesn't exist.", "1.0.0", "O(1)"),
     CommandSpec::new("copy", -3, Flags::WRITE.union(Flags::DENYOOM), KeySpec::TWO, copy)
+        .db_refs(copy_db_refs)
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "slow"])
         .group("generic")
@@ -120,6 +128,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         ),
     CommandSpec::new("move", 3, WRITE_FAST, KeySpec::ONE, move_)
+        .db_refs(|_| vec![DbRef::KeyIn { key: 1, db: 2 }])
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
@@ -240,7 +249,15 @@ fn del(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 }
 
 /// Counts the arguments naming an existing key; a key given twice counts twice, as in Redis.
-fn count_existing(ctx: &mut Ctx<'_>, keys: &Args) -> Result<i64, CmdError> {
+/// COPY's destination key in the database of each `DB` option.
+fn copy_db_refs(args: &Args) -> Vec<DbRef> {
+    (3..args.len().saturating_sub(1))
+        .filter(|&i| args[i].eq_ignore_ascii_case(b"db"))
+        .map(|i| DbRef::KeyIn { key: 2, db: i + 1 })
+        .collect()
+}
+
+fn count_existing<'a, C: KeyReads<'a>>(ctx: &C, keys: &Args) -> Result<i64, C::Error> {
     let mut n = 0;
     for key in keys {
         if ctx.lookup_read(key)?.is_some() {
@@ -250,9 +267,9 @@ fn count_existing(ctx: &mut Ctx<'_>, keys: &Args) -> Result<i64, CmdError> {
     Ok(n)
 }
 
-fn exists(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn exists<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let n = count_existing(ctx, &args[1..])?;
-    ctx.out.int(n);
+    ctx.out().int(n);
     Ok(())
 }
 
@@ -263,11 +280,11 @@ fn touch(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-fn type_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn type_<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let name = ctx
         .lookup_read(&args[1])?
         .map_or("none", |m| m.kind.type_name());
-    ctx.out.simple(name);
+    ctx.out().simple(name);
     Ok(())
 }
 
@@ -304,13 +321,13 @@ impl ExpireFlags {
             }
         }
         if f.nx && (f.xx || f.gt || f.lt) {
-            return Err(CmdError::full(
-                "ERR NX and XX, GT or LT options at the same time are not compatible",
+            return Err(CmdError::fixed(
+                "NX and XX, GT or LT options at the same time are not compatible",
             ));
         }
         if f.gt && f.lt {
-            return Err(CmdError::full(
-                "ERR GT and LT options at the same time are not compatible",
+            return Err(CmdError::fixed(
+                "GT and LT options at the same time are not compatible",
             ));
         }
         Ok(f)
@@ -402,7 +419,12 @@ fn pexpireat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// The shared body of TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing key, -1 for a key
 /// without expiry, else the remaining time (TTL rounds to the nearest second, as Redis does) or
 /// the absolute expiry (EXPIRETIME truncates to the second).
-fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], millis: bool, absolute: bool) -> CmdResult {
+fn ttl_generic<'a, C: KeyReads<'a>>(
+    ctx: &mut C,
+    key: &[u8],
+    millis: bool,
+    absolute: bool,
+) -> Result<(), C::Error> {
     let reply = match ctx.lookup_read(key)? {
         None => -2,
         Some(m) if m.expire_at_ms == 0 => -1,
@@ -412,7 +434,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], millis: bool, absolute: bool) -> C
                 (true, true) => at,
                 (true, false) => at / 1000,
                 (false, _) => {
-                    let left = (at - ctx.now_ms as i64).max(0);
+                    let left = (at - ctx.now_ms() as i64).max(0);
                     if millis {
                         left
                     } else {
@@ -422,23 +444,23 @@ fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], millis: bool, absolute: bool) -> C
             }
         }
     };
-    ctx.out.int(reply);
+    ctx.out().int(reply);
     Ok(())
 }
 
-fn ttl(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn ttl<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     ttl_generic(ctx, &args[1], false, false)
 }
 
-fn pttl(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn pttl<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     ttl_generic(ctx, &args[1], true, false)
 }
 
-fn expiretime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn expiretime<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     ttl_generic(ctx, &args[1], false, true)
 }
 
-fn pexpiretime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn pexpiretime<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     ttl_generic(ctx, &args[1], true, true)
 }
 
@@ -582,8 +604,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let (src, dst) = (&args[1][..], &args[2][..]);
     if src_db == dst_db && src == dst {
-        return Err(CmdError::full(
-            "ERR source and destination objects are the same",
+        return Err(CmdError::fixed(
+            "source and destination objects are the same",
         ));
     }
     let storage = &ctx.server.storage;
@@ -613,8 +635,8 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let src_db = ctx.db();
     let dst_db = parse_db(ctx, &args[2])?;
     if dst_db == src_db {
-        return Err(CmdError::full(
-            "ERR source and destination objects are the same",
+        return Err(CmdError::fixed(
+            "source and destination objects are the same",
         ));
     }
     let key = &args[1][..];
@@ -670,7 +692,7 @@ fn keys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// "ERR invalid cursor" instead of restarting silently. The guarantees are Redis's: a key present
 /// for the whole iteration is returned exactly once (keys are visited in storage order).
 fn scan(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let invalid_cursor = || CmdError::full("ERR invalid cursor");
+    let invalid_cursor = || CmdError::fixed("invalid cursor");
     let cursor: u64 = std::str::from_utf8(&args[1])
         .ok()
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
@@ -886,8 +908,8 @@ fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.null();
         return Ok(());
     }
-    Err(CmdError::full(
-        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
+    Err(CmdError::fixed(
+        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
          that when switching between policies at runtime LRU and LFU data will take some time to \
          adjust.",
     ))
@@ -955,7 +977,10 @@ mod tests {
         };
         assert!(f(&["nx", "xx"]).is_err());
         assert!(f(&["gt", "LT"]).is_err());
-        assert_eq!(f(&["foo"]).unwrap_err().0, "ERR Unsupported option foo");
+        assert_eq!(
+            f(&["foo"]).unwrap_err().to_string(),
+            "ERR Unsupported option foo"
+        );
         let gt = f(&["GT"]).unwrap();
         assert!(!gt.allow(None, 5));
         assert!(!gt.allow(Some(5), 5));

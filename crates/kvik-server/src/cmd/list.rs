@@ -27,10 +27,11 @@
 //! re-runs one to serve it, a key that holds another type is skipped rather than answered with
 //! WRONGTYPE: Redis 7.0 keeps such a client blocked.
 
+use super::blocked::parse_timeout;
 use super::collection::index_range;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
-use crate::blocking::{parse_timeout, TimeoutReply};
+use crate::blocking::TimeoutReply;
 use crate::storage::encoding::{list_index, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage};
 use kvik_resp::parse_i64;
@@ -351,9 +352,12 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     }
     let count = match args.get(2) {
         None => None,
-        Some(a) => Some(parse_i64(a).filter(|n| *n >= 0).ok_or(CmdError::full(
-            "ERR value is out of range, must be positive",
-        ))? as u64),
+        Some(a) => Some(
+            parse_i64(a)
+                .filter(|n| *n >= 0)
+                .ok_or(CmdError::fixed("value is out of range, must be positive"))?
+                as u64,
+        ),
     };
     let key = &args[1];
     let storage = ctx.storage();
@@ -857,7 +861,7 @@ fn move_generic(
     };
     let Some(mut src_meta) = src_meta else {
         return match block {
-            Some(deadline) => ctx.block_on(&[src], deadline, TimeoutReply::NullBulk),
+            Some(deadline) => ctx.block_on(Kind::List, &[src], deadline, TimeoutReply::NullBulk),
             None => {
                 ctx.out.null();
                 Ok(())
@@ -915,7 +919,7 @@ fn bpop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
             ctx.out.bulk(&vals[0]);
             Ok(())
         }
-        None => ctx.block_on(keys, deadline, TimeoutReply::NullArray),
+        None => ctx.block_on(Kind::List, keys, deadline, TimeoutReply::NullArray),
     }
 }
 
@@ -1010,6 +1014,6 @@ fn blmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             mpop_reply(ctx, &key, &vals);
             Ok(())
         }
-        None => ctx.block_on(keys, deadline, TimeoutReply::NullArray),
+        None => ctx.block_on(Kind::List, keys, deadline, TimeoutReply::NullArray),
     }
 }

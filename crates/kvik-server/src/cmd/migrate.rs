@@ -31,8 +31,8 @@
 //! acknowledged. Replies and errors are Redis's: `+OK`, `+NOKEY`, `IOERR error or timeout ...`,
 //! `ERR Target instance replied with error: ...`.
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind};
+use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec, Routing};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::members::KeyRecord;
 use crate::storage::Batch;
@@ -114,9 +114,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "An internal command for migrating keys in a cluster",
         "3.0.0",
-    ),
+    )
+    .routing(Routing::Asked),
     CommandSpec::new("migrate", -6, Flags::WRITE, MIGRATE_KEYS, migrate)
         .movable(migrate_keys)
+        .routing(Routing::Migrate)
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "slow", "dangerous"])
         .group("generic")
@@ -177,10 +179,8 @@ pub enum PayloadError {
 impl From<PayloadError> for CmdError {
     fn from(e: PayloadError) -> CmdError {
         match e {
-            PayloadError::Checksum => {
-                CmdError::full("ERR DUMP payload version or checksum are wrong")
-            }
-            PayloadError::BadFormat => CmdError::full("ERR Bad data format"),
+            PayloadError::Checksum => CmdError::fixed("DUMP payload version or checksum are wrong"),
+            PayloadError::BadFormat => CmdError::fixed("Bad data format"),
         }
     }
 }
@@ -312,15 +312,15 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         } else if opt.eq_ignore_ascii_case(b"idletime") && more >= 1 && !freq {
             let n = kvik_resp::parse_i64(&args[j + 1]).ok_or(CmdError::not_integer())?;
             if n < 0 {
-                return Err(CmdError::full("ERR Invalid IDLETIME value, must be >= 0"));
+                return Err(CmdError::fixed("Invalid IDLETIME value, must be >= 0"));
             }
             idle = true;
             j += 1;
         } else if opt.eq_ignore_ascii_case(b"freq") && more >= 1 && !idle {
             let n = kvik_resp::parse_i64(&args[j + 1]).ok_or(CmdError::not_integer())?;
             if !(0..=255).contains(&n) {
-                return Err(CmdError::full(
-                    "ERR Invalid FREQ value, must be >= 0 and <= 255",
+                return Err(CmdError::fixed(
+                    "Invalid FREQ value, must be >= 0 and <= 255",
                 ));
             }
             freq = true;
@@ -336,11 +336,14 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let _guard = storage.lock(db, &[key]);
     let existing = ctx.lookup_write(key)?;
     if !replace && existing.is_some() {
-        return Err(CmdError::full("BUSYKEY Target key name already exists."));
+        return Err(CmdError::new(
+            ErrorKind::BusyKey,
+            "Target key name already exists.",
+        ));
     }
     let ttl = kvik_resp::parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
     if ttl < 0 {
-        return Err(CmdError::full("ERR Invalid TTL value, must be >= 0"));
+        return Err(CmdError::fixed("Invalid TTL value, must be >= 0"));
     }
     let rec = decode_payload(&args[3])?;
     let expire_at = match ttl {
@@ -414,8 +417,8 @@ fn parse_migrate(args: &Args) -> Result<MigrateArgs<'_>, CmdError> {
             j += 2;
         } else if opt.eq_ignore_ascii_case(b"keys") {
             if !args[3].is_empty() {
-                return Err(CmdError::full(
-                    "ERR When using MIGRATE KEYS option, the key argument must be set to the \
+                return Err(CmdError::fixed(
+                    "When using MIGRATE KEYS option, the key argument must be set to the \
                      empty string",
                 ));
             }
@@ -434,7 +437,10 @@ fn parse_migrate(args: &Args) -> Result<MigrateArgs<'_>, CmdError> {
 }
 
 fn ioerr(what: &str) -> CmdError {
-    CmdError(format!("IOERR error or timeout {what} target instance").into())
+    CmdError::with(
+        ErrorKind::IoErr,
+        format_args!("error or timeout {what} target instance"),
+    )
 }
 
 /// One connection to the target, with MIGRATE's timeout on every operation.
@@ -446,7 +452,12 @@ struct Target {
 
 impl Target {
     fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Result<Target, CmdError> {
-        let connect_err = || CmdError::full("IOERR error or timeout connecting to the client");
+        let connect_err = || {
+            CmdError::new(
+                ErrorKind::IoErr,
+                "error or timeout connecting to the client",
+            )
+        };
         let host = std::str::from_utf8(host).map_err(|_| connect_err())?;
         let port: u16 = std::str::from_utf8(port)
             .ok()

@@ -1,12 +1,16 @@
 //! The command table and the dispatcher.
 //!
-//! Each family module (`string`, `keys`, `conn`, `admin`) exports a `COMMANDS` slice of
+//! Each family module (`string`, `keys`, `conn`, `admin` ...) exports a `COMMANDS` slice of
 //! [`CommandSpec`]s; [`table()`] joins them once into a [`CommandTable`] with a numeric id per
-//! command and subcommand (the index of its statistics). [`execute`] runs one command the same
-//! way wherever it runs: resolve the spec (unknown command, subcommand, arity), check auth, run the
-//! handler, render its error, and account stats and slowlog.
+//! command and subcommand (the index of its statistics). Two entry points run one command:
+//! [`execute`] on a worker, [`execute_cached`] on an I/O thread (only commands whose spec has a
+//! run-to-completion handler, only from the hot cache). Both resolve the spec (unknown command,
+//! subcommand, arity), check auth and cluster routing (`admit`), run the handler, render its
+//! error and account stats and slowlog (`account`); the worker path also queues inside MULTI.
 
 pub mod admin;
+pub mod blocked;
+pub mod cached;
 pub mod client;
 pub mod cluster;
 pub mod collection;
@@ -17,6 +21,7 @@ pub mod keys;
 pub mod list;
 pub mod migrate;
 pub mod multi;
+pub mod run;
 pub mod set;
 pub mod spec;
 pub mod string;
@@ -24,7 +29,9 @@ pub mod zset;
 
 use crate::server::Server;
 use crate::session::Session;
-use ctx::{Args, CmdError, Ctx, Mode, Reply};
+use blocked::Ready;
+use cached::{CacheCtx, RtcError};
+use ctx::{Args, CmdError, CmdResult, Ctx, Mode, Reply};
 use spec::{CommandSpec, Flags};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -39,8 +46,6 @@ pub struct Entry {
     pub full_name: String,
     /// Index into per-command statistics.
     pub id: usize,
-    /// May run to completion on an I/O thread when the cache holds its keys (see [`RTC`]).
-    pub rtc: bool,
     /// For containers: subcommand name -> entry id.
     subs: HashMap<&'static str, usize>,
 }
@@ -50,25 +55,6 @@ pub struct CommandTable {
     entries: Vec<Entry>,
     top: HashMap<&'static str, usize>,
 }
-
-/// Commands answered on the I/O thread (run-to-completion) when the hot cache holds every key
-/// they read. Each is read-only, cheap in memory, and reads keys only through
-/// `Ctx::lookup_read` / `Ctx::read_string` (checked by `rtc_commands_only_read` and, at run time,
-/// by `Ctx::storage` refusing [`Mode::CacheOnly`]).
-pub const RTC: &[&str] = &[
-    "get",
-    "hget",
-    "mget",
-    "strlen",
-    "getrange",
-    "substr",
-    "exists",
-    "type",
-    "ttl",
-    "pttl",
-    "expiretime",
-    "pexpiretime",
-];
 
 /// Longest command or subcommand name that can exist; longer names are unknown without lookup.
 const MAX_NAME: usize = 32;
@@ -93,12 +79,10 @@ impl CommandTable {
 
     fn push(&mut self, spec: &'static CommandSpec, full_name: String) -> usize {
         let id = self.entries.len();
-        let rtc = RTC.contains(&full_name.as_str());
         self.entries.push(Entry {
             spec,
             full_name,
             id,
-            rtc,
             subs: HashMap::new(),
         });
         id
@@ -106,6 +90,11 @@ impl CommandTable {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Every entry's full name, in table order (the index of its statistics).
+    pub fn names(&self) -> Vec<String> {
+        self.entries.iter().map(|e| e.full_name.clone()).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -227,84 +216,174 @@ pub fn table() -> &'static CommandTable {
     })
 }
 
-/// Runs one command and appends its reply to `out` (pool path, cache in [`Mode::Normal`]).
-pub fn execute(server: &Server, session: &mut Session, out: &mut Reply, args: &Args) {
-    execute_with(server, session, out, args, Mode::Normal, Duration::ZERO);
-}
+/// The reply of a command that panicked (the connection lives on).
+pub(crate) const INTERNAL_ERROR: CmdError =
+    CmdError::fixed("internal error while running the command");
 
-/// What [`execute_with`] did.
+/// What [`execute_cached`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The command ran (or was rejected) and its reply is in `out`.
     Done,
-    /// [`Mode::CacheOnly`] only: the command is not rtc (or does not resolve). Nothing
-    /// happened; run it in the pool.
+    /// The command is not run-to-completion here (not rtc, unknown, inside MULTI, a routing
+    /// decision that needs storage). Nothing happened; run it in the pool.
     NotServed,
-    /// [`Mode::CacheOnly`] only: the cache did not hold what the command reads. Nothing
-    /// happened (no reply, no stats); run it in the pool with [`Mode::SkipCache`].
+    /// The cache did not hold what the command reads. Nothing happened (no reply, no stats);
+    /// run it in the pool with [`Mode::SkipCache`].
     Missed,
 }
 
-/// Runs one command in `mode` and appends its reply to `out`. `queue_wait` is the time it
-/// waited before a worker picked it up (SLOWLOG shows it apart from execution).
-///
-/// The same function runs on a worker and (for cache hits) on an I/O thread, so every check the
-/// pool path makes is made on both: resolution and arity, auth, keyspace hit/miss,
-/// commandstats, errorstats, slowlog, expiry (the cache never serves an expired entry).
-pub fn execute_with(
+/// Runs one command on a worker and appends its reply to `out`. `mode` is [`Mode::SkipCache`]
+/// for a command that just missed the cache on the I/O thread; `queue_wait` is the time it
+/// waited before a worker picked it up (SLOWLOG shows it apart from execution). Returns the
+/// keys its writes made ready for blocked clients, to [`blocked::serve`] before the
+/// connection's next command.
+pub fn execute(
     server: &Server,
     session: &mut Session,
     out: &mut Reply,
     args: &Args,
     mode: Mode,
     queue_wait: Duration,
-) -> Outcome {
+) -> Ready {
     let start = Instant::now();
-    let stats = &server.stats;
-    let rtc = mode == Mode::CacheOnly;
-    if rtc && session.multi.is_some() {
-        return Outcome::NotServed; // queued (or rejected) by the pool path
-    }
     let entry = match table().resolve(args) {
-        Ok(e) if rtc && !e.rtc => return Outcome::NotServed,
         Ok(e) => e,
-        Err(_) if rtc => return Outcome::NotServed,
         Err((id, e)) => {
-            stats.record_rejected(id, &e);
-            multi::reject(session, out, id, &e);
-            return Outcome::Done;
+            reject(server, session, out, id, &e);
+            return Ready::default();
         }
     };
-    if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
-        let e = CmdError::noauth();
-        stats.record_rejected(Some(entry.id), &e);
-        multi::reject(session, out, Some(entry.id), &e);
-        return Outcome::Done;
-    }
-    // Cluster routing; a command on a slot being migrated holds the slot's gate while it runs.
-    let _cluster_gate = match server.cluster.node() {
-        None => None,
-        Some(node) => {
-            use crate::cluster::routing::{check, Route};
-            let now = crate::clock::unix_ms();
-            match check(node, server, session, entry, args, rtc, now) {
-                Route::Serve(gate) => gate,
-                Route::NotServed => return Outcome::NotServed,
-                Route::Reject(e) => {
-                    stats.record_rejected(Some(entry.id), &e);
-                    multi::reject(session, out, Some(entry.id), &e);
-                    return Outcome::Done;
-                }
-            }
-        }
+    let Admit::Run(_cluster_gate) = admit(server, session, out, entry, args, false) else {
+        return Ready::default();
     };
-    if multi::intercept(server, session, out, entry, args) {
-        return Outcome::Done;
+    if !multi::intercept(server, session, out, entry, args) {
+        run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
-    run_entry(server, session, out, entry, args, mode, queue_wait, start)
+    Ready::collect()
 }
 
-/// The part of [`execute_with`] after resolution and the checks: runs `entry`'s handler and
+/// Runs one command on an I/O thread if its spec has a run-to-completion handler and the hot
+/// cache holds its keys, appending its reply to `out`. It makes every check the worker path
+/// makes (resolution, arity, auth, cluster routing) and the same accounting (keyspace hits,
+/// commandstats, errorstats, slowlog); the cache never serves an expired entry.
+pub fn execute_cached(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+) -> Outcome {
+    let start = Instant::now();
+    if session.multi.is_some() {
+        return Outcome::NotServed; // queued (or rejected) by the worker path
+    }
+    let Ok(entry) = table().resolve(args) else {
+        return Outcome::NotServed;
+    };
+    let Some(handler) = entry.spec.rtc else {
+        return Outcome::NotServed;
+    };
+    let _cluster_gate = match admit(server, session, out, entry, args, true) {
+        Admit::Run(gate) => gate,
+        Admit::Rejected => return Outcome::Done,
+        Admit::NotServed => return Outcome::NotServed,
+    };
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let mark = out.buf.len();
+    let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
+    let result = handler(&mut ctx, args);
+    let hits = ctx.hits();
+    let result = match result {
+        Ok(()) => Ok(()),
+        Err(RtcError::Reply(e)) => Err(e),
+        Err(RtcError::Miss) => {
+            out.buf.truncate(mark);
+            return Outcome::Missed;
+        }
+    };
+    if hits > 0 {
+        server
+            .stats
+            .keyspace_hits
+            .fetch_add(hits, Ordering::Relaxed);
+    }
+    server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    account(
+        server,
+        session,
+        out,
+        entry,
+        args,
+        mark,
+        result,
+        start,
+        Duration::ZERO,
+    );
+    Outcome::Done
+}
+
+/// What [`admit`] decided.
+enum Admit<'s> {
+    /// Run the command, holding its cluster slot gate (if any) until it is done.
+    Run(Option<crate::cluster::Gate<'s>>),
+    /// Rejected (NOAUTH, MOVED ...): the error is in the reply.
+    Rejected,
+    /// Run-to-completion only: routing needs storage; let the pool decide (nothing changed).
+    NotServed,
+}
+
+/// The checks between resolution and running: auth, then cluster routing (with the spec's
+/// routing rule and key positions); a command on a slot being migrated holds the slot's gate
+/// while it runs.
+fn admit<'s>(
+    server: &'s Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    rtc: bool,
+) -> Admit<'s> {
+    if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
+        reject(server, session, out, Some(entry.id), &CmdError::noauth());
+        return Admit::Rejected;
+    }
+    let Some(node) = server.cluster.node() else {
+        return Admit::Run(None);
+    };
+    use crate::cluster::routing::{check, Request, Route};
+    let positions = entry.spec.key_positions(args);
+    let req = Request {
+        routing: entry.spec.routing,
+        positions: &positions,
+        args,
+        rtc,
+        now_ms: crate::clock::unix_ms(),
+    };
+    let settings = &server.config.cluster;
+    match check(node, settings, &server.storage, session, &req) {
+        Route::Serve(gate) => Admit::Run(gate),
+        Route::NotServed => Admit::NotServed,
+        Route::Reject(e) => {
+            reject(server, session, out, Some(entry.id), &e);
+            Admit::Rejected
+        }
+    }
+}
+
+/// Answers a command rejected before it ran (unknown, arity, auth, routing), as Redis's
+/// `rejectCommand`, and counts it.
+fn reject(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    id: Option<usize>,
+    e: &CmdError,
+) {
+    server.stats.record_rejected(id, e);
+    multi::reject(session, out, id, e);
+}
+
+/// The part of [`execute`] after resolution and the checks: runs `entry`'s handler and
 /// accounts stats and slowlog. EXEC calls it for each queued command.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_entry(
@@ -316,67 +395,59 @@ pub(crate) fn run_entry(
     mode: Mode,
     queue_wait: Duration,
     start: Instant,
-) -> Outcome {
-    let stats = &server.stats;
-    let rtc = mode == Mode::CacheOnly;
+) {
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
-    let now_ms = crate::clock::unix_ms();
-    let (result, deferred_hits) = {
+    let result = {
         let mut ctx = Ctx {
             server,
             session,
             out,
-            now_ms,
+            now_ms: crate::clock::unix_ms(),
             mode,
-            deferred_hits: Default::default(),
             args,
+            blocked_again: false,
         };
-        let r = if rtc {
-            // A handler that reached for storage in CacheOnly mode panics (see Ctx::storage):
-            // treat it as a miss rather than losing the I/O thread.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                (entry.spec.handler)(&mut ctx, args)
-            }))
-            .unwrap_or_else(|_| Err(CmdError::cache_miss()))
-        } else {
-            (entry.spec.handler)(&mut ctx, args)
-        };
-        (r, ctx.deferred_hits.get())
+        (entry.spec.handler)(&mut ctx, args)
     };
-    if let Err(e) = &result {
-        if e.is_cache_miss() {
-            out.buf.truncate(mark);
-            return Outcome::Missed;
-        }
-    }
+    server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
+    account(
+        server, session, out, entry, args, mark, result, start, queue_wait,
+    );
+}
+
+/// After a command ran, on either path: its error reply replaces anything it half-wrote
+/// (from `mark`), and its call, error and slowlog entry are recorded.
+#[allow(clippy::too_many_arguments)]
+fn account(
+    server: &Server,
+    session: &Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mark: usize,
+    result: CmdResult,
+    start: Instant,
+    queue_wait: Duration,
+) {
     let elapsed = start.elapsed();
-    if deferred_hits > 0 {
-        stats
-            .keyspace_hits
-            .fetch_add(deferred_hits, Ordering::Relaxed);
-    }
     if let Err(e) = &result {
         out.buf.truncate(mark);
-        out.error(&e.0);
+        out.error(e);
     }
-    stats.record_call(entry.id, elapsed, result.as_ref().err());
-    if rtc {
-        stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
-    } else {
-        stats.pool_commands.fetch_add(1, Ordering::Relaxed);
-    }
+    server
+        .stats
+        .record_call(entry.id, elapsed, result.as_ref().err());
     if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
         server
             .slowlog
-            .maybe_record(server, session, args, elapsed, queue_wait);
+            .maybe_record(&server.config, session, args, elapsed, queue_wait);
     }
-    Outcome::Done
 }
 
 #[cfg(test)]
 mod tests {
-    use super::spec::CacheEffect;
+    use super::spec::{CacheEffect, KeySpec};
     use super::*;
 
     #[test]
@@ -407,28 +478,77 @@ mod tests {
         }
     }
 
+    /// What the name lists beside the table used to guarantee, now read from the specs.
     #[test]
-    fn rtc_commands_only_read() {
+    fn spec_execution_fields_are_consistent() {
+        use super::spec::{InMulti, Routing};
         let t = table();
-        for name in RTC {
-            let e = t
-                .lookup(name.as_bytes())
-                .unwrap_or_else(|| panic!("{name} not in table"));
-            assert!(e.rtc, "{name}");
-            let s = e.spec;
-            assert!(
-                s.flags.contains(Flags::READONLY),
-                "rtc command {name} must be readonly"
-            );
-            assert!(!s.flags.contains(Flags::WRITE | Flags::BLOCKING), "{name}");
-            assert_eq!(
-                s.cache,
-                CacheEffect::None,
-                "rtc command {name} changes the cache"
-            );
-            assert!(s.keys.first > 0, "rtc command {name} has no keys");
+        let mut rtc = 0;
+        for e in t.entries.iter() {
+            let (s, name) = (e.spec, &e.full_name);
+            if s.rtc.is_some() {
+                rtc += 1;
+                // Answered on an I/O thread from the cache: reads only, cheap, keys known.
+                assert!(
+                    s.flags.contains(Flags::READONLY),
+                    "rtc {name} must be readonly"
+                );
+                assert!(
+                    !s.flags.intersects(Flags::WRITE | Flags::BLOCKING),
+                    "{name}"
+                );
+                assert!(
+                    !s.flags.contains(Flags::MOVABLE_KEYS),
+                    "rtc {name}: movable keys"
+                );
+                assert_eq!(s.cache, CacheEffect::None, "rtc {name} changes the cache");
+                assert!(s.keys.first > 0, "rtc {name} has no keys");
+                assert_eq!(s.in_multi, InMulti::Queued, "rtc {name}");
+                assert_eq!(s.routing, Routing::Keys, "rtc {name}");
+                assert!(s.subcommands.is_empty(), "rtc {name} is a container");
+            }
+            if s.in_multi != InMulti::Queued {
+                // Run at once inside MULTI: connection and transaction control only.
+                assert!(
+                    !s.flags.contains(Flags::WRITE),
+                    "{name} runs at once in MULTI"
+                );
+                assert!(!s.flags.contains(Flags::NO_MULTI), "{name}");
+            }
+            if s.routing != Routing::Keys {
+                assert!(s.rtc.is_none(), "{name}");
+            }
+            if matches!(s.routing, Routing::Asking | Routing::DbZeroOnly) {
+                assert_eq!(s.keys, KeySpec::NONE, "{name} routes without keys");
+            }
         }
-        assert_eq!(t.entries.iter().filter(|e| e.rtc).count(), RTC.len());
+        assert!(rtc > 0);
+        for name in ["get", "mget", "hget", "ttl"] {
+            assert!(
+                t.lookup(name.as_bytes()).unwrap().spec.rtc.is_some(),
+                "{name}"
+            );
+        }
+        let exec: Vec<_> = t
+            .entries
+            .iter()
+            .filter(|e| e.spec.in_multi == InMulti::Exec)
+            .map(|e| e.full_name.as_str())
+            .collect();
+        assert_eq!(exec, ["exec"]);
+        for routing in [
+            Routing::Asking,
+            Routing::Asked,
+            Routing::Migrate,
+            Routing::DbZeroOnly,
+        ] {
+            let n = t
+                .entries
+                .iter()
+                .filter(|e| e.spec.routing == routing)
+                .count();
+            assert_eq!(n, 1, "{routing:?} belongs to one command");
+        }
     }
 
     #[test]
@@ -443,7 +563,7 @@ mod tests {
     fn unknown_command_error_matches_redis() {
         let args: Vec<bytes::Bytes> = vec!["foo".into(), "a".into(), "b".into()];
         assert_eq!(
-            unknown_command(&args).0,
+            unknown_command(&args).to_string(),
             "ERR unknown command 'foo', with args beginning with: 'a' 'b' "
         );
     }

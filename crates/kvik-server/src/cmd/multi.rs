@@ -3,7 +3,8 @@
 //! While a session is in MULTI, the dispatcher ([`super::execute_with`]) checks each command as
 //! usual (unknown command, arity, auth, `no_multi`) and, instead of running it, queues it here
 //! and replies `+QUEUED`; a rejected command replies its error and makes EXEC fail with
-//! EXECABORT. EXEC, DISCARD, MULTI, WATCH, QUIT and RESET are never queued.
+//! EXECABORT. Commands whose spec says [`InMulti::RunsNow`] or [`InMulti::Exec`] (MULTI, EXEC,
+//! DISCARD, WATCH, QUIT, RESET) are never queued.
 //!
 //! Isolation: EXEC locks the stripes of every key of every queued command, and of the watched
 //! keys, all at once (in ascending stripe order, like any multi-key write), checks WATCH, then
@@ -18,11 +19,11 @@
 //! that queues past it is disconnected, as Redis disconnects a client whose query buffer passes
 //! that limit.
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx, Mode, Reply};
-use super::spec::{CommandSpec, Flags, KeySpec};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply};
+use super::spec::{CommandSpec, DbRef, Flags, InMulti, KeySpec};
 use super::{table, Entry};
 use crate::server::Server;
-use crate::session::Session;
+use crate::session::{MultiState, Queued, Session};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -35,6 +36,7 @@ const TX: Flags = Flags::NOSCRIPT
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("multi", 1, TX, KeySpec::NONE, multi)
+        .in_multi(InMulti::RunsNow)
         .acl(&["fast", "transaction"])
         .group("transactions")
         .doc("Starts a transaction.", "1.2.0", "O(1)"),
@@ -48,6 +50,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         exec,
     )
+    .in_multi(InMulti::Exec)
     .acl(&["slow", "transaction"])
     .group("transactions")
     .doc(
@@ -56,6 +59,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Depends on commands in the transaction",
     ),
     CommandSpec::new("discard", 1, TX, KeySpec::NONE, discard)
+        .in_multi(InMulti::RunsNow)
         .acl(&["fast", "transaction"])
         .group("transactions")
         .doc(
@@ -64,6 +68,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N), when N is the number of queued commands",
         ),
     CommandSpec::new("watch", -2, TX, KeySpec::ALL, watch)
+        .in_multi(InMulti::RunsNow)
         .acl(&["fast", "transaction"])
         .group("transactions")
         .doc(
@@ -81,40 +86,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-/// Commands that run at once even inside MULTI.
-const NOT_QUEUED: &[&str] = &["exec", "discard", "multi", "watch", "quit", "reset"];
-
 /// Memory counted per queued command and per argument, on top of the argument bytes.
 const COMMAND_OVERHEAD: usize = 64;
 const ARG_OVERHEAD: usize = 32;
-
-/// The state of a session inside MULTI.
-#[derive(Debug, Default)]
-pub struct MultiState {
-    queue: Vec<Queued>,
-    /// A command was rejected while queueing: EXEC replies EXECABORT.
-    failed: bool,
-    /// Memory the queue accounts for (see the module doc).
-    bytes: usize,
-}
-
-impl MultiState {
-    /// Number of queued commands.
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-}
-
-#[derive(Debug)]
-struct Queued {
-    /// The resolved entry (command or subcommand) id.
-    id: usize,
-    args: Vec<Bytes>,
-}
 
 /// Writes a rejection error (unknown command, arity, auth) for a session that may be in MULTI,
 /// as Redis's `rejectCommand`: inside MULTI the transaction is flagged to fail at EXEC, and a
@@ -122,28 +96,31 @@ struct Queued {
 /// of: <error>".
 pub(super) fn reject(session: &mut Session, out: &mut Reply, id: Option<usize>, e: &CmdError) {
     if session.multi.is_none() {
-        out.error(&e.0);
+        out.error(e);
         return;
     }
-    if id.is_some_and(|id| table().entry(id).full_name == "exec") {
+    if id.is_some_and(|id| table().entry(id).spec.in_multi == InMulti::Exec) {
         session.multi = None;
         session.watches.clear();
-        let text = e.0.strip_prefix("ERR ").unwrap_or(&e.0);
-        out.error(&format!(
-            "EXECABORT Transaction discarded because of: {text}"
+        let cause = match e.prefix() {
+            "ERR" => e.message().to_string(),
+            _ => e.to_string(),
+        };
+        out.error(&CmdError::with(
+            ErrorKind::ExecAbort,
+            format_args!("Transaction discarded because of: {cause}"),
         ));
         return;
     }
     if let Some(m) = &mut session.multi {
         m.failed = true;
     }
-    out.error(&e.0);
+    out.error(e);
 }
 
-/// Before a resolved, authorized command runs: RESET forgets the transaction and the watched
-/// keys (Redis's `clearClientConnectionState`), and inside MULTI every command but
-/// [`NOT_QUEUED`] is queued (or refused if `no_multi`). Returns true if the command was dealt
-/// with here (its reply is in `out`).
+/// Before a resolved, authorized command runs: inside MULTI every command whose spec says
+/// [`InMulti::Queued`] is queued (or refused if `no_multi`). Returns true if the command was
+/// dealt with here (its reply is in `out`).
 pub(super) fn intercept(
     server: &Server,
     session: &mut Session,
@@ -151,22 +128,17 @@ pub(super) fn intercept(
     entry: &Entry,
     args: &Args,
 ) -> bool {
-    if entry.full_name == "reset" {
-        session.multi = None;
-        session.watches.clear();
-        return false;
-    }
     let Some(state) = &mut session.multi else {
         return false;
     };
-    if NOT_QUEUED.contains(&entry.full_name.as_str()) {
+    if entry.spec.in_multi != InMulti::Queued {
         return false;
     }
     if entry.spec.flags.contains(Flags::NO_MULTI) {
-        let e = CmdError::full("ERR Command not allowed inside a transaction");
+        let e = CmdError::fixed("Command not allowed inside a transaction");
         server.stats.record_rejected(Some(entry.id), &e);
         state.failed = true;
-        out.error(&e.0);
+        out.error(&e);
         return true;
     }
     state.bytes += COMMAND_OVERHEAD + args.iter().map(|a| a.len() + ARG_OVERHEAD).sum::<usize>();
@@ -196,7 +168,7 @@ pub(super) fn intercept(
 
 fn multi(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     if ctx.session.multi.is_some() {
-        return Err(CmdError::full("ERR MULTI calls can not be nested"));
+        return Err(CmdError::fixed("MULTI calls can not be nested"));
     }
     ctx.session.multi = Some(MultiState::default());
     ctx.out.ok();
@@ -205,7 +177,7 @@ fn multi(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 
 fn discard(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     if ctx.session.multi.take().is_none() {
-        return Err(CmdError::full("ERR DISCARD without MULTI"));
+        return Err(CmdError::fixed("DISCARD without MULTI"));
     }
     ctx.session.watches.clear();
     ctx.out.ok();
@@ -214,7 +186,7 @@ fn discard(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 
 fn watch(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if ctx.session.multi.is_some() {
-        return Err(CmdError::full("ERR WATCH inside MULTI is not allowed"));
+        return Err(CmdError::fixed("WATCH inside MULTI is not allowed"));
     }
     let server = ctx.server;
     let db = ctx.db();
@@ -233,8 +205,8 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 }
 
 /// The (db, key) pairs EXEC locks for the queued commands: each command's keys in the database
-/// it will run in (a queued SELECT changes it for the commands after it), plus the other
-/// database's key of MOVE and COPY ... DB.
+/// it will run in (a queued SELECT changes it for the commands after it), plus the keys a
+/// command names in another database (MOVE, COPY ... DB): the spec's [`DbRef`]s.
 fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> {
     let parse_db = |a: &Bytes| {
         kvik_resp::parse_i64(a)
@@ -253,27 +225,20 @@ fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> 
                 .filter_map(|p| args.get(p))
                 .map(|k| (db, k.clone())),
         );
-        match entry.full_name.as_str() {
-            "select" => {
-                if let Some(n) = args.get(1).and_then(parse_db) {
-                    db = n;
+        let refs = entry.spec.db_refs.map(|f| f(args)).unwrap_or_default();
+        for r in refs {
+            match r {
+                DbRef::Selects(at) => {
+                    if let Some(n) = args.get(at).and_then(parse_db) {
+                        db = n;
+                    }
                 }
-            }
-            "move" => {
-                if let (Some(key), Some(n)) = (args.get(1), args.get(2).and_then(parse_db)) {
-                    keys.push((n, key.clone()));
-                }
-            }
-            "copy" => {
-                for i in 3..args.len().saturating_sub(1) {
-                    if args[i].eq_ignore_ascii_case(b"db") {
-                        if let Some(n) = parse_db(&args[i + 1]) {
-                            keys.push((n, args[2].clone()));
-                        }
+                DbRef::KeyIn { key, db: at } => {
+                    if let (Some(key), Some(n)) = (args.get(key), args.get(at).and_then(parse_db)) {
+                        keys.push((n, key.clone()));
                     }
                 }
             }
-            _ => {}
         }
     }
     keys
@@ -281,12 +246,13 @@ fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> 
 
 fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     let Some(state) = ctx.session.multi.take() else {
-        return Err(CmdError::full("ERR EXEC without MULTI"));
+        return Err(CmdError::fixed("EXEC without MULTI"));
     };
     if state.failed {
         ctx.session.watches.clear();
-        return Err(CmdError::full(
-            "EXECABORT Transaction discarded because of previous errors.",
+        return Err(CmdError::new(
+            ErrorKind::ExecAbort,
+            "Transaction discarded because of previous errors.",
         ));
     }
     let server = ctx.server;
@@ -324,8 +290,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
         }));
         if ran.is_err() {
             tracing::error!(command = %entry.full_name, "command panicked inside EXEC");
-            ctx.out
-                .error("ERR internal error while running the command");
+            ctx.out.error(&super::INTERNAL_ERROR);
         }
     }
     ctx.session.in_exec = false;

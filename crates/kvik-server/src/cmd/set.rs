@@ -171,11 +171,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
 ];
 
-const ERR_POP_COUNT: CmdError = CmdError::full("ERR value is out of range, must be positive");
-const ERR_NUMKEYS: CmdError = CmdError::full("ERR numkeys should be greater than 0");
+const ERR_POP_COUNT: CmdError = CmdError::fixed("value is out of range, must be positive");
+const ERR_NUMKEYS: CmdError = CmdError::fixed("numkeys should be greater than 0");
 const ERR_NUMKEYS_ARGS: CmdError =
-    CmdError::full("ERR Number of keys can't be greater than number of args");
-const ERR_LIMIT: CmdError = CmdError::full("ERR LIMIT can't be negative");
+    CmdError::fixed("Number of keys can't be greater than number of args");
+const ERR_LIMIT: CmdError = CmdError::fixed("LIMIT can't be negative");
 
 /// Members tested against the other sets per batched read.
 const CHUNK: usize = 256;

@@ -5,7 +5,9 @@
 //! auth check, routing (I/O thread or worker pool), key extraction (cluster slots, locks) and the
 //! COMMAND INFO / DOCS / COUNT replies. Nothing about a command is decided anywhere else.
 
+use super::cached::RtcHandler;
 use super::ctx::{Args, CmdResult, Ctx};
+pub use crate::cluster::routing::Routing;
 
 bitflags::bitflags! {
     /// Command flags, named and meant as Redis's `CMD_*` flags (COMMAND INFO prints them).
@@ -152,6 +154,31 @@ impl KeySpec {
     }
 }
 
+/// What a command does inside MULTI, besides Redis's `no_multi` refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InMulti {
+    /// Queued, run by EXEC (most commands).
+    Queued,
+    /// Runs at once, never queued (MULTI, DISCARD, WATCH, QUIT, RESET).
+    RunsNow,
+    /// EXEC: runs at once, and a rejection of it (arity, auth, cluster) discards the transaction
+    /// with EXECABORT, as Redis's `rejectCommand`.
+    Exec,
+}
+
+/// An argument that names another database than the session's (EXEC locks the keys a queued
+/// command touches in the database it will run in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbRef {
+    /// SELECT: the argument at this index is the database of the commands after it.
+    Selects(usize),
+    /// MOVE, COPY ... DB: the key at index `key` is also written in database `db` (an index).
+    KeyIn { key: usize, db: usize },
+}
+
+/// Finds the [`DbRef`]s in a command's arguments.
+pub type DbRefsFn = fn(&Args) -> Vec<DbRef>;
+
 /// Finds the key positions of a command whose keys move (a `numkeys` argument, keys before a
 /// timeout ...): given the whole argument vector, the indexes of its keys.
 pub type KeysFn = fn(&Args) -> Vec<usize>;
@@ -204,7 +231,7 @@ pub fn numkeys_at_2(args: &Args) -> Vec<usize> {
 /// Handler of a container (CONFIG, CLIENT ...): never called, the dispatcher runs the
 /// subcommand's handler instead.
 pub fn container(_: &mut Ctx<'_>, _: &Args) -> CmdResult {
-    Err(super::ctx::CmdError::syntax())
+    Err(crate::error::CmdError::syntax())
 }
 
 /// Signature of a command handler: it reads `args` (args[0] is the command name), does the work,
@@ -224,7 +251,18 @@ pub struct CommandSpec {
     /// For commands with [`Flags::MOVABLE_KEYS`]: finds the keys in the arguments; `keys` then
     /// only tells COMMAND INFO the legacy triple.
     pub keys_fn: Option<KeysFn>,
+    /// How the command changes the hot cache; every write declares one (see [`CacheEffect`]).
     pub cache: CacheEffect,
+    /// Run to completion: the handler that answers the command on the I/O thread when the hot
+    /// cache holds every key it reads (read-only and cheap; see [`super::cached`]).
+    pub rtc: Option<RtcHandler>,
+    /// Queued inside MULTI or run at once.
+    pub in_multi: InMulti,
+    /// How cluster mode routes it (by its keys, or ASKING / RESTORE-ASKING / MIGRATE / SELECT's
+    /// own rule).
+    pub routing: Routing,
+    /// Arguments naming another database (SELECT, MOVE, COPY ... DB), for EXEC's locks.
+    pub db_refs: Option<DbRefsFn>,
     /// ACL categories, without '@' (COMMAND INFO prints them with it).
     pub acl: &'static [&'static str],
     /// COMMAND DOCS group ("string", "generic", "connection", "server", ...).
@@ -254,6 +292,10 @@ impl CommandSpec {
             keys,
             keys_fn: None,
             cache: CacheEffect::None,
+            rtc: None,
+            in_multi: InMulti::Queued,
+            routing: Routing::Keys,
+            db_refs: None,
             acl: &[],
             group: "generic",
             summary: "",
@@ -265,6 +307,23 @@ impl CommandSpec {
     }
     pub const fn cache(mut self, cache: CacheEffect) -> CommandSpec {
         self.cache = cache;
+        self
+    }
+    /// Makes the command run-to-completion with `handler` (see [`CommandSpec::rtc`]).
+    pub const fn rtc(mut self, handler: RtcHandler) -> CommandSpec {
+        self.rtc = Some(handler);
+        self
+    }
+    pub const fn in_multi(mut self, in_multi: InMulti) -> CommandSpec {
+        self.in_multi = in_multi;
+        self
+    }
+    pub const fn routing(mut self, routing: Routing) -> CommandSpec {
+        self.routing = routing;
+        self
+    }
+    pub const fn db_refs(mut self, f: DbRefsFn) -> CommandSpec {
+        self.db_refs = Some(f);
         self
     }
     pub const fn acl(mut self, acl: &'static [&'static str]) -> CommandSpec {

@@ -18,6 +18,7 @@
 //! proportion to its inputs (LCS) checks `proto-max-bulk-len` first and refuses with Redis's
 //! error instead of allocating.
 
+use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
@@ -41,7 +42,8 @@ const RANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned strin
      from an existing string is very cheap, it can be considered O(1) for small strings.";
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", 2, READ_FAST, KeySpec::ONE, get)
+    CommandSpec::new("get", 2, READ_FAST, KeySpec::ONE, |c, a| get(c, a))
+        .rtc(|c, a| get(c, a))
         .acl(ACL_READ_FAST)
         .group("string")
         .doc("Returns the string value of a key.", "1.0.0", "O(1)"),
@@ -69,7 +71,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc("Sets the string value of a key and its expiry in milliseconds.", "2.6.0", "O(1)"),
-    CommandSpec::new("mget", -2, READ_FAST, KeySpec::ALL, mget)
+    CommandSpec::new("mget", -2, READ_FAST, KeySpec::ALL, |c, a| mget(c, a))
+        .rtc(|c, a| mget(c, a))
         .acl(ACL_READ_FAST)
         .group("string")
         .doc(
@@ -125,7 +128,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(1). The amortized time complexity is O(1) assuming the appended value is small \
              and the already present value is of any size.",
         ),
-    CommandSpec::new("strlen", 2, READ_FAST, KeySpec::ONE, strlen)
+    CommandSpec::new("strlen", 2, READ_FAST, KeySpec::ONE, |c, a| strlen(c, a))
+        .rtc(|c, a| strlen(c, a))
         .acl(ACL_READ_FAST)
         .group("string")
         .doc("Returns the length of the string value of a key.", "2.2.0", "O(1)"),
@@ -154,7 +158,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the floating point value of a key by a number.", "2.6.0", "O(1)"),
-    CommandSpec::new("getrange", 4, READ, KeySpec::ONE, getrange)
+    CommandSpec::new("getrange", 4, READ, KeySpec::ONE, |c, a| getrange(c, a))
+        .rtc(|c, a| getrange(c, a))
         .acl(ACL_READ_SLOW)
         .group("string")
         .doc("Returns a substring of the string value of a key.", "2.4.0", RANGE_COMPLEXITY),
@@ -169,7 +174,8 @@ pub static COMMANDS: &[CommandSpec] = &[
              string is very small so the amortized complexity is O(1). Otherwise, complexity is \
              O(M) with M being the length of the value argument.",
         ),
-    CommandSpec::new("substr", 4, READ, KeySpec::ONE, getrange)
+    CommandSpec::new("substr", 4, READ, KeySpec::ONE, |c, a| getrange(c, a))
+        .rtc(|c, a| getrange(c, a))
         .acl(ACL_READ_SLOW)
         .group("string")
         .doc("Returns a substring of the string value of a key.", "1.0.0", RANGE_COMPLEXITY),
@@ -186,16 +192,16 @@ pub static COMMANDS: &[CommandSpec] = &[
 // ---- Errors -------------------------------------------------------------------------------
 
 const ERR_TOO_BIG: CmdError =
-    CmdError::full("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-const ERR_OFFSET: CmdError = CmdError::full("ERR offset is out of range");
-const ERR_DECR_OVERFLOW: CmdError = CmdError::full("ERR decrement would overflow");
-const ERR_NAN_OR_INF: CmdError = CmdError::full("ERR increment would produce NaN or Infinity");
-const ERR_LCS_TYPE: CmdError = CmdError::full("ERR The specified keys must contain string values");
+    CmdError::fixed("string exceeds maximum allowed size (proto-max-bulk-len)");
+const ERR_OFFSET: CmdError = CmdError::fixed("offset is out of range");
+const ERR_DECR_OVERFLOW: CmdError = CmdError::fixed("decrement would overflow");
+const ERR_NAN_OR_INF: CmdError = CmdError::fixed("increment would produce NaN or Infinity");
+const ERR_LCS_TYPE: CmdError = CmdError::fixed("The specified keys must contain string values");
 const ERR_LCS_IDX_LEN: CmdError =
-    CmdError::full("ERR If you want both the length and indexes, please just use IDX.");
-const ERR_LCS_TOO_LONG: CmdError = CmdError::full("ERR String too long for LCS");
+    CmdError::fixed("If you want both the length and indexes, please just use IDX.");
+const ERR_LCS_TOO_LONG: CmdError = CmdError::fixed("String too long for LCS");
 const ERR_LCS_MEMORY: CmdError =
-    CmdError::full("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    CmdError::fixed("Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
 
 /// The largest string a command may build (`proto-max-bulk-len`).
 fn max_string_len(ctx: &Ctx<'_>) -> u64 {
@@ -224,9 +230,9 @@ fn put_or_expire(batch: &mut Batch, storage: &Storage, db: u16, key: &[u8], meta
 
 // ---- GET, SET and its variants --------------------------------------------------------------
 
-fn get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn get<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let value = ctx.read_string(&args[1])?;
-    ctx.out.bulk_or_null(value.as_deref());
+    ctx.out().bulk_or_null(value.as_deref());
     Ok(())
 }
 
@@ -566,15 +572,16 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 // ---- Multi-key ------------------------------------------------------------------------------
 
 /// MGET key [key ...]: a key that is missing or not a string replies nil.
-fn mget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn mget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let keys = &args[1..];
     let mut values = Vec::with_capacity(keys.len());
     for key in keys {
         values.push(ctx.lookup_read(key)?.filter(|m| m.kind == Kind::String));
     }
-    ctx.out.array(values.len());
+    let out = ctx.out();
+    out.array(values.len());
     for v in &values {
-        ctx.out.bulk_or_null(v.as_ref().map(|m| m.value.as_slice()));
+        out.bulk_or_null(v.as_ref().map(|m| m.value.as_slice()));
     }
     Ok(())
 }
@@ -786,9 +793,9 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 // ---- Reads ----------------------------------------------------------------------------------
 
 /// STRLEN key: 0 for a missing key.
-fn strlen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn strlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let len = ctx.read_string(&args[1])?.map_or(0, |v| v.len());
-    ctx.out.int(len as i64);
+    ctx.out().int(len as i64);
     Ok(())
 }
 
@@ -811,12 +818,12 @@ fn substring_range(len: usize, start: i64, end: i64) -> std::ops::Range<usize> {
 
 /// GETRANGE key start end, and its older name SUBSTR. The indexes are checked before the key is
 /// looked up; a missing key gives the empty string.
-fn getrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn getrange<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let start = parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
     let end = parse_i64(&args[3]).ok_or(CmdError::not_integer())?;
     let value = ctx.read_string(&args[1])?.unwrap_or_default();
     let range = substring_range(value.len(), start, end);
-    ctx.out.bulk(&value[range]);
+    ctx.out().bulk(&value[range]);
     Ok(())
 }
 

@@ -1,10 +1,10 @@
 //! One I/O thread: a mio event loop over its connections (and, on thread 0, the listeners).
 //!
 //! The request path, top to bottom, is [`IoThread::drive`]: read the socket, parse every complete
-//! request, answer the leading cache hits right here (run-to-completion: the same handlers run in
-//! cache-only mode, so they make every check the pool path makes), hand the rest of the run to the
-//! pool (the connection reads nothing more until the job's [`Completion`] comes back), then write
-//! the replies. This thread never touches storage and never blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
+//! request, answer the leading cache hits right here ([`cmd::execute_cached`]: the command's
+//! cache-only handler, with every check the pool path makes), hand the rest of the run to the
+//! pool as one job running [`run_commands`] (the connection reads nothing more until the job's
+//! [`Completion`] comes back), then write the replies. This thread never touches storage and never blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
 //! socket was drained (read budget, job in flight, output backpressure) is driven again
 //! explicitly when the obstacle goes away.
 //!
@@ -20,9 +20,11 @@
 use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE, READ_CHUNK};
 use super::{Completion, IoHandle, IoMsg};
 use crate::clients::{ClientInfo, NO_CMD};
-use crate::cmd::ctx::{Mode, Reply};
+use crate::cmd::ctx::Mode;
+use crate::cmd::run::run_commands;
 use crate::cmd::{self, Outcome};
 use crate::pool::Pool;
+use crate::reply::Reply;
 use crate::server::Server;
 use crate::session::Session;
 use bytes::Bytes;
@@ -375,14 +377,7 @@ impl IoThread {
                     };
                     let mut served = 0;
                     for args in &run {
-                        match cmd::execute_with(
-                            &server,
-                            session,
-                            &mut reply,
-                            args,
-                            Mode::CacheOnly,
-                            Duration::ZERO,
-                        ) {
+                        match cmd::execute_cached(&server, session, &mut reply, args) {
                             Outcome::Done => served += 1,
                             Outcome::NotServed => break,
                             Outcome::Missed => {
@@ -521,15 +516,16 @@ impl IoThread {
         let Some(conn) = self.conns.get_mut(&done.token) else {
             return;
         };
+        let ran = done.ran;
         if !conn.write_failed {
-            conn.queue_output(&done.reply.buf);
+            conn.queue_output(&ran.reply.buf);
         }
-        if done.session.close_after_reply {
+        if ran.session.close_after_reply {
             conn.close_after_write = true;
         } else {
-            conn.leftover = done.rest;
+            conn.leftover = ran.rest;
         }
-        conn.session = Some(done.session);
+        conn.session = Some(ran.session);
         if conn.client.killed.load(Relaxed) {
             return self.close(done.token);
         }
@@ -611,19 +607,14 @@ impl IoThread {
     }
 }
 
-/// Hands a run of one connection's commands to the pool. The first runs in `first_mode`
-/// ([`Mode::SkipCache`] after it missed the cache on the I/O thread), the rest normally; each
-/// command's slowlog entry carries the job's queue wait. The job runs them in order and posts
-/// the replies and the session back to the owning I/O thread. It stops early after QUIT (the rest
-/// is dropped) or once its replies pass [`OUTPUT_BACKPRESSURE`] (the rest goes back with the
-/// completion and runs when the client has read enough), so a pipeline of big reads cannot make
-/// one job's output unbounded.
+/// Hands a run of one connection's commands to the pool as one job ([`run_commands`], the first
+/// in `first_mode`); the job posts the result back to the owning I/O thread.
 fn submit_run(
     server: &Arc<Server>,
     pool: &Arc<dyn Pool>,
     home: &Arc<IoHandle>,
     token: Token,
-    mut session: Session,
+    session: Session,
     run: Vec<Vec<Bytes>>,
     first_mode: Mode,
 ) {
@@ -632,39 +623,14 @@ fn submit_run(
     let submitted = Instant::now();
     pool.submit(Box::new(move || {
         let queue_wait = submitted.elapsed();
-        server.stats.queue_wait.record(queue_wait);
-        let mut reply = Reply::new(session.proto);
-        let mut run = run.into_iter();
-        let mut mode = first_mode;
-        for args in run.by_ref() {
-            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                cmd::execute_with(&server, &mut session, &mut reply, &args, mode, queue_wait)
-            }));
-            mode = Mode::Normal;
-            if ok.is_err() {
-                tracing::error!(command = %String::from_utf8_lossy(&args[0]), "command panicked");
-                reply.error("ERR internal error while running the command");
-            }
-            // Clients blocked on keys this command filled are served now, before this
-            // connection's next command (as Redis does after each command).
-            crate::blocking::serve_ready(&server);
-            if session.close_after_reply
-                || session.blocked.is_some()
-                || reply.buf.len() > OUTPUT_BACKPRESSURE
-            {
-                break;
-            }
-        }
-        let rest = if session.close_after_reply {
-            Vec::new()
-        } else {
-            run.collect()
-        };
-        home.send(IoMsg::Done(Completion {
-            token,
+        let ran = run_commands(
+            &server,
             session,
-            reply,
-            rest,
-        }));
+            run,
+            first_mode,
+            queue_wait,
+            OUTPUT_BACKPRESSURE,
+        );
+        home.send(IoMsg::Done(Completion { token, ran }));
     }));
 }

@@ -19,10 +19,9 @@
 mod conn;
 mod io_thread;
 
-use crate::cmd::ctx::Reply;
+use crate::cmd::run::Ran;
 use crate::pool::Pool;
 use crate::server::Server;
-use crate::session::Session;
 use crossbeam_channel::{Receiver, Sender};
 use mio::{Token, Waker};
 use std::net::SocketAddr;
@@ -42,13 +41,11 @@ pub(crate) enum IoMsg {
     Unblocked(u64, Vec<u8>),
 }
 
-/// What a pool job sends back: the session it borrowed, the replies it produced, and the
-/// commands it left unrun because its replies grew past the backpressure size.
+/// What a pool job sends back: the connection it ran for, and what running its commands gave
+/// (the session it borrowed, the replies, the commands left for later).
 pub(crate) struct Completion {
     pub token: Token,
-    pub session: Session,
-    pub reply: Reply,
-    pub rest: Vec<Vec<bytes::Bytes>>,
+    pub ran: Ran,
 }
 
 /// The inbox of one I/O thread, usable from any thread.
@@ -74,15 +71,19 @@ impl IoHandle {
     pub fn wake(&self) {
         let _ = self.waker.wake();
     }
+}
 
-    /// Asks the I/O thread to close client `id`.
-    pub fn notify_kill(&self, id: u64) {
+impl crate::clients::ClientIo for IoHandle {
+    fn notify_kill(&self, id: u64) {
         self.send(IoMsg::Kill(id));
     }
 
-    /// Hands the reply of blocked client `id`'s command to its I/O thread, which un-parks it.
-    pub fn notify_unblocked(&self, id: u64, reply: Vec<u8>) {
+    fn notify_unblocked(&self, id: u64, reply: Vec<u8>) {
         self.send(IoMsg::Unblocked(id, reply));
+    }
+
+    fn wake(&self) {
+        IoHandle::wake(self);
     }
 }
 

@@ -19,7 +19,6 @@
 pub mod adaptive;
 pub mod classic;
 
-use crate::config::Config;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -103,7 +102,7 @@ impl WaitMode {
 }
 
 /// The pool's settings as the config table stores them (read once, when the pool starts).
-/// `workers` itself stays in [`Config`].
+/// `workers` itself stays in the config.
 #[derive(Debug)]
 pub struct PoolSettings {
     pub mode: parking_lot::RwLock<PoolMode>,
@@ -154,12 +153,12 @@ impl PoolSettings {
     }
 }
 
-/// Starts the pool `config` asks for (`pool-mode`, `workers` and the `pool-*` tunables).
-pub fn from_config(config: &Config) -> Arc<dyn Pool> {
-    let workers = config.workers.load(Relaxed) as usize;
-    match *config.pool.mode.read() {
+/// Starts the pool `settings` ask for (`pool-mode` and the `pool-*` tunables) with `workers`
+/// threads.
+pub fn start(settings: &PoolSettings, workers: usize) -> Arc<dyn Pool> {
+    match *settings.mode.read() {
         PoolMode::Classic => Arc::new(classic::ClassicPool::new(workers)),
-        PoolMode::Adaptive => Arc::new(adaptive::AdaptivePool::new(config.pool.tunables(workers))),
+        PoolMode::Adaptive => Arc::new(adaptive::AdaptivePool::new(settings.tunables(workers))),
     }
 }
 
@@ -213,7 +212,9 @@ mod tests {
     /// The settings reach the pool: `pool-mode` picks it, the tunables shape it, and bad values
     /// are refused with Redis's wording.
     #[test]
-    fn from_config_follows_the_settings() {
+    fn start_follows_the_settings() {
+        use crate::config::Config;
+        let from_config = |c: &Config| start(&c.pool, c.workers.load(Relaxed) as usize);
         let c = Config::default();
         let pool = from_config(&c);
         let s = pool.stats();

@@ -533,8 +533,7 @@ fn cpu_section(w: &mut Lines<'_>) {
 }
 
 fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
-    let table = crate::cmd::table();
-    for (id, c) in server.stats.commands.iter().enumerate() {
+    for c in server.stats.commands.iter() {
         let calls = c.calls.load(Relaxed);
         let rejected = c.rejected_calls.load(Relaxed);
         if calls == 0 && rejected == 0 {
@@ -547,7 +546,7 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
             usec as f64 / calls as f64
         };
         w.field(
-            &format!("cmdstat_{}", table.entry(id).full_name),
+            &format!("cmdstat_{}", c.name),
             format_args!(
                 "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
                 c.failed_calls.load(Relaxed)

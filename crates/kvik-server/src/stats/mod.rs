@@ -5,7 +5,7 @@
 pub mod info;
 pub mod slowlog;
 
-use crate::cmd::ctx::CmdError;
+use crate::error::CmdError;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -14,6 +14,8 @@ use std::time::Duration;
 /// Call statistics of one command or subcommand (INFO commandstats).
 #[derive(Default, Debug)]
 pub struct CommandStats {
+    /// Its full name ("get", "config|get").
+    pub name: String,
     pub calls: AtomicU64,
     pub usec: AtomicU64,
     /// Rejected before running (arity, auth ...).
@@ -46,7 +48,8 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn new(commands: usize) -> Stats {
+    /// Counters for the commands named `commands`, indexed like the command table.
+    pub fn new(commands: impl IntoIterator<Item = String>) -> Stats {
         Stats {
             total_connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
@@ -60,7 +63,13 @@ impl Stats {
             rtc_commands: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
-            commands: (0..commands).map(|_| CommandStats::default()).collect(),
+            commands: commands
+                .into_iter()
+                .map(|name| CommandStats {
+                    name,
+                    ..Default::default()
+                })
+                .collect(),
             errors: Mutex::new(BTreeMap::new()),
             ops_sample: Mutex::new((0, 0, 0)),
         }

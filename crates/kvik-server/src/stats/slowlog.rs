@@ -1,7 +1,7 @@
 //! SLOWLOG: the last `slowlog-max-len` commands that took longer than `slowlog-log-slower-than`
 //! microseconds, with Redis's entry shape (id, timestamp, duration, arguments, peer, name).
 
-use crate::server::Server;
+use crate::config::Config;
 use crate::session::Session;
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -38,18 +38,18 @@ impl SlowLog {
     /// execution time; `queue_wait`, the time before a worker picked it up, is kept apart.
     pub fn maybe_record(
         &self,
-        server: &Server,
+        config: &Config,
         session: &Session,
         args: &[Bytes],
         took: Duration,
         queue_wait: Duration,
     ) {
-        let threshold = server.config.slowlog_log_slower_than.load(Relaxed);
+        let threshold = config.slowlog_log_slower_than.load(Relaxed);
         let micros = took.as_micros() as u64;
         if threshold < 0 || micros < threshold as u64 {
             return;
         }
-        let max_len = server.config.slowlog_max_len.load(Relaxed) as usize;
+        let max_len = config.slowlog_max_len.load(Relaxed) as usize;
         let entry = SlowEntry {
             id: self.next_id.fetch_add(1, Relaxed),
             unix_secs: crate::clock::unix_ms() / 1000,

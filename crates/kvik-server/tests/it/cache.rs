@@ -510,3 +510,83 @@ fn small_hashes_are_cached_whole_and_never_stale() {
         "big hashes are not cached"
     );
 }
+
+/// A deterministic mix over a few keys of cache hits, misses and writes of the same keys
+/// (strings, counters, a small hash), with no command that answers an error.
+fn mixed_script(n: usize) -> Vec<Vec<String>> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let mut script = Vec::new();
+    for i in 0..n {
+        let s = format!("s{}", next(3));
+        let c = format!("n{}", next(2));
+        let cmd: Vec<String> = match next(12) {
+            0 | 1 => vec!["GET".into(), s],
+            2 => vec!["SET".into(), s, format!("v{i}")],
+            3 => vec!["APPEND".into(), s, "+".into()],
+            4 => vec!["INCR".into(), c],
+            5 => vec!["GET".into(), c],
+            6 => vec!["MGET".into(), s, c, "s0".into()],
+            7 => vec![
+                "HSET".into(),
+                "h".into(),
+                format!("f{}", next(3)),
+                format!("{i}"),
+            ],
+            8 => vec!["HGET".into(), "h".into(), format!("f{}", next(3))],
+            9 => vec!["DEL".into(), if next(2) == 0 { s } else { c }],
+            10 => vec!["EXISTS".into(), s, c, "h".into()],
+            _ => vec!["STRLEN".into(), s],
+        };
+        script.push(cmd);
+    }
+    script
+}
+
+fn command(args: &[String]) -> redis::Cmd {
+    let mut c = redis::cmd(&args[0]);
+    for a in &args[1..] {
+        c.arg(a);
+    }
+    c
+}
+
+/// Pipelined runs mixing reads and writes of the same keys (the I/O thread answers the leading
+/// cache hits, the pool the rest) return, in order, what the same commands return one at a time.
+#[test]
+fn a_pipelined_mixed_run_matches_sequential_execution() {
+    let script = mixed_script(600);
+    let sequential: Vec<Value> = {
+        let s = TestServer::start();
+        let mut c = s.client();
+        script
+            .iter()
+            .map(|cmd| command(cmd).query(&mut c).unwrap())
+            .collect()
+    };
+    let s = TestServer::start();
+    let mut c = s.client();
+    let mut pipelined: Vec<Value> = Vec::new();
+    for (i, chunk) in script.chunks(9).enumerate() {
+        let mut p = redis::pipe();
+        for cmd in chunk {
+            p.add_command(command(cmd));
+        }
+        let replies: Vec<Value> = p.query(&mut c).unwrap();
+        assert_eq!(replies.len(), chunk.len(), "chunk {i}");
+        pipelined.extend(replies);
+    }
+    for (i, (a, b)) in sequential.iter().zip(&pipelined).enumerate() {
+        assert_eq!(a, b, "command {i}: {:?}", script[i]);
+    }
+    assert_eq!(sequential.len(), pipelined.len());
+    assert!(
+        stat(&mut c, "rtc_commands") > 0,
+        "no command ran to completion"
+    );
+}

@@ -13,17 +13,17 @@ use crate::storage::Cf;
 use kvik_resp::{format_g17, parse_i64, parse_redis_double};
 
 const ERR_XX_NX: CmdError =
-    CmdError::full("ERR XX and NX options at the same time are not compatible");
+    CmdError::fixed("XX and NX options at the same time are not compatible");
 const ERR_GT_LT_NX: CmdError =
-    CmdError::full("ERR GT, LT, and/or NX options at the same time are not compatible");
+    CmdError::fixed("GT, LT, and/or NX options at the same time are not compatible");
 const ERR_INCR_PAIR: CmdError =
-    CmdError::full("ERR INCR option supports a single increment-element pair");
-const ERR_NAN: CmdError = CmdError::full("ERR resulting score is not a number (NaN)");
-const ERR_LIMIT_RANK: CmdError = CmdError::full(
-    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+    CmdError::fixed("INCR option supports a single increment-element pair");
+const ERR_NAN: CmdError = CmdError::fixed("resulting score is not a number (NaN)");
+const ERR_LIMIT_RANK: CmdError = CmdError::fixed(
+    "syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
 );
 const ERR_WITHSCORES_LEX: CmdError =
-    CmdError::full("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    CmdError::fixed("syntax error, WITHSCORES not supported in combination with BYLEX");
 
 // ---- ZADD, ZINCRBY, ZREM --------------------------------------------------------------------
 

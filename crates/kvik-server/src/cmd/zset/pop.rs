@@ -9,16 +9,16 @@ use super::{reply_items, reply_pairs, Item, ZSet, ZWriter};
 use crate::blocking::TimeoutReply;
 use crate::cmd::collection::{self, Sampler, ERR_OUT_OF_RANGE};
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
-use crate::storage::encoding::decode_score;
+use crate::storage::encoding::{decode_score, Kind};
 use crate::storage::Cf;
 use bytes::Bytes;
 use kvik_resp::{parse_i64, Proto};
 
-const ERR_POSITIVE: CmdError = CmdError::full("ERR value is out of range, must be positive");
-const ERR_NUMKEYS: CmdError = CmdError::full("ERR numkeys should be greater than 0");
-const ERR_COUNT: CmdError = CmdError::full("ERR count should be greater than 0");
-const ERR_RAND_COUNT: CmdError = CmdError::full(
-    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+const ERR_POSITIVE: CmdError = CmdError::fixed("value is out of range, must be positive");
+const ERR_NUMKEYS: CmdError = CmdError::fixed("numkeys should be greater than 0");
+const ERR_COUNT: CmdError = CmdError::fixed("count should be greater than 0");
+const ERR_RAND_COUNT: CmdError = CmdError::fixed(
+    "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
 );
 
 /// Pops up to `count` members from the first of `keys` that holds a sorted set (the caller
@@ -126,7 +126,7 @@ pub fn zmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 }
 
 fn bzpop_generic(ctx: &mut Ctx<'_>, args: &Args, max: bool) -> CmdResult {
-    let deadline = crate::blocking::parse_timeout(&args[args.len() - 1])?;
+    let deadline = crate::cmd::blocked::parse_timeout(&args[args.len() - 1])?;
     let keys = &args[1..args.len() - 1];
     let storage = ctx.storage();
     let _g = storage.lock(ctx.db(), keys);
@@ -139,7 +139,7 @@ fn bzpop_generic(ctx: &mut Ctx<'_>, args: &Args, max: bool) -> CmdResult {
             ctx.out.double(*s);
             Ok(())
         }
-        None => ctx.block_on(keys, deadline, TimeoutReply::NullArray),
+        None => ctx.block_on(Kind::ZSet, keys, deadline, TimeoutReply::NullArray),
     }
 }
 
@@ -156,7 +156,7 @@ pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
 pub fn bzmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let (keys, max, count) = parse_mpop(args, 2)?;
-    let deadline = crate::blocking::parse_timeout(&args[1])?;
+    let deadline = crate::cmd::blocked::parse_timeout(&args[1])?;
     let storage = ctx.storage();
     let _g = storage.lock(ctx.db(), keys);
     match pop_first(ctx, keys, max, count)? {
@@ -166,7 +166,7 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             reply_pairs(ctx.out, &items);
             Ok(())
         }
-        None => ctx.block_on(keys, deadline, TimeoutReply::NullArray),
+        None => ctx.block_on(Kind::ZSet, keys, deadline, TimeoutReply::NullArray),
     }
 }
 

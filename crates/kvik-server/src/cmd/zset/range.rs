@@ -6,9 +6,8 @@ use crate::cmd::ctx::CmdError;
 use kvik_resp::parse_redis_double;
 use std::cmp::Ordering;
 
-pub const ERR_NOT_FLOAT_RANGE: CmdError = CmdError::full("ERR min or max is not a float");
-pub const ERR_NOT_LEX_RANGE: CmdError =
-    CmdError::full("ERR min or max not valid string range item");
+pub const ERR_NOT_FLOAT_RANGE: CmdError = CmdError::fixed("min or max is not a float");
+pub const ERR_NOT_LEX_RANGE: CmdError = CmdError::fixed("min or max not valid string range item");
 
 /// A score interval; either end may be exclusive.
 #[derive(Clone, Copy, Debug, PartialEq)]

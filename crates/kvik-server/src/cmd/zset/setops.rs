@@ -15,8 +15,8 @@ use kvik_resp::{parse_i64, parse_redis_double};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-const ERR_WEIGHT: CmdError = CmdError::full("ERR weight value is not a float");
-const ERR_LIMIT: CmdError = CmdError::full("ERR LIMIT can't be negative");
+const ERR_WEIGHT: CmdError = CmdError::fixed("weight value is not a float");
+const ERR_LIMIT: CmdError = CmdError::fixed("LIMIT can't be negative");
 
 /// Members probed per multi-get.
 const PROBE_BATCH: usize = 512;

@@ -1,0 +1,153 @@
+//! Run to completion: the context of a command answered on an I/O thread from the hot cache.
+//!
+//! A [`CacheCtx`] holds the session, the reply writer and the cache, and no storage: a
+//! run-to-completion handler cannot reach RocksDB because it has no way to. A key the cache
+//! does not hold ends the command with [`RtcError::Miss`], a value the dispatcher turns into
+//! "run it in the pool" (nothing was written, nothing counted).
+//!
+//! The command itself is written once, generic over [`KeyReads`], the reads both contexts
+//! offer; its spec names the two instances (`.rtc(|c, a| get(c, a))` beside the worker
+//! handler `|c, a| get(c, a)`).
+
+use super::ctx::{string_of_hit, Ctx, HashRead};
+use crate::error::CmdError;
+use crate::reply::{Args, Reply};
+use crate::server::Server;
+use crate::session::Session;
+use crate::storage::encoding::Meta;
+use crate::storage::StorageError;
+use bytes::Bytes;
+use std::cell::Cell;
+
+/// Why a command run in cache-only mode stopped without its normal reply.
+#[derive(Debug)]
+pub enum RtcError {
+    /// The cache does not hold a key the command reads: run the command in the pool.
+    Miss,
+    /// An error reply (WRONGTYPE, syntax ...), sent as on a worker.
+    Reply(CmdError),
+}
+
+impl From<CmdError> for RtcError {
+    fn from(e: CmdError) -> RtcError {
+        RtcError::Reply(e)
+    }
+}
+
+/// Needed by the generic bodies (a worker's reads can fail in RocksDB); a [`CacheCtx`] never
+/// produces one.
+impl From<StorageError> for RtcError {
+    fn from(e: StorageError) -> RtcError {
+        RtcError::Reply(e.into())
+    }
+}
+
+/// Handler of a run-to-completion command on an I/O thread.
+pub type RtcHandler = fn(&mut CacheCtx<'_>, &Args) -> Result<(), RtcError>;
+
+/// The key reads a run-to-completion command makes: answered by the hot cache on an I/O
+/// thread ([`CacheCtx`]), by the cache and RocksDB behind it on a worker ([`Ctx`]).
+pub trait KeyReads<'a> {
+    type Error: From<CmdError> + From<StorageError>;
+    fn out(&mut self) -> &mut Reply;
+    /// The command's clock reading, in Unix ms.
+    fn now_ms(&self) -> u64;
+    fn db(&self) -> u16;
+    /// A key's live record; counts a keyspace hit or miss (Redis's lookupKeyRead).
+    fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
+    /// A string key's value; WRONGTYPE for another kind.
+    fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, Self::Error>;
+    /// A hash (cached whole when small); WRONGTYPE for another kind.
+    fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
+}
+
+impl<'a> KeyReads<'a> for Ctx<'a> {
+    type Error = CmdError;
+    fn out(&mut self) -> &mut Reply {
+        self.out
+    }
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+    fn db(&self) -> u16 {
+        Ctx::db(self)
+    }
+    fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        Ctx::lookup_read(self, key)
+    }
+    fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
+        Ctx::read_string(self, key)
+    }
+    fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
+        Ctx::read_hash(self, key)
+    }
+}
+
+/// Everything a run-to-completion handler may touch: the session (read only), its reply, the
+/// hot cache. No storage.
+pub struct CacheCtx<'a> {
+    server: &'a Server,
+    session: &'a Session,
+    out: &'a mut Reply,
+    now_ms: u64,
+    /// Keyspace hits, added to the stats only if the command completes (a command that misses
+    /// is counted once, by the worker that runs it).
+    hits: Cell<u64>,
+}
+
+impl<'a> CacheCtx<'a> {
+    pub fn new(
+        server: &'a Server,
+        session: &'a Session,
+        out: &'a mut Reply,
+        now_ms: u64,
+    ) -> CacheCtx<'a> {
+        CacheCtx {
+            server,
+            session,
+            out,
+            now_ms,
+            hits: Cell::new(0),
+        }
+    }
+
+    /// Keyspace hits of the command so far.
+    pub fn hits(&self) -> u64 {
+        self.hits.get()
+    }
+
+    /// The cached entry of `key`, counted as a hit, or [`RtcError::Miss`]. The cache holds
+    /// existing keys only, so every answer it gives is a hit.
+    fn hit(&self, key: &[u8]) -> Result<crate::cache::Hit, RtcError> {
+        let hit = self
+            .server
+            .storage
+            .cache()
+            .get(self.session.db, key, self.now_ms)
+            .ok_or(RtcError::Miss)?;
+        self.hits.set(self.hits.get() + 1);
+        Ok(hit)
+    }
+}
+
+impl<'a> KeyReads<'a> for CacheCtx<'a> {
+    type Error = RtcError;
+    fn out(&mut self) -> &mut Reply {
+        self.out
+    }
+    fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+    fn db(&self) -> u16 {
+        self.session.db
+    }
+    fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, RtcError> {
+        Ok(Some(self.hit(key)?.to_meta()))
+    }
+    fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, RtcError> {
+        Ok(Some(string_of_hit(self.hit(key)?)?))
+    }
+    fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
+        Ok(HashRead::of_hit(self.hit(key)?)?)
+    }
+}

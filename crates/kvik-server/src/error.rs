@@ -1,0 +1,174 @@
+//! Command errors as Redis names them: a kind (the error code, the first word on the wire) and
+//! a message. The wire text is `<PREFIX> <message>`, exactly Redis's; INFO errorstats counts
+//! errors by the kind's prefix. This module sits at the bottom of the crate: it imports nothing
+//! from the command, network, session, stats or cluster layers.
+
+use crate::storage::StorageError;
+use std::borrow::Cow;
+use std::fmt;
+
+/// Redis's error codes (the first word of an error reply).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    Err,
+    WrongType,
+    Moved,
+    Ask,
+    CrossSlot,
+    TryAgain,
+    ClusterDown,
+    NoAuth,
+    WrongPass,
+    NoPerm,
+    NoProto,
+    ExecAbort,
+    Busy,
+    BusyKey,
+    ReadOnly,
+    NoScript,
+    IoErr,
+    Unblocked,
+    /// RocksDB failed; sent as an `ERR storage error: ...` reply (and logged).
+    Storage,
+}
+
+impl ErrorKind {
+    /// The code written on the wire before the message.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            ErrorKind::Err | ErrorKind::Storage => "ERR",
+            ErrorKind::WrongType => "WRONGTYPE",
+            ErrorKind::Moved => "MOVED",
+            ErrorKind::Ask => "ASK",
+            ErrorKind::CrossSlot => "CROSSSLOT",
+            ErrorKind::TryAgain => "TRYAGAIN",
+            ErrorKind::ClusterDown => "CLUSTERDOWN",
+            ErrorKind::NoAuth => "NOAUTH",
+            ErrorKind::WrongPass => "WRONGPASS",
+            ErrorKind::NoPerm => "NOPERM",
+            ErrorKind::NoProto => "NOPROTO",
+            ErrorKind::ExecAbort => "EXECABORT",
+            ErrorKind::Busy => "BUSY",
+            ErrorKind::BusyKey => "BUSYKEY",
+            ErrorKind::ReadOnly => "READONLY",
+            ErrorKind::NoScript => "NOSCRIPT",
+            ErrorKind::IoErr => "IOERR",
+            ErrorKind::Unblocked => "UNBLOCKED",
+        }
+    }
+}
+
+/// Result of a command handler: `Ok` once it has written its reply.
+pub type CmdResult = Result<(), CmdError>;
+
+/// An error reply: its kind and its message (without the prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdError {
+    pub kind: ErrorKind,
+    message: Cow<'static, str>,
+}
+
+impl CmdError {
+    /// An error with a fixed message.
+    pub const fn new(kind: ErrorKind, message: &'static str) -> CmdError {
+        CmdError {
+            kind,
+            message: Cow::Borrowed(message),
+        }
+    }
+    /// An error with a formatted message.
+    pub fn with(kind: ErrorKind, message: impl fmt::Display) -> CmdError {
+        CmdError {
+            kind,
+            message: Cow::Owned(message.to_string()),
+        }
+    }
+    /// `ERR` with a fixed message.
+    pub const fn fixed(message: &'static str) -> CmdError {
+        CmdError::new(ErrorKind::Err, message)
+    }
+    /// `ERR` with a formatted message.
+    pub fn err(message: impl fmt::Display) -> CmdError {
+        CmdError::with(ErrorKind::Err, message)
+    }
+    pub const fn syntax() -> CmdError {
+        CmdError::fixed("syntax error")
+    }
+    pub const fn not_integer() -> CmdError {
+        CmdError::fixed("value is not an integer or out of range")
+    }
+    pub const fn not_float() -> CmdError {
+        CmdError::fixed("value is not a valid float")
+    }
+    pub const fn wrong_type() -> CmdError {
+        CmdError::new(
+            ErrorKind::WrongType,
+            "Operation against a key holding the wrong kind of value",
+        )
+    }
+    pub const fn no_such_key() -> CmdError {
+        CmdError::fixed("no such key")
+    }
+    pub const fn overflow() -> CmdError {
+        CmdError::fixed("increment or decrement would overflow")
+    }
+    pub const fn db_out_of_range() -> CmdError {
+        CmdError::fixed("DB index is out of range")
+    }
+    pub const fn noauth() -> CmdError {
+        CmdError::new(ErrorKind::NoAuth, "Authentication required.")
+    }
+    /// "ERR wrong number of arguments for 'name' command".
+    pub fn wrong_args(name: &str) -> CmdError {
+        CmdError::err(format_args!(
+            "wrong number of arguments for '{name}' command"
+        ))
+    }
+    /// A storage failure (logged here, once).
+    pub fn storage(e: impl fmt::Display) -> CmdError {
+        tracing::error!(error = %e, "storage error");
+        CmdError::with(ErrorKind::Storage, format_args!("storage error: {e}"))
+    }
+    /// The error code, as INFO errorstats groups errors.
+    pub fn prefix(&self) -> &'static str {
+        self.kind.prefix()
+    }
+    /// The message, without the prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<StorageError> for CmdError {
+    fn from(e: StorageError) -> CmdError {
+        CmdError::storage(e)
+    }
+}
+
+/// The wire text: `<PREFIX> <message>`.
+impl fmt::Display for CmdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.prefix(), self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_text_is_prefix_then_message() {
+        assert_eq!(CmdError::syntax().to_string(), "ERR syntax error");
+        assert_eq!(
+            CmdError::wrong_type().to_string(),
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        );
+        assert_eq!(
+            CmdError::storage("disk").to_string(),
+            "ERR storage error: disk"
+        );
+        assert_eq!(CmdError::storage("disk").prefix(), "ERR");
+        let moved = CmdError::with(ErrorKind::Moved, format_args!("{} {}:{}", 7, "h", 1));
+        assert_eq!(moved.to_string(), "MOVED 7 h:1");
+    }
+}
