@@ -26,9 +26,9 @@ mod args;
 mod cluster;
 mod engine;
 mod plot;
-mod series;
 mod reply;
 mod report;
+mod series;
 mod workload;
 
 use std::io::{IsTerminal, Write};
