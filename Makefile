@@ -53,6 +53,7 @@ bench: build
 	$(BENCH_LOCK) env N=100000 HOT=25000 GETS=100000 bash bench/cache.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/cluster_slots.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/collections.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/scale.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -64,6 +65,7 @@ bench-full: build
 	$(BENCH_LOCK) env N=1000000 HOT=200000 GETS=500000 ROUNDS=5 bash bench/cache.sh
 	$(BENCH_LOCK) bash bench/cluster_slots.sh
 	$(BENCH_LOCK) bash bench/collections.sh
+	$(BENCH_LOCK) bash bench/scale.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -11,7 +11,8 @@
 # Then: SET on the full keyspace against SET on a 100k-key server (compaction keeps up?),
 # DBSIZE latency, and a restart (SIGTERM, start on the same dir): time to the first PONG and to
 # the first hit. A sampler records kvik's RSS and commands per second every second; the series is
-# drawn to docs/benchmarks/scale-<dataset>.svg with the hot cache and memory budget marked.
+# drawn to docs/benchmarks/scale-<dataset>-rss.svg with the phases marked. MAXMEMORY (the
+# whole budget) defaults to 10% of the raw data, at least 64 MiB, so the data outgrows memory.
 #
 #   bench/scale.sh                          # 10M x 100 B, then 2M x 1 KB (~25 minutes)
 #   DATASETS="1000000x100" bench/scale.sh   # one dataset: COUNTxBYTES
@@ -39,7 +40,7 @@ HOT=${HOT:-1000}                 # the all-hits side's keyspace
 CLIENTS=${CLIENTS:-50}
 REDIS_MAX_GB=${REDIS_MAX_GB:-8}  # skip the redis side when the raw data is larger than this
 KVIK_ARGS=${KVIK_ARGS:-}
-MAXMEMORY=${MAXMEMORY:-}         # kvik's whole memory budget, if the server has the setting
+MAXMEMORY=${MAXMEMORY:-auto}     # kvik's whole budget; auto = 10% of the raw data, at least 64 MiB
 PLOT_DIR=${PLOT_DIR:-docs/benchmarks}
 RESULTS=$BENCH_TMP/results.csv
 : >"$RESULTS"
@@ -72,9 +73,10 @@ for dataset in $DATASETS; do
   cache=$(python3 -c "print(max(1 << 20, int($raw * $CACHE_PCT / 100)))")
   label="$((n / 1000000))M x ${size} B"
   echo
-  echo "== dataset $label: raw $((raw >> 20)) MiB, hot cache $((cache >> 20)) MiB (${CACHE_PCT}%)${MAXMEMORY:+, maxmemory $MAXMEMORY}"
-  args=(--cache-maxmemory "$cache")
-  [ -n "$MAXMEMORY" ] && args+=(--maxmemory "$MAXMEMORY")
+  echo "== dataset $label: raw $((raw >> 20)) MiB, hot cache $((cache >> 20)) MiB (${CACHE_PCT}%), maxmemory $MAXMEMORY"
+  budget=$MAXMEMORY
+  [ "$budget" = auto ] && budget=$(python3 -c "print(max(64 << 20, $raw // 10))")
+  args=(--cache-maxmemory "$cache" --maxmemory "$budget")
   # shellcheck disable=SC2206
   args+=($KVIK_ARGS)
   kport=$(free_port)
@@ -132,7 +134,8 @@ for dataset in $DATASETS; do
   "$KVIK_BENCH" -p "$kport" -c 1 -n 2000 --json DBSIZE 2>/dev/null | python3 -c '
 import json, sys
 t = json.load(sys.stdin)["tests"][0]["latency_ms"]
-print(f"  DBSIZE = {sys.argv[1]} keys: p50 {t[\"p50\"]:.3f} ms, p99 {t[\"p99\"]:.3f} ms (kvik-bench -c 1 -n 2000 DBSIZE)")' "$dbsize"
+p50, p99 = t["p50"], t["p99"]
+print(f"  DBSIZE = {sys.argv[1]} keys: p50 {p50:.3f} ms, p99 {p99:.3f} ms (kvik-bench -c 1 -n 2000 DBSIZE)")' "$dbsize"
   echo "  RSS now $(( $(rss_kib "$kpid") >> 10 )) MiB; peak over the run $(awk -F, 'BEGIN {m = 0} $2 > m {m = $2} END {print int(m / 1024)}' "$series") MiB"
   echo "  INFO memory: $(redis-cli -p "$kport" info memory | tr -d '\r' | grep -E '^(used_memory_human|maxmemory_human|kvik_[a-z_]*):' | tr '\n' ' ')"
 
