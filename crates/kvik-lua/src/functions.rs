@@ -411,7 +411,9 @@ impl FunctionEngine {
         let libs = self
             .libs
             .iter()
-            .filter(|(name, _)| pattern.is_none_or(|p| glob_match(p, name.as_bytes(), true)))
+            .filter(|(name, _)| {
+                pattern.is_none_or(|p| kvik_types::glob::matches_nocase(p, name.as_bytes()))
+            })
             .map(|(name, lib)| {
                 let functions = lib
                     .functions
@@ -561,89 +563,4 @@ impl FunctionEngine {
             Err(e) => encode::error(out, e.as_bytes()),
         }
     }
-}
-
-/// Redis's `stringmatchlen` glob: `*`, `?`, `[...]` (with `^` and ranges) and `\` escapes.
-pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
-    let eq = |a: u8, b: u8| {
-        if nocase {
-            a.eq_ignore_ascii_case(&b)
-        } else {
-            a == b
-        }
-    };
-    let (mut p, mut i) = (0, 0);
-    let (mut star_p, mut star_i) = (usize::MAX, 0);
-    while i < s.len() {
-        if p < pattern.len() {
-            match pattern[p] {
-                b'*' => {
-                    star_p = p;
-                    star_i = i;
-                    p += 1;
-                    continue;
-                }
-                b'?' => {
-                    p += 1;
-                    i += 1;
-                    continue;
-                }
-                b'[' => {
-                    let mut q = p + 1;
-                    let not = pattern.get(q) == Some(&b'^');
-                    if not {
-                        q += 1;
-                    }
-                    let mut matched = false;
-                    while q < pattern.len() && pattern[q] != b']' {
-                        if pattern[q] == b'\\' && q + 1 < pattern.len() {
-                            q += 1;
-                            matched |= eq(pattern[q], s[i]);
-                        } else if q + 2 < pattern.len() && pattern[q + 1] == b'-' {
-                            let (mut lo, mut hi) = (pattern[q], pattern[q + 2]);
-                            if lo > hi {
-                                std::mem::swap(&mut lo, &mut hi);
-                            }
-                            let c = s[i];
-                            let r = lo..=hi;
-                            matched |= r.contains(&c)
-                                || (nocase
-                                    && (r.contains(&c.to_ascii_lowercase())
-                                        || r.contains(&c.to_ascii_uppercase())));
-                            q += 2;
-                        } else {
-                            matched |= eq(pattern[q], s[i]);
-                        }
-                        q += 1;
-                    }
-                    if matched != not {
-                        p = (q + 1).min(pattern.len());
-                        i += 1;
-                        continue;
-                    }
-                }
-                b'\\' if p + 1 < pattern.len() => {
-                    if eq(pattern[p + 1], s[i]) {
-                        p += 2;
-                        i += 1;
-                        continue;
-                    }
-                }
-                c => {
-                    if eq(c, s[i]) {
-                        p += 1;
-                        i += 1;
-                        continue;
-                    }
-                }
-            }
-        }
-        if star_p == usize::MAX {
-            return false;
-        }
-        p = star_p + 1;
-        star_i += 1;
-        i = star_i;
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
 }

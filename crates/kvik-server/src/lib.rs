@@ -28,7 +28,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod error;
-pub mod glob;
+pub use kvik_types::glob;
 pub mod logging;
 pub mod net;
 pub mod pool;

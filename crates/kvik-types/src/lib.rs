@@ -8,6 +8,7 @@
 //!   (score ranges to scan plus the exact in-radius / in-box filter).
 //! - [`bits`]: BITCOUNT, BITPOS, BITOP, BITFIELD and SETBIT/GETBIT over an abstract byte store,
 //!   so a segmented bitmap works without materialising it.
+//! - [`glob`]: Redis's glob patterns (KEYS, SCAN MATCH, CONFIG GET, FUNCTION LIST ...).
 //! - [`stream_id`]: stream IDs, their parsing in every command form, ordering and the next-ID rule.
 //!
 //! Errors are typed per module; their `Display` is Redis's reply text (error code first, no
@@ -15,6 +16,7 @@
 
 pub mod bits;
 pub mod geo;
+pub mod glob;
 pub mod hll;
 pub mod stream_id;
 mod strtol;

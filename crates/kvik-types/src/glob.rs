@@ -1,9 +1,24 @@
-//! Redis glob-style pattern matching (KEYS, SCAN MATCH, CONFIG GET, CLIENT KILL ...), with
-//! Redis's rules: `*`, `?`, `[abc]`, `[^a]`, `[a-z]`, and `\` escaping, on bytes.
+//! Redis glob-style pattern matching (`stringmatchlen`: KEYS, SCAN MATCH, CONFIG GET, CLIENT
+//! KILL, FUNCTION LIST LIBRARYNAME ...), with Redis's rules: `*`, `?`, `[abc]`, `[^a]`, `[a-z]`,
+//! and `\` escaping, on bytes; case-sensitive or not.
 
-/// True if `s` matches `pattern`. Iterative with one backtrack point for `*`, so hostile
-/// patterns such as `*a*a*a*a*b` cost O(len(pattern) * len(s)), never exponential time.
+/// True if `s` matches `pattern`, case-sensitively.
 pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
+    matches_with(pattern, s, false)
+}
+
+/// True if `s` matches `pattern`, ignoring ASCII case (Redis's `nocase`).
+pub fn matches_nocase(pattern: &[u8], s: &[u8]) -> bool {
+    matches_with(pattern, s, true)
+}
+
+fn same(a: u8, b: u8, nocase: bool) -> bool {
+    a == b || (nocase && a.eq_ignore_ascii_case(&b))
+}
+
+/// Iterative with one backtrack point for `*`, so hostile patterns such as `*a*a*a*a*b` cost
+/// O(len(pattern) * len(s)), never exponential time.
+fn matches_with(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
     let (mut p, mut i) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while i < s.len() {
@@ -25,7 +40,7 @@ pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
                     continue;
                 }
                 b'[' => {
-                    if let Some((matched, next)) = class(pattern, p, s[i]) {
+                    if let Some((matched, next)) = class(pattern, p, s[i], nocase) {
                         if matched {
                             p = next;
                             i += 1;
@@ -34,14 +49,14 @@ pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
                     }
                 }
                 b'\\' if p + 1 < pattern.len() => {
-                    if pattern[p + 1] == s[i] {
+                    if same(pattern[p + 1], s[i], nocase) {
                         p += 2;
                         i += 1;
                         continue;
                     }
                 }
                 c => {
-                    if c == s[i] {
+                    if same(c, s[i], nocase) {
                         p += 1;
                         i += 1;
                         continue;
@@ -63,7 +78,7 @@ pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
 
 /// Matches `c` against the class starting at `pattern[p] == '['`. Returns (matched, index after
 /// the class). An unterminated class runs to the end of the pattern, as in Redis.
-fn class(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
+fn class(pattern: &[u8], p: usize, c: u8, nocase: bool) -> Option<(bool, usize)> {
     let mut j = p + 1;
     let negate = pattern.get(j) == Some(&b'^');
     if negate {
@@ -73,17 +88,20 @@ fn class(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
     while j < pattern.len() && pattern[j] != b']' {
         if pattern[j] == b'\\' && j + 1 < pattern.len() {
             j += 1;
-            matched |= pattern[j] == c;
+            matched |= same(pattern[j], c, nocase);
             j += 1;
         } else if j + 2 < pattern.len() && pattern[j + 1] == b'-' && pattern[j + 2] != b']' {
             let (mut lo, mut hi) = (pattern[j], pattern[j + 2]);
             if lo > hi {
                 std::mem::swap(&mut lo, &mut hi);
             }
-            matched |= c >= lo && c <= hi;
+            let in_range = |c: u8| c >= lo && c <= hi;
+            matched |= in_range(c)
+                || (nocase
+                    && (in_range(c.to_ascii_lowercase()) || in_range(c.to_ascii_uppercase())));
             j += 3;
         } else {
-            matched |= pattern[j] == c;
+            matched |= same(pattern[j], c, nocase);
             j += 1;
         }
     }
@@ -93,7 +111,7 @@ fn class(pattern: &[u8], p: usize, c: u8) -> Option<(bool, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::matches;
+    use super::{matches, matches_nocase};
 
     #[test]
     fn redis_glob_rules() {
@@ -111,6 +129,16 @@ mod tests {
         assert!(!matches(b"a", b""));
         assert!(matches(b"", b""));
         assert!(matches(b"**", b""));
+    }
+
+    #[test]
+    fn nocase_folds_ascii_case_in_literals_escapes_and_classes() {
+        assert!(matches_nocase(b"MyLib*", b"mylib_v2"));
+        assert!(!matches(b"MyLib*", b"mylib_v2"));
+        assert!(matches_nocase(b"h[A-C]llo", b"hbllo"));
+        assert!(matches_nocase(b"h[^E]llo", b"hallo"));
+        assert!(!matches_nocase(b"h[^E]llo", b"hello"));
+        assert!(matches_nocase(b"h\\Allo", b"hallo"));
     }
 
     #[test]
