@@ -21,6 +21,7 @@ pub mod keys;
 pub mod list;
 pub mod migrate;
 pub mod multi;
+pub mod pubsub;
 pub mod run;
 pub mod set;
 pub mod spec;
@@ -212,6 +213,7 @@ pub fn table() -> &'static CommandTable {
             cluster::COMMANDS,
             multi::COMMANDS,
             migrate::COMMANDS,
+            pubsub::COMMANDS,
         ])
     })
 }
@@ -257,6 +259,14 @@ pub fn execute(
     let Admit::Run(_cluster_gate) = admit(server, session, out, entry, args, false) else {
         return Ready::default();
     };
+    if in_subscribe_context(session) && !entry.spec.in_subscribe {
+        let e = CmdError::err(format_args!(
+            "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            entry.full_name
+        ));
+        reject(server, session, out, Some(entry.id), &e);
+        return Ready::default();
+    }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
@@ -274,7 +284,7 @@ pub fn execute_cached(
     args: &Args,
 ) -> Outcome {
     let start = Instant::now();
-    if session.multi.is_some() {
+    if session.multi.is_some() || in_subscribe_context(session) {
         return Outcome::NotServed; // queued (or rejected) by the worker path
     }
     let Ok(entry) = table().resolve(args) else {
@@ -320,6 +330,12 @@ pub fn execute_cached(
         Duration::ZERO,
     );
     Outcome::Done
+}
+
+/// A RESP2 client with subscriptions may only run the commands marked `in_subscribe`
+/// (RESP3 clients get pushes and may run anything).
+fn in_subscribe_context(session: &Session) -> bool {
+    session.proto == kvik_resp::Proto::Resp2 && session.subs.any()
 }
 
 /// What [`admit`] decided.
