@@ -132,7 +132,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
-/// order. Fields kvik does not track (pub/sub, MULTI, memory breakdown) show Redis's idle values.
+/// order. Fields kvik does not track (MULTI, memory breakdown) show Redis's idle values.
 pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let cmd = match c.last_cmd.load(Relaxed) {
         NO_CMD => "NULL".to_string(),
@@ -142,7 +142,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let mut s = String::with_capacity(300);
     let _ = write!(
         s,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} \
          tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
         c.id,
@@ -152,7 +152,11 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.name_string(),
         now_ms.saturating_sub(c.created_ms) / 1000,
         now_ms.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000,
+        if c.subs.any() { "P" } else { "N" },
         c.db.load(Relaxed),
+        c.subs.channels.load(Relaxed),
+        c.subs.patterns.load(Relaxed),
+        c.subs.shard.load(Relaxed),
         c.qbuf.load(Relaxed),
         obuf,
         cmd,

@@ -567,6 +567,38 @@ mod tests {
         }
     }
 
+    /// Keyspace notifications: every write command names the events it emits (or says it
+    /// emits none), so no write can forget them, and the names are Redis's kind of name.
+    #[test]
+    fn every_write_declares_its_keyspace_events() {
+        let mut missing = Vec::new();
+        for e in table().entries.iter() {
+            let s = e.spec;
+            let declared: Vec<_> = s.events.iter().flatten().collect();
+            if s.flags.contains(Flags::WRITE) && declared.is_empty() && !s.silent {
+                missing.push(e.full_name.clone());
+            }
+            assert!(
+                !(s.silent && !declared.is_empty()),
+                "{} is silent but declares events",
+                e.full_name
+            );
+            for ev in declared {
+                assert!(
+                    !ev.name.is_empty()
+                        && ev.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{}: event name {:?}",
+                    e.full_name,
+                    ev.name
+                );
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "write commands without keyspace events: {missing:?}"
+        );
+    }
+
     #[test]
     fn lookup_is_case_insensitive_and_bounded() {
         let t = table();

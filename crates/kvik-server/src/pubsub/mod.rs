@@ -223,6 +223,11 @@ impl PubSub {
             .collect()
     }
 
+    /// The number of channels (or shard channels) with at least one subscriber (INFO).
+    pub fn active_count(&self, scope: Scope) -> usize {
+        self.maps[scope.index()].read().len()
+    }
+
     /// PUBSUB NUMSUB / SHARDNUMSUB: the number of subscribers of `channel`.
     pub fn numsub(&self, scope: Scope, channel: &[u8]) -> usize {
         self.maps[scope.index()]
