@@ -248,8 +248,36 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, args: &Args, scope: Scope) -> CmdResult {
     Ok(())
 }
 
+/// PUBLISH: delivers here and, in cluster mode, queues the message for the other nodes (see
+/// `crate::pubsub::forward`). Replies the receivers on this node, as Redis in a cluster.
 fn publish(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let receivers = ctx.server.pubsub.publish(&args[1], &args[2]);
+    let server = ctx.server;
+    let receivers = server.pubsub.publish(&args[1], &args[2]);
+    if let Some(node) = server.cluster.node() {
+        let state = node.state.read();
+        let password = server.config.requirepass.read().clone();
+        let peers = || {
+            state
+                .topology
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| Some(*i) != state.me)
+                .map(|(_, n)| (n.host.clone(), n.port))
+                .collect()
+        };
+        server
+            .pubsub
+            .forward(state.generation, password, peers, &args[1], &args[2]);
+    }
+    ctx.out.int(receivers as i64);
+    Ok(())
+}
+
+/// CLUSTER PUBLISH channel message: a PUBLISH forwarded by another node of the cluster,
+/// delivered on this node only (never forwarded again).
+pub fn cluster_publish(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let receivers = ctx.server.pubsub.publish(&args[2], &args[3]);
     ctx.out.int(receivers as i64);
     Ok(())
 }

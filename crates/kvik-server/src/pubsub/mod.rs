@@ -16,6 +16,7 @@
 //! The connection's side of a subscription is [`Subscriptions`] (in its session): dropping it
 //! (disconnect, RESET) removes the client from the registry.
 
+pub mod forward;
 pub mod mailbox;
 pub mod notify;
 
@@ -25,10 +26,10 @@ use crate::storage::{KeyChange, WriteObserver};
 use bytes::Bytes;
 use kvik_resp::{encode, Proto};
 use notify::{Class, NotifyFlags};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The settings delivery reads on every message, shared with [`crate::config::Config`] (which
 /// writes them on CONFIG SET).
@@ -85,6 +86,10 @@ pub struct PubSub {
     maps: [RwLock<HashMap<Bytes, Subscribers>>; 3],
     /// Subscriptions of every scope: publishing with nobody subscribed is one load.
     total: AtomicUsize,
+    /// Cluster mode: the forwarding of PUBLISH to the other nodes (started on first use), and
+    /// the peers it forwards to, with the topology generation they were read at.
+    forwarder: OnceLock<forward::Forwarder>,
+    peers: Mutex<(u64, Arc<forward::Peers>)>,
 }
 
 /// One message encoded for both protocols (only the array header differs).
@@ -168,6 +173,35 @@ impl PubSub {
             }
         }
         receivers
+    }
+
+    /// Cluster mode: forwards a PUBLISH to the other nodes (see [`forward`]), never waiting.
+    /// `generation` is the topology generation `make_peers` reads the peers at; they are read
+    /// again only when it (or the password) changes.
+    pub fn forward(
+        &self,
+        generation: u64,
+        password: Option<String>,
+        make_peers: impl FnOnce() -> Vec<(String, u16)>,
+        channel: &[u8],
+        message: &[u8],
+    ) {
+        let peers = {
+            let mut cached = self.peers.lock();
+            if cached.0 != generation || cached.1.password != password {
+                *cached = (
+                    generation,
+                    Arc::new(forward::Peers {
+                        addrs: make_peers(),
+                        password,
+                    }),
+                );
+            }
+            cached.1.clone()
+        };
+        self.forwarder
+            .get_or_init(forward::Forwarder::start)
+            .forward(peers, channel, message);
     }
 
     /// SPUBLISH: delivers `message` to the subscribers of shard channel `channel`.

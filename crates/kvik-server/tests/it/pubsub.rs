@@ -609,3 +609,59 @@ fn expired_and_restored_keys_are_notified() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn cluster_publish_reaches_every_node_and_shard_channels_follow_slots() {
+    let nodes = kvik_testkit::start_kvik_cluster(env!("CARGO_BIN_EXE_kvik-server"), 3, &[]);
+    // A subscriber on the last node; PUBLISH on the first reaches it through forwarding,
+    // in publish order.
+    let mut sub_con = pubsub_con(nodes[2].port);
+    let mut sub = sub_con.as_pubsub();
+    sub.subscribe("news").unwrap();
+    let mut publisher = kvik_testkit::connect(nodes[0].port);
+    let mut pipe = redis::pipe();
+    for i in 0..200 {
+        pipe.cmd("PUBLISH").arg("news").arg(i);
+    }
+    // Redis's PUBLISH in a cluster counts the receivers of the node it ran on.
+    let local: Vec<i64> = pipe.query(&mut publisher).unwrap();
+    assert!(local.iter().all(|&n| n == 0), "{local:?}");
+    for i in 0..200 {
+        let m = sub.get_message().expect("forwarded message");
+        assert_eq!(m.get_payload::<i64>().unwrap(), i);
+    }
+    drop(sub);
+
+    // Shard channels are keys: the node that does not own the slot answers MOVED, several
+    // slots CROSSSLOT; the owner serves SSUBSCRIBE and SPUBLISH.
+    let owner = (0..3)
+        .find(|&i| {
+            let mut c = kvik_testkit::connect(nodes[i].port);
+            redis::cmd("SPUBLISH")
+                .arg("orders")
+                .arg("x")
+                .query::<i64>(&mut c)
+                .is_ok()
+        })
+        .expect("one node owns the slot");
+    let other = (owner + 1) % 3;
+    let mut c = kvik_testkit::connect(nodes[other].port);
+    assert!(err(&mut c, &["SPUBLISH", "orders", "x"]).starts_with("MOVED"));
+    assert!(err(&mut c, &["SSUBSCRIBE", "orders"]).starts_with("MOVED"));
+    let mut o = kvik_testkit::connect(nodes[owner].port);
+    assert!(err(&mut o, &["SSUBSCRIBE", "orders", "a-different-slot"]).starts_with("CROSSSLOT"));
+    // The redis crate has no SSUBSCRIBE helper: raw RESP.
+    let mut raw = kvik_testkit::connect_raw(nodes[owner].port);
+    let confirm = b"*3\r\n$10\r\nssubscribe\r\n$6\r\norders\r\n:1\r\n";
+    let (got, _) = roundtrip_raw(
+        &mut raw,
+        &resp_str(&["SSUBSCRIBE", "orders"]),
+        confirm.len(),
+    );
+    assert_eq!(got, confirm);
+    assert_eq!(q::<i64>(&mut o, &["SPUBLISH", "orders", "paid"]), 1);
+    let expect = b"*3\r\n$8\r\nsmessage\r\n$6\r\norders\r\n$4\r\npaid\r\n";
+    assert_eq!(read_raw(&mut raw, expect.len()).0, expect);
+    let shard: Vec<String> = q(&mut o, &["PUBSUB", "SHARDCHANNELS"]);
+    assert_eq!(shard, ["orders"]);
+}
