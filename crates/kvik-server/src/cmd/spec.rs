@@ -4,6 +4,14 @@
 //! changes the hot cache, and its handler. The dispatcher derives from it the arity check, the
 //! auth check, routing (I/O thread or worker pool), key extraction (cluster slots, locks) and the
 //! COMMAND INFO / DOCS / COUNT replies. Nothing about a command is decided anywhere else.
+//!
+//! Keyspace notifications: a write command declares the events it may emit, with Redis's class
+//! and name (`.event(Class::List, "lpush")`, one call per event, or `.no_events()` for a write
+//! Redis does not notify), and its handler emits them with `ctx.notify(Class::List, "lpush",
+//! key)` right after its commit (`ctx.notify_in(db, ...)` for another database). A handler
+//! that empties a collection also emits `del` (`collection::notify_write` does both; the
+//! collection writers have `commit_notify`). `expired` and `new` need nothing from handlers:
+//! the commit emits them. A table test fails for any write command that declares nothing.
 
 use super::cached::RtcHandler;
 use super::ctx::{Args, CmdResult, Ctx};

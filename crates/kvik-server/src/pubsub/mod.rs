@@ -320,22 +320,28 @@ impl WriteObserver for PubSub {
 }
 
 /// A connection's subscriptions (in its session). Dropping it unsubscribes from everything.
+/// Boxed, so a session that never subscribes carries one pointer.
 #[derive(Default)]
 pub struct Subscriptions {
-    /// Set by the first subscription.
-    registry: Option<(Arc<PubSub>, Arc<ClientInfo>)>,
+    state: Option<Box<SubState>>,
+}
+
+struct SubState {
+    registry: Arc<PubSub>,
+    client: Arc<ClientInfo>,
     /// Indexed by [`Scope`].
     names: [HashSet<Bytes>; 3],
 }
 
 impl std::fmt::Debug for Subscriptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |s| self.count(s);
         write!(
             f,
             "Subscriptions({}, {}, {})",
-            self.names[0].len(),
-            self.names[1].len(),
-            self.names[2].len()
+            n(Scope::Channel),
+            n(Scope::Pattern),
+            n(Scope::Shard)
         )
     }
 }
@@ -343,12 +349,16 @@ impl std::fmt::Debug for Subscriptions {
 impl Subscriptions {
     /// Subscriptions in `scope`.
     pub fn count(&self, scope: Scope) -> usize {
-        self.names[scope.index()].len()
+        self.state
+            .as_ref()
+            .map_or(0, |s| s.names[scope.index()].len())
     }
 
     /// Subscribed to anything (Redis's `CLIENT_PUBSUB`).
     pub fn any(&self) -> bool {
-        self.names.iter().any(|n| !n.is_empty())
+        self.state
+            .as_ref()
+            .is_some_and(|s| s.names.iter().any(|n| !n.is_empty()))
     }
 
     /// What a (un)subscribe confirmation counts: channels and patterns together, shard
@@ -362,7 +372,9 @@ impl Subscriptions {
 
     /// The names subscribed in `scope`.
     pub fn names(&self, scope: Scope) -> Vec<Bytes> {
-        self.names[scope.index()].iter().cloned().collect()
+        self.state.as_ref().map_or_else(Vec::new, |s| {
+            s.names[scope.index()].iter().cloned().collect()
+        })
     }
 
     /// Subscribes `client` to `name`; false if it already was.
@@ -373,25 +385,31 @@ impl Subscriptions {
         scope: Scope,
         name: &Bytes,
     ) -> bool {
-        if !self.names[scope.index()].insert(name.clone()) {
+        let state = self.state.get_or_insert_with(|| {
+            Box::new(SubState {
+                registry: registry.clone(),
+                client: client.clone(),
+                names: Default::default(),
+            })
+        });
+        if !state.names[scope.index()].insert(name.clone()) {
             return false;
         }
-        self.registry
-            .get_or_insert_with(|| (registry.clone(), client.clone()));
-        registry.add(scope, name, client);
-        self.publish_counts();
+        state.registry.add(scope, name, &state.client);
+        state.publish_counts();
         true
     }
 
     /// Unsubscribes from `name`; false if it was not subscribed.
     pub fn unsubscribe(&mut self, scope: Scope, name: &[u8]) -> bool {
-        if !self.names[scope.index()].remove(name) {
+        let Some(state) = self.state.as_mut() else {
+            return false;
+        };
+        if !state.names[scope.index()].remove(name) {
             return false;
         }
-        if let Some((registry, client)) = &self.registry {
-            registry.remove(scope, name, client.id);
-        }
-        self.publish_counts();
+        state.registry.remove(scope, name, state.client.id);
+        state.publish_counts();
         true
     }
 
@@ -403,14 +421,17 @@ impl Subscriptions {
             }
         }
     }
+}
 
+impl SubState {
     fn publish_counts(&self) {
-        if let Some((_, client)) = &self.registry {
-            let c = &client.subs;
-            c.channels.store(self.count(Scope::Channel), Relaxed);
-            c.patterns.store(self.count(Scope::Pattern), Relaxed);
-            c.shard.store(self.count(Scope::Shard), Relaxed);
-        }
+        let c = &self.client.subs;
+        c.channels
+            .store(self.names[Scope::Channel.index()].len(), Relaxed);
+        c.patterns
+            .store(self.names[Scope::Pattern.index()].len(), Relaxed);
+        c.shard
+            .store(self.names[Scope::Shard.index()].len(), Relaxed);
     }
 }
 

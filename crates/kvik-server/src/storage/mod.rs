@@ -341,13 +341,9 @@ impl Storage {
     pub fn commit(&self, mut batch: Batch) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
+        let observers = self.observers.read();
         let gate = self.commit_gate.read();
-        let mut changes = self
-            .observers
-            .read()
-            .iter()
-            .any(|o| o.wants_changes())
-            .then(Vec::new);
+        let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
         let tally = self.tally(&mut batch, changes.as_mut())?;
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
@@ -359,7 +355,6 @@ impl Storage {
             tally.apply(&self.counts);
         }
         drop(gate);
-        let observers = self.observers.read();
         let mut written = Vec::with_capacity(if observers.is_empty() {
             0
         } else {
