@@ -10,6 +10,7 @@
 //! CROSSSLOT), as in Redis 7.0.
 
 use super::admin::{help_reply, subcommand_syntax};
+use super::cached::{CacheCtx, KeyReads, RtcError};
 use super::ctx::{Args, CmdResult, Ctx};
 use super::spec::{CommandSpec, Flags, KeySpec};
 use crate::pubsub::Scope;
@@ -98,6 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         publish,
         ACL_FAST,
     )
+    .rtc(publish_rtc)
     .doc(
         "Posts a message to a channel.",
         "2.0.0",
@@ -271,6 +273,21 @@ fn publish(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             .forward(state.generation, password, peers, &args[1], &args[2]);
     }
     ctx.out.int(receivers as i64);
+    Ok(())
+}
+
+/// Most receivers a PUBLISH may have to be delivered on the I/O thread; above, a worker
+/// delivers, so the other connections of that I/O thread do not wait for a big fan-out.
+const RTC_MAX_RECEIVERS: usize = 64;
+
+/// PUBLISH on the I/O thread (no pool round trip): when it is cheap (few receivers) and there
+/// is nothing to forward (not in cluster mode); otherwise it goes to a worker.
+fn publish_rtc(ctx: &mut CacheCtx<'_>, args: &Args) -> Result<(), RtcError> {
+    if ctx.cluster_mode() || ctx.pubsub().receivers_bound(&args[1]) > RTC_MAX_RECEIVERS {
+        return Err(RtcError::Miss);
+    }
+    let receivers = ctx.pubsub().publish(&args[1], &args[2]);
+    ctx.out().int(receivers as i64);
     Ok(())
 }
 

@@ -204,6 +204,15 @@ impl PubSub {
             .forward(peers, channel, message);
     }
 
+    /// An upper bound of PUBLISH's receivers for `channel` (its subscribers plus every
+    /// pattern, matching or not), without matching any pattern.
+    pub fn receivers_bound(&self, channel: &[u8]) -> usize {
+        if self.total.load(Relaxed) == 0 {
+            return 0;
+        }
+        self.numsub(Scope::Channel, channel) + self.maps[Scope::Pattern.index()].read().len()
+    }
+
     /// SPUBLISH: delivers `message` to the subscribers of shard channel `channel`.
     pub fn spublish(&self, channel: &[u8], message: &[u8]) -> usize {
         if self.total.load(Relaxed) == 0 {
