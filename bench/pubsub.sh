@@ -5,7 +5,7 @@
 # rounds. Prints each run, then the medians and the ratio kvik/redis per subscriber count.
 #
 #   flock /tmp/kvik-bench.lock bench/pubsub.sh               # 3 rounds of 5 s per point
-#   QUICK=1 bench/pubsub.sh                                  # 1 round of 1 s (smoke)
+#   QUICK=1 bench/pubsub.sh                                  # 3 rounds of 2 s (make bench)
 #   SUBS="1 10 100" PUBLISHERS=2 SECONDS_PER_RUN=10 bench/pubsub.sh
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
@@ -16,7 +16,7 @@ if [ ! -x "$PUBSUB_BENCH" ]; then
   cargo build --release -p kvik-bench --bin kvik-pubsub-bench >&2
 fi
 
-if [ "${QUICK:-0}" = 1 ]; then ROUNDS=${ROUNDS:-1}; SECONDS_PER_RUN=${SECONDS_PER_RUN:-1}; fi
+if [ "${QUICK:-0}" = 1 ]; then SECONDS_PER_RUN=${SECONDS_PER_RUN:-2}; fi
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
 SUBS=${SUBS:-1 10 100}
