@@ -75,6 +75,10 @@ fn redis_crate_subscribe_psubscribe_publish_and_pubsub_introspection() {
             .any(|l| l.contains("flags=P") && l.contains("sub=2 psub=1 ssub=0")),
         "{list}"
     );
+    let subscribers: String = q(&mut publisher, &["CLIENT", "LIST", "TYPE", "pubsub"]);
+    assert_eq!(subscribers.lines().count(), 1, "{subscribers}");
+    let normal: String = q(&mut publisher, &["CLIENT", "LIST", "TYPE", "normal"]);
+    assert!(!normal.contains("flags=P"), "{normal}");
     let stats = info(&mut publisher, "stats");
     assert_eq!(stats["Stats"]["pubsub_channels"], "2");
     assert_eq!(stats["Stats"]["pubsub_patterns"], "1");
@@ -88,6 +92,18 @@ fn redis_crate_subscribe_psubscribe_publish_and_pubsub_introspection() {
     assert!(eventually(WAIT, || q::<i64>(
         &mut publisher,
         &["PUBLISH", "sport", "x"]
+    ) == 0));
+    // CLIENT KILL TYPE pubsub cuts off subscribers only.
+    let mut other_con = pubsub_con(s.port);
+    let mut other = other_con.as_pubsub();
+    other.subscribe("x").unwrap();
+    assert_eq!(
+        q::<i64>(&mut publisher, &["CLIENT", "KILL", "TYPE", "pubsub"]),
+        1
+    );
+    assert!(eventually(WAIT, || q::<i64>(
+        &mut publisher,
+        &["PUBLISH", "x", "gone"]
     ) == 0));
 }
 
