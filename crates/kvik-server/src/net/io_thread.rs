@@ -590,7 +590,7 @@ impl IoThread {
         }
     }
 
-    /// Closes clients idle for longer than `timeout` seconds.
+    /// Closes clients idle for longer than `timeout` seconds (not blocked ones, not subscribers).
     fn close_idle(&mut self) {
         let timeout = self.server.config.timeout.load(Relaxed);
         if timeout == 0 {
@@ -601,8 +601,10 @@ impl IoThread {
             .conns
             .iter()
             .filter(|(_, c)| {
+                // Subscribers are never idle-closed, as in Redis (they only listen).
                 !c.in_pool()
                     && c.parked().is_none()
+                    && !c.client.subs.any()
                     && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed))
                         > timeout * 1000
             })

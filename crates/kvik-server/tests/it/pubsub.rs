@@ -681,3 +681,20 @@ fn cluster_publish_reaches_every_node_and_shard_channels_follow_slots() {
     let shard: Vec<String> = q(&mut o, &["PUBSUB", "SHARDCHANNELS"]);
     assert_eq!(shard, ["orders"]);
 }
+
+#[test]
+fn subscribers_are_not_closed_for_idleness() {
+    let s = TestServer::start_with(&["--timeout", "1"]);
+    let mut sub_con = pubsub_con(s.port);
+    let mut sub = sub_con.as_pubsub();
+    sub.subscribe("quiet").unwrap();
+    // Longer than `timeout` (idle clients are checked once a second).
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut publisher = s.client();
+    assert_eq!(
+        q::<i64>(&mut publisher, &["PUBLISH", "quiet", "still here"]),
+        1
+    );
+    let m = sub.get_message().unwrap();
+    assert_eq!(m.get_payload::<String>().unwrap(), "still here");
+}
