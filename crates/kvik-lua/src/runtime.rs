@@ -512,6 +512,7 @@ fn write_script_error(out: &mut Vec<u8>, v: &Value, name: &str) {
     let mut text = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
         Ok(Value::Number(n)) => crate::numfmt::lua_number_text(n).into_bytes(),
+        Ok(Value::Integer(n)) => crate::numfmt::lua_number_text(n as f64).into_bytes(),
         _ => Vec::new(),
     };
     let source = match t.raw_get::<Value>("source") {
