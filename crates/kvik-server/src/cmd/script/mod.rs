@@ -41,7 +41,7 @@ use crate::scripting::{Current, FUNCTIONS_RECORD};
 use crate::server::Server;
 use engines::Engines;
 use host::{Rules, ServerHost};
-use kvik_lua::ScriptFlags;
+use kvik_lua::{RunContext, ScriptFlags};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -300,15 +300,10 @@ fn run(
         },
     );
     let mut host = ServerHost::new(server, session, rules, slot);
-    let control = &running_slot.control;
+    let mut run = RunContext::new(&mut host, &running_slot.control, proto, &mut out.buf);
     match target {
-        Target::Eval(sha) => eng
-            .eval
-            .run(sha, keys, argv, &mut host, control, proto, &mut out.buf),
-        Target::Function(f) => {
-            eng.functions
-                .run(f, keys, argv, &mut host, control, proto, &mut out.buf)
-        }
+        Target::Eval(sha) => eng.eval.run(sha, keys, argv, &mut run),
+        Target::Function(f) => eng.functions.run(f, keys, argv, &mut run),
     }
 }
 
