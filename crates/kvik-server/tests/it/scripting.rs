@@ -68,6 +68,29 @@ fn eval_evalsha_and_the_script_cache() {
         "ERR Number of keys can't be negative"
     );
     assert!(err(&mut c, &["EVAL", "return (", "0"]).starts_with("ERR Error compiling script"));
+    // Inside MULTI/EXEC (EXEC locks the declared keys; the script's own lock is re-entrant).
+    let again: String = q(
+        &mut c,
+        &[
+            "SCRIPT",
+            "LOAD",
+            "return redis.call('set', KEYS[1], ARGV[1])",
+        ],
+    );
+    assert_eq!(again, sha);
+    let mut tx = redis::pipe();
+    tx.atomic()
+        .cmd("EVAL")
+        .arg("return redis.call('incr', KEYS[1])")
+        .arg(1)
+        .arg("t")
+        .cmd("EVALSHA")
+        .arg(&sha)
+        .arg(1)
+        .arg("t")
+        .arg("x");
+    let (a, b): (i64, String) = tx.query(&mut c).unwrap();
+    assert_eq!((a, b.as_str()), (1, "OK"));
 }
 
 #[test]

@@ -283,7 +283,11 @@ fn run(
     } = ctx;
     let server: &Server = server;
     let _declared = server.storage.lock(session.db, keys);
-    let slot = keys.first().map(|k| kvik_resp::cluster::key_slot(k));
+    let slot = server
+        .cluster
+        .node()
+        .and_then(|_| keys.first())
+        .map(|k| kvik_resp::cluster::key_slot(k));
     let proto = out.proto;
     let running_slot = eng.slot.clone();
     let (name, is_function) = match target {
