@@ -86,7 +86,8 @@ impl EvalCache {
 pub struct Current {
     /// The SHA (EVAL) or the function's name (FCALL).
     pub name: String,
-    pub command: Vec<Vec<u8>>,
+    /// The command that started it (shares the request's bytes).
+    pub command: Vec<bytes::Bytes>,
     pub is_function: bool,
 }
 
@@ -116,8 +117,9 @@ pub struct Scripts {
     pub libraries: Mutex<Libraries>,
     /// `libraries.generation`, readable without the lock (the check before each FCALL).
     pub libraries_generation: AtomicU64,
-    /// How many scripts run right now: while 0, nobody can be busy (one load per command).
-    pub running: AtomicUsize,
+    /// How many scripts are busy (past `busy-reply-threshold`): while 0, the BUSY check before
+    /// each command is this one load.
+    busy_scripts: Arc<AtomicUsize>,
     slots: Mutex<Vec<Arc<Slot>>>,
 }
 
@@ -133,7 +135,7 @@ impl Default for Scripts {
                 generation: 0,
             }),
             libraries_generation: AtomicU64::new(0),
-            running: AtomicUsize::new(0),
+            busy_scripts: Arc::new(AtomicUsize::new(0)),
             slots: Mutex::new(Vec::new()),
         }
     }
@@ -143,7 +145,10 @@ impl Scripts {
     /// A new thread runtime's slot, registered so BUSY and KILL see it.
     pub fn new_slot(&self) -> Arc<Slot> {
         let slot = Arc::new(Slot {
-            control: Arc::new(ScriptControl::new(Duration::from_secs(5))),
+            control: Arc::new(ScriptControl::counting_busy(
+                Duration::from_secs(5),
+                self.busy_scripts.clone(),
+            )),
             current: Mutex::new(None),
         });
         self.slots.lock().push(slot.clone());
@@ -152,9 +157,6 @@ impl Scripts {
 
     /// The running script that has run the longest, if any.
     fn longest(&self, functions_only: bool) -> Option<(Arc<Slot>, Current)> {
-        if self.running.load(Ordering::Acquire) == 0 {
-            return None;
-        }
         let slots = self.slots.lock();
         slots
             .iter()
@@ -166,7 +168,7 @@ impl Scripts {
 
     /// The BUSY error text (`BUSY ...`) when a script has run past `busy-reply-threshold`.
     pub fn busy(&self) -> Option<&'static str> {
-        if self.running.load(Ordering::Acquire) == 0 {
+        if self.busy_scripts.load(Ordering::Acquire) == 0 {
             return None;
         }
         let slots = self.slots.lock();
@@ -192,7 +194,7 @@ impl Scripts {
         let (slot, cur) = self.longest(true)?;
         Some(RunningScript {
             name: cur.name,
-            command: cur.command,
+            command: cur.command.iter().map(|a| a.to_vec()).collect(),
             duration_ms: slot.control.elapsed().as_millis() as i64,
         })
     }

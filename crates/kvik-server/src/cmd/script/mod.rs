@@ -238,9 +238,8 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args, by_sha: bool, ro: bool) -> CmdRe
     })
 }
 
-/// Counts a script as running (for the BUSY check) and publishes what it is, until dropped.
+/// Publishes what a thread's script is (FUNCTION STATS, SCRIPT KILL) until dropped.
 struct Running<'a> {
-    server: &'a Server,
     slot: &'a crate::scripting::Slot,
 }
 
@@ -252,14 +251,12 @@ impl<'a> Running<'a> {
             .load(Ordering::Relaxed);
         slot.control.set_busy_threshold(Duration::from_millis(ms));
         *slot.current.lock() = Some(current);
-        server.scripts.running.fetch_add(1, Ordering::AcqRel);
-        Running { server, slot }
+        Running { slot }
     }
 }
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.server.scripts.running.fetch_sub(1, Ordering::AcqRel);
         *self.slot.current.lock() = None;
     }
 }
@@ -299,7 +296,7 @@ fn run(
         &running_slot,
         Current {
             name: name.to_string(),
-            command: command.iter().map(|a| a.to_vec()).collect(),
+            command: command.to_vec(),
             is_function,
         },
     );
@@ -402,7 +399,7 @@ pub(crate) enum IoServe {
 }
 
 /// Commands the I/O thread answers itself because of scripts: the KILLs, and BUSY refusals.
-/// One atomic load when no script runs.
+/// One atomic load when no script is busy.
 pub(crate) fn on_io_thread(server: &Server, entry: &Entry) -> Option<IoServe> {
     if entry.spec.flags.contains(Flags::ALLOW_BUSY) {
         return match entry.full_name.as_str() {
