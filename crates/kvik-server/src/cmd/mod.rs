@@ -23,6 +23,7 @@ pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 pub mod run;
+pub mod script;
 pub mod set;
 pub mod spec;
 pub mod string;
@@ -214,6 +215,7 @@ pub fn table() -> &'static CommandTable {
             multi::COMMANDS,
             migrate::COMMANDS,
             pubsub::COMMANDS,
+            script::COMMANDS,
         ])
     })
 }
@@ -267,6 +269,10 @@ pub fn execute(
         reject(server, session, out, Some(entry.id), &e);
         return Ready::default();
     }
+    if let Some(e) = script::busy_refusal(server, entry) {
+        reject(server, session, out, Some(entry.id), &e);
+        return Ready::default();
+    }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
@@ -290,13 +296,42 @@ pub fn execute_cached(
     let Ok(entry) = table().resolve(args) else {
         return Outcome::NotServed;
     };
-    let Some(handler) = entry.spec.rtc else {
+    // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
+    // they need no worker (scripts may hold them all).
+    let for_scripts = script::on_io_thread(server, entry);
+    if entry.spec.rtc.is_none() && for_scripts.is_none() {
         return Outcome::NotServed;
-    };
+    }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
         Admit::Run(gate) => gate,
         Admit::Rejected => return Outcome::Done,
         Admit::NotServed => return Outcome::NotServed,
+    };
+    match for_scripts {
+        Some(script::IoServe::Busy(e)) => {
+            reject(server, session, out, Some(entry.id), &e);
+            return Outcome::Done;
+        }
+        Some(script::IoServe::Run(run)) => {
+            let mark = out.buf.len();
+            let result = run(server, out);
+            account(
+                server,
+                session,
+                out,
+                entry,
+                args,
+                mark,
+                result,
+                start,
+                Duration::ZERO,
+            );
+            return Outcome::Done;
+        }
+        None => {}
+    }
+    let Some(handler) = entry.spec.rtc else {
+        return Outcome::NotServed;
     };
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();

@@ -248,6 +248,8 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
             "X" => out.push(rng.pick(LEX).to_string()),
             "D" => out.push(rng.pick(INCRS).to_string()),
             "T" => out.push(rng.pick(TIMEOUTS).to_string()),
+            "LUA" => out.extend(lua_command(rng)),
+            "LUALIB" => out.push(LUA_LIBRARY.to_string()),
             "K+" => (0..reps).for_each(|_| out.push(rng.pick(KEYS).to_string())),
             "F+" => (0..reps).for_each(|_| out.push(rng.pick(FIELDS).to_string())),
             "V+" => (0..reps).for_each(|_| out.push(rng.pick(VALUES).to_string())),
@@ -271,6 +273,65 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
             t => out.push(t.to_string()),
         }
     }
+    out
+}
+
+// ---- Scripting: EVAL / EVAL_RO / FCALL / FCALL_RO built from the templates above -------------
+// (one block, with the `LUA` and `LUALIB` tokens in `expand` and the chain in `templates`.)
+
+/// Templates drawn like the others: `LUA` becomes a whole script command wrapping one command
+/// drawn from [`TEMPLATES`]; the library is (re)loaded now and then (FLUSHALL keeps functions,
+/// and an FCALL before the first load fails alike on both servers).
+const SCRIPT_TEMPLATES: &[&str] = &["LUA", "LUA", "LUA", "LUA", "FUNCTION LOAD REPLACE LUALIB"];
+
+/// Script bodies: the wrapped command comes in ARGV, so no quoting is needed. Raised and
+/// returned errors, a second command, RESP3 conversions, a read-only script.
+const LUA_BODIES: &[&str] = &[
+    "return redis.call(unpack(ARGV))",
+    "return redis.pcall(unpack(ARGV))",
+    "local r = redis.pcall(unpack(ARGV)) return {r, redis.call('exists', KEYS[1])}",
+    "redis.setresp(3) return redis.call(unpack(ARGV))",
+    "redis.setresp(3) local r = redis.pcall(unpack(ARGV)) return {type(r), r}",
+    "local ok, e = pcall(redis.call, unpack(ARGV)) if ok then return {'ok', e} end return {'raised', type(e)}",
+    "#!lua flags=no-writes\nreturn redis.call(unpack(ARGV))",
+];
+
+const LUA_LIBRARY: &str = "#!lua name=difflib\n\
+    redis.register_function('lua_call', function(keys, args) return redis.call(unpack(args)) end)\n\
+    redis.register_function('lua_pcall', function(keys, args) return redis.pcall(unpack(args)) end)\n\
+    redis.register_function{function_name='lua_ro', callback=function(keys, args) return redis.call(unpack(args)) end, flags={'no-writes'}}";
+
+/// Commands whose replies a script would pass through unnormalized (order, randomness, TTL
+/// values, encodings): not wrapped.
+fn scriptable(template: &str) -> bool {
+    let name = template.split(' ').next().unwrap().to_ascii_lowercase();
+    let n = name.as_str();
+    !(UNORDERED.contains(&n)
+        || UNORDERED_PAIRS.contains(&n)
+        || SCANS.contains(&n)
+        || RANDOM.contains(&n)
+        || matches!(n, "object" | "ttl" | "pttl"))
+}
+
+/// One script command: EVAL / EVAL_RO of a body, or FCALL / FCALL_RO of the library, declaring
+/// every key of the key space and wrapping one drawn command.
+fn lua_command(rng: &mut Rng) -> Vec<String> {
+    let scriptable: Vec<&str> = TEMPLATES
+        .iter()
+        .copied()
+        .filter(|t| scriptable(t))
+        .collect();
+    let inner = expand(rng.pick(&scriptable), rng);
+    let mut out: Vec<String> = match rng.below(10) {
+        0..=5 => vec!["EVAL".into(), rng.pick(LUA_BODIES).into()],
+        6 => vec!["EVAL_RO".into(), rng.pick(LUA_BODIES).into()],
+        7 => vec!["FCALL".into(), "lua_call".into()],
+        8 => vec!["FCALL".into(), "lua_pcall".into()],
+        _ => vec!["FCALL_RO".into(), "lua_ro".into()],
+    };
+    out.push(KEYS.len().to_string());
+    out.extend(KEYS.iter().map(|k| k.to_string()));
+    out.extend(inner);
     out
 }
 
@@ -500,6 +561,7 @@ fn templates() -> Vec<&'static str> {
     let only = only_filter();
     TEMPLATES
         .iter()
+        .chain(SCRIPT_TEMPLATES)
         .copied()
         .filter(|t| {
             let name = t.split(' ').next().unwrap().to_ascii_lowercase();

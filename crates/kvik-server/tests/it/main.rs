@@ -19,6 +19,7 @@ mod keys_collections;
 mod lists;
 mod protocol;
 mod pubsub;
+mod scripting;
 mod sets;
 mod storage_scale;
 mod strings;
