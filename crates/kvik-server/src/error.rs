@@ -28,6 +28,10 @@ pub enum ErrorKind {
     NoScript,
     IoErr,
     Unblocked,
+    /// A stream consumer group that does not exist.
+    NoGroup,
+    /// XGROUP CREATE of a group that exists.
+    BusyGroup,
     /// RocksDB failed; sent as an `ERR storage error: ...` reply (and logged).
     Storage,
 }
@@ -54,6 +58,8 @@ impl ErrorKind {
             ErrorKind::NoScript => "NOSCRIPT",
             ErrorKind::IoErr => "IOERR",
             ErrorKind::Unblocked => "UNBLOCKED",
+            ErrorKind::NoGroup => "NOGROUP",
+            ErrorKind::BusyGroup => "BUSYGROUP",
         }
     }
 }

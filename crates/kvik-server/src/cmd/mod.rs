@@ -24,6 +24,7 @@ pub mod multi;
 pub mod run;
 pub mod set;
 pub mod spec;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -206,6 +207,7 @@ pub fn table() -> &'static CommandTable {
             hash::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
+            stream::COMMANDS,
             keys::COMMANDS,
             admin::COMMANDS,
             client::COMMANDS,

@@ -20,6 +20,7 @@ mod lists;
 mod protocol;
 mod sets;
 mod storage_scale;
+mod streams;
 mod strings;
 mod transactions;
 mod zsets;
