@@ -240,8 +240,8 @@ fn kind_from_byte(b: u8) -> Option<Kind> {
         Kind::ZSet,
         Kind::Stream,
     ]
-        .into_iter()
-        .find(|k| *k as u8 == b)
+    .into_iter()
+    .find(|k| *k as u8 == b)
 }
 
 /// Checks and decodes a payload into a record with no expiry and version 0.

@@ -33,8 +33,9 @@ fn word(raw: &[u8], i: usize) -> u64 {
 }
 
 fn id_at(raw: &[u8], at: usize) -> StreamId {
-    raw.get(at..at + 16)
-        .map_or(StreamId::MIN, |b| StreamId::from_bytes(b.try_into().expect("16 bytes")))
+    raw.get(at..at + 16).map_or(StreamId::MIN, |b| {
+        StreamId::from_bytes(b.try_into().expect("16 bytes"))
+    })
 }
 
 /// What a stream's meta record holds besides version and length (Redis's `stream` struct

@@ -198,7 +198,9 @@ fn drop_count(s: &Stream<'_, '_>, t: &Trim, extra: Option<StreamId>) -> Result<u
                 in_node: 0,
                 done: false,
             };
-            s.entries(StreamId::MIN, StreamId::MAX, false, |id, _| Ok(walk.visit(id)))?;
+            s.entries(StreamId::MIN, StreamId::MAX, false, |id, _| {
+                Ok(walk.visit(id))
+            })?;
             if let Some(id) = extra {
                 if !walk.done {
                     walk.visit(id);
@@ -256,7 +258,11 @@ impl MinIdWalk {
 
 /// Trims `s` per `t`, counting `extra` (XADD's new entry) as its last entry. Returns how many
 /// entries were dropped and whether `extra` was among them.
-pub fn trim(s: &mut Stream<'_, '_>, t: &Trim, extra: Option<StreamId>) -> Result<(u64, bool), CmdError> {
+pub fn trim(
+    s: &mut Stream<'_, '_>,
+    t: &Trim,
+    extra: Option<StreamId>,
+) -> Result<(u64, bool), CmdError> {
     let n = drop_count(s, t, extra)?;
     if n == 0 {
         return Ok((0, false));
@@ -295,16 +301,17 @@ pub fn trim(s: &mut Stream<'_, '_>, t: &Trim, extra: Option<StreamId>) -> Result
 
 /// XDEL key id [id ...]: the number of entries deleted.
 pub fn xdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let ids = args[2..]
-        .iter()
-        .map(|a| strict_id(a))
-        .collect::<Result<Vec<_>, _>>()?;
     let key = &args[1];
     let _g = ctx.storage().lock(ctx.db(), &[key]);
     let Some(mut s) = Stream::write(ctx, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    // Every ID is checked before any is deleted.
+    let ids = args[2..]
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut deleted = 0;
     let mut first_deleted = false;
     for id in ids {
@@ -370,11 +377,6 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let Some(mut s) = Stream::write(ctx, key)? else {
         return Err(CmdError::no_such_key());
     };
-    if id < s.state.max_deleted {
-        return Err(CmdError::fixed(
-            "The ID specified in XSETID is smaller than current max_deleted_entry_id",
-        ));
-    }
     if s.len() > 0 {
         if id < s.last_entry_id()? {
             return Err(CmdError::fixed(

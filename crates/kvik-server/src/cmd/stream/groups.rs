@@ -478,7 +478,17 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
             seen = true;
         }
-        claim_one(&mut s, name, &mut g, consumer, id, old, delivery_ms, retry, justid)?;
+        claim_one(
+            &mut s,
+            name,
+            &mut g,
+            consumer,
+            id,
+            old,
+            delivery_ms,
+            retry,
+            justid,
+        )?;
         claimed.push((id, (!justid).then_some(fields)));
     }
     s.put_group(name, &g);
@@ -559,7 +569,17 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
             seen = true;
         }
-        claim_one(&mut s, name, &mut g, consumer, id, Some(p), ctx.now_ms, None, justid)?;
+        claim_one(
+            &mut s,
+            name,
+            &mut g,
+            consumer,
+            id,
+            Some(p),
+            ctx.now_ms,
+            None,
+            justid,
+        )?;
         claimed.push((id, fields));
     }
     s.put_group(name, &g);

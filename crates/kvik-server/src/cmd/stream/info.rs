@@ -154,11 +154,13 @@ pub fn stream(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             })?;
             ctx.out.array(ids.len());
             for id in ids {
-                let p = s.pending(name, id)?.unwrap_or(crate::storage::stream::PendingRec {
-                    delivery_ms: 0,
-                    delivery_count: 0,
-                    consumer: c.clone(),
-                });
+                let p = s
+                    .pending(name, id)?
+                    .unwrap_or(crate::storage::stream::PendingRec {
+                        delivery_ms: 0,
+                        delivery_count: 0,
+                        consumer: c.clone(),
+                    });
                 ctx.out.array(3);
                 write_id(ctx.out, id);
                 ctx.out.int(p.delivery_ms as i64);

@@ -50,7 +50,15 @@ const fn x(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    x("xadd", -5, WRITE_OOM_FAST, KeySpec::ONE, add::xadd, ACL_WRITE_FAST).doc(
+    x(
+        "xadd",
+        -5,
+        WRITE_OOM_FAST,
+        KeySpec::ONE,
+        add::xadd,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "Appends a new message to a stream. Creates the key if it doesn't exist.",
         "5.0.0",
         "O(1) when adding a new entry, O(N) when trimming where N being the number of entries \
@@ -63,12 +71,28 @@ pub static COMMANDS: &[CommandSpec] = &[
          however, since entries are organized in macro nodes containing multiple entries that \
          can be released with a single deallocation.",
     ),
-    x("xdel", -3, WRITE_FAST, KeySpec::ONE, add::xdel, ACL_WRITE_FAST).doc(
+    x(
+        "xdel",
+        -3,
+        WRITE_FAST,
+        KeySpec::ONE,
+        add::xdel,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "Returns the number of messages after removing them from a stream.",
         "5.0.0",
         "O(1) for each single item to delete in the stream, regardless of the stream size.",
     ),
-    x("xsetid", -3, WRITE_OOM_FAST, KeySpec::ONE, add::xsetid, ACL_WRITE_FAST).doc(
+    x(
+        "xsetid",
+        -3,
+        WRITE_OOM_FAST,
+        KeySpec::ONE,
+        add::xsetid,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "An internal command for replicating stream values.",
         "5.0.0",
         "O(1)",
@@ -78,13 +102,29 @@ pub static COMMANDS: &[CommandSpec] = &[
         "5.0.0",
         "O(1)",
     ),
-    x("xrange", -4, READ, KeySpec::ONE, read::xrange, ACL_READ_SLOW).doc(
+    x(
+        "xrange",
+        -4,
+        READ,
+        KeySpec::ONE,
+        read::xrange,
+        ACL_READ_SLOW,
+    )
+    .doc(
         "Returns the messages from a stream within a range of IDs.",
         "5.0.0",
         "O(N) with N being the number of elements being returned. If N is constant (e.g. \
          always asking for the first 10 elements with COUNT), you can consider it O(1).",
     ),
-    x("xrevrange", -4, READ, KeySpec::ONE, read::xrevrange, ACL_READ_SLOW).doc(
+    x(
+        "xrevrange",
+        -4,
+        READ,
+        KeySpec::ONE,
+        read::xrevrange,
+        ACL_READ_SLOW,
+    )
+    .doc(
         "Returns the messages from a stream within a range of IDs in reverse order.",
         "5.0.0",
         "O(N) with N being the number of elements returned. If N is constant (e.g. always \
@@ -126,13 +166,29 @@ pub static COMMANDS: &[CommandSpec] = &[
          it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in \
          order to serve the N clients blocked on the stream getting new data.",
     ),
-    x("xack", -4, WRITE_FAST, KeySpec::ONE, groups::xack, ACL_WRITE_FAST).doc(
+    x(
+        "xack",
+        -4,
+        WRITE_FAST,
+        KeySpec::ONE,
+        groups::xack,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "Returns the number of messages that were successfully acknowledged by the consumer \
          group member of a stream.",
         "5.0.0",
         "O(1) for each message ID processed.",
     ),
-    x("xpending", -3, READ, KeySpec::ONE, groups::xpending, ACL_READ_SLOW).doc(
+    x(
+        "xpending",
+        -3,
+        READ,
+        KeySpec::ONE,
+        groups::xpending,
+        ACL_READ_SLOW,
+    )
+    .doc(
         "Returns the information and entries from a stream consumer group's pending entries \
          list.",
         "5.0.0",
@@ -142,13 +198,29 @@ pub static COMMANDS: &[CommandSpec] = &[
          consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for \
          iterating every consumer.",
     ),
-    x("xclaim", -6, WRITE_FAST, KeySpec::ONE, groups::xclaim, ACL_WRITE_FAST).doc(
+    x(
+        "xclaim",
+        -6,
+        WRITE_FAST,
+        KeySpec::ONE,
+        groups::xclaim,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "Changes, or acquires, ownership of a message in a consumer group, as if the message \
          was delivered a consumer group member.",
         "5.0.0",
         "O(log N) with N being the number of messages in the PEL of the consumer group.",
     ),
-    x("xautoclaim", -6, WRITE_FAST, KeySpec::ONE, groups::xautoclaim, ACL_WRITE_FAST).doc(
+    x(
+        "xautoclaim",
+        -6,
+        WRITE_FAST,
+        KeySpec::ONE,
+        groups::xautoclaim,
+        ACL_WRITE_FAST,
+    )
+    .doc(
         "Changes, or acquires, ownership of messages in a consumer group, as if the messages \
          were delivered to as consumer group member.",
         "6.2.0",
@@ -175,11 +247,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
-    x("create", -5, WRITE_OOM, SECOND, groups::create, ACL_WRITE_SLOW).doc(
-        "Creates a consumer group.",
-        "5.0.0",
-        "O(1)",
-    ),
+    x(
+        "create",
+        -5,
+        WRITE_OOM,
+        SECOND,
+        groups::create,
+        ACL_WRITE_SLOW,
+    )
+    .doc("Creates a consumer group.", "5.0.0", "O(1)"),
     x("setid", -5, WRITE, SECOND, groups::setid, ACL_WRITE_SLOW).doc(
         "Sets the last-delivered ID of a consumer group.",
         "5.0.0",
@@ -198,11 +274,7 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         groups::createconsumer,
         ACL_WRITE_SLOW,
     )
-    .doc(
-        "Creates a consumer in a consumer group.",
-        "6.2.0",
-        "O(1)",
-    ),
+    .doc("Creates a consumer in a consumer group.", "6.2.0", "O(1)"),
     x(
         "delconsumer",
         5,
@@ -221,7 +293,11 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     )
     .acl(&["stream", "slow"])
     .group("stream")
-    .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+    .doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        "O(1)",
+    ),
 ];
 
 static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
@@ -249,5 +325,9 @@ static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
     )
     .acl(&["stream", "slow"])
     .group("stream")
-    .doc("Returns helpful text about the different subcommands.", "5.0.0", "O(1)"),
+    .doc(
+        "Returns helpful text about the different subcommands.",
+        "5.0.0",
+        "O(1)",
+    ),
 ];

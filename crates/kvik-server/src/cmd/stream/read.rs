@@ -78,7 +78,11 @@ struct ReadArgs<'a> {
 }
 
 /// Redis's option loop of `xreadCommand`.
-fn parse_read<'a>(ctx: &Ctx<'_>, args: &'a Args, xreadgroup: bool) -> Result<ReadArgs<'a>, CmdError> {
+fn parse_read<'a>(
+    ctx: &Ctx<'_>,
+    args: &'a Args,
+    xreadgroup: bool,
+) -> Result<ReadArgs<'a>, CmdError> {
     let mut r = ReadArgs {
         block: None,
         count: 0,
@@ -260,7 +264,13 @@ pub fn xread(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             for (i, id) in ids.iter().enumerate() {
                 parked[r.keys_at + r.streams + i] = Bytes::from(id.to_string());
             }
-            ctx.block_on_args(Kind::Stream, keys, deadline, TimeoutReply::NullArray, parked)
+            ctx.block_on_args(
+                Kind::Stream,
+                keys,
+                deadline,
+                TimeoutReply::NullArray,
+                parked,
+            )
         }
         None => {
             ctx.out.null_array();
@@ -281,7 +291,12 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(r.streams);
     for (i, key) in keys.iter().enumerate() {
         let s = Stream::write(ctx, key)?;
-        if s.as_ref().map(|s| s.group(group)).transpose()?.flatten().is_none() {
+        if s.as_ref()
+            .map(|s| s.group(group))
+            .transpose()?
+            .flatten()
+            .is_none()
+        {
             return Err(CmdError::with(
                 crate::error::ErrorKind::NoGroup,
                 format_args!(

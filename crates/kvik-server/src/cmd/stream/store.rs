@@ -91,9 +91,7 @@ impl<'s, 'k> Stream<'s, 'k> {
         let coll = self.coll();
         for (m, v) in &self.staged {
             match v {
-                Some(v) => self
-                    .batch
-                    .put_member(self.storage, Cf::Data, &coll, m, v),
+                Some(v) => self.batch.put_member(self.storage, Cf::Data, &coll, m, v),
                 None => self.batch.delete_member(self.storage, Cf::Data, &coll, m),
             }
         }
@@ -384,7 +382,12 @@ impl<'s, 'k> Stream<'s, 'k> {
         })
     }
 
-    fn add_consumer_pending(&mut self, group: &[u8], name: &[u8], delta: i64) -> Result<(), CmdError> {
+    fn add_consumer_pending(
+        &mut self,
+        group: &[u8],
+        name: &[u8],
+        delta: i64,
+    ) -> Result<(), CmdError> {
         let mut c = self.consumer(group, name)?.unwrap_or_default();
         c.pending = c.pending.saturating_add_signed(delta);
         self.put_consumer(group, name, &c);
