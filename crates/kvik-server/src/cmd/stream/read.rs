@@ -104,7 +104,7 @@ fn parse_read<'a>(
         } else if is(o, "STREAMS") && more > 0 {
             r.keys_at = i + 1;
             let n = args.len() - r.keys_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(CmdError::fixed(
                     "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be \
                      specified.",
@@ -154,7 +154,7 @@ pub fn read_keys(args: &Args) -> Vec<usize> {
         } else if is(a, "NOACK") {
         } else if is(a, "STREAMS") {
             let n = args.len() - i - 1;
-            if n == 0 || n % 2 != 0 {
+            if n == 0 || !n.is_multiple_of(2) {
                 return Vec::new();
             }
             return (i + 1..=i + n / 2).collect();
@@ -166,11 +166,13 @@ pub fn read_keys(args: &Args) -> Vec<usize> {
     Vec::new()
 }
 
+/// One entry of a read: its ID and fields; `None` fields: a pending entry that no longer exists.
+type ReadEntry = (StreamId, Option<Vec<u8>>);
+
 /// Entries read from one stream for the reply.
 struct Served {
     key: usize,
-    /// (id, fields); `None` fields: a pending entry that no longer exists.
-    entries: Vec<(StreamId, Option<Vec<u8>>)>,
+    entries: Vec<ReadEntry>,
 }
 
 /// Writes XREAD's reply: `[[key, entries] ...]` (RESP2) or `{key: entries}` (RESP3).
@@ -204,7 +206,7 @@ fn entries_after(
     s: &Stream<'_, '_>,
     after: StreamId,
     count: u64,
-) -> Result<Vec<(StreamId, Option<Vec<u8>>)>, CmdError> {
+) -> Result<Vec<ReadEntry>, CmdError> {
     let mut out = Vec::new();
     let Some(start) = after.incr() else {
         return Ok(out);
@@ -383,7 +385,7 @@ fn history(
     after: StreamId,
     count: u64,
     now_ms: u64,
-) -> Result<Vec<(StreamId, Option<Vec<u8>>)>, CmdError> {
+) -> Result<Vec<ReadEntry>, CmdError> {
     let mut ids = Vec::new();
     if let Some(from) = after.incr() {
         s.consumer_pel(group, consumer, from, |id| {
