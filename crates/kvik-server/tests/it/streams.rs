@@ -114,6 +114,43 @@ fn entry_commands_match_redis() {
 }
 
 #[test]
+fn approximate_trimming_drops_whole_nodes_as_redis() {
+    let mut cmds: Vec<String> = (1..=250).map(|i| format!("XADD s {i}-1 f v")).collect();
+    cmds.extend(
+        [
+            "XTRIM s MAXLEN ~ 120",
+            "XLEN s",
+            "XRANGE s - + COUNT 1",
+            "XTRIM s MINID ~ 160",
+            "XLEN s",
+            "XTRIM s MAXLEN ~ 0 LIMIT 10",
+            "XLEN s",
+            "XTRIM s MAXLEN = 10",
+            "XRANGE s - + COUNT 1",
+            "XADD s MAXLEN ~ 5 300-1 f v",
+            "XLEN s",
+        ]
+        .map(String::from),
+    );
+    for i in 1..=150 {
+        cmds.push(format!("XADD t {i}-1 f v"));
+    }
+    cmds.extend(
+        [
+            "XADD t MAXLEN ~ 50 LIMIT 100 151-1 f v",
+            "XLEN t",
+            "XADD t MINID ~ 140 152-1 f v",
+            "XLEN t",
+            "XTRIM t MAXLEN 1",
+            "XINFO STREAM t",
+        ]
+        .map(String::from),
+    );
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    mirror(&cmds);
+}
+
+#[test]
 fn read_commands_match_redis() {
     mirror(&[
         "XADD s 1-1 a 1",

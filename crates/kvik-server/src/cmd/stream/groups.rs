@@ -445,9 +445,9 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         }
         j += 1;
     }
-    if last_id > g.last_id {
+    let mut changed = last_id > g.last_id;
+    if changed {
         g.last_id = last_id;
-        s.touch();
     }
     let delivery_ms = match delivery {
         Some(t) if t >= 0 && t <= now => t as u64,
@@ -461,6 +461,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let Some(fields) = s.entry(id)? else {
             if let Some(p) = nack {
                 s.remove_pending(name, &mut g, id, &p)?;
+                changed = true;
             }
             continue;
         };
@@ -490,9 +491,12 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             justid,
         )?;
         claimed.push((id, (!justid).then_some(fields)));
+        changed = true;
     }
-    s.put_group(name, &g);
-    s.commit()?;
+    if changed {
+        s.put_group(name, &g);
+        s.commit()?;
+    }
     ctx.out.array(claimed.len());
     for (id, fields) in &claimed {
         match fields {
@@ -582,8 +586,10 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         )?;
         claimed.push((id, fields));
     }
-    s.put_group(name, &g);
-    s.commit()?;
+    if seen || !deleted.is_empty() {
+        s.put_group(name, &g);
+        s.commit()?;
+    }
     ctx.out.array(3);
     write_id(ctx.out, next);
     ctx.out.array(claimed.len());

@@ -291,6 +291,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let _g = storage.lock(ctx.db(), keys);
     // Check every stream, group and ID before serving any (`None`: `>`).
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(r.streams);
+    let mut opened = Vec::with_capacity(r.streams);
     for (i, key) in keys.iter().enumerate() {
         let s = Stream::write(ctx, key)?;
         if s.as_ref()
@@ -320,10 +321,17 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             b">" => None,
             _ => Some(strict_id(arg)?),
         });
+        opened.push(s);
     }
     let mut served = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        let Some(mut s) = Stream::write(ctx, key)? else {
+        // A key named twice is read again: the first serve committed changes to it.
+        let s = if keys[..i].contains(key) {
+            Stream::write(ctx, key)?
+        } else {
+            opened[i].take()
+        };
+        let Some(mut s) = s else {
             continue;
         };
         let Some(mut g) = s.group(group)? else {
