@@ -615,6 +615,14 @@ fn generic_key_commands_carry_streams() {
         qv(&mut c, &["XRANGE", "c", "-", "+"]),
         qv(&mut c, &["XRANGE", "r", "-", "+"])
     );
+    // MIGRATE to another kvik carries the stream with its groups.
+    let other_srv = TestServer::start();
+    let port = other_srv.port().to_string();
+    let _: String = q(
+        &mut c,
+        &["MIGRATE", "127.0.0.1", &port, "c", "0", "5000", "COPY"],
+    );
+    assert_eq!(info(&mut other_srv.client(), "c"), before);
     let _: i64 = q(&mut c, &["MOVE", "c", "1"]);
     let _: String = q(&mut c, &["SELECT", "1"]);
     assert_eq!(info(&mut c, "c"), before);

@@ -340,11 +340,7 @@ fn pending_summary(ctx: &mut Ctx<'_>, s: &Stream<'_, '_>, name: &[u8], g: &Group
         ctx.out.null_array();
         return Ok(());
     };
-    let mut last = first;
-    s.pel(name, first, |id, _| {
-        last = id;
-        Ok(true)
-    })?;
+    let last = s.last_pending_id(name)?.unwrap_or(first);
     write_id(ctx.out, first);
     write_id(ctx.out, last);
     let mut owners = Vec::new();

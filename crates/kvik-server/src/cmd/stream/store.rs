@@ -368,6 +368,20 @@ impl<'s, 'k> Stream<'s, 'k> {
         })
     }
 
+    /// The largest committed pending ID of `group` (one seek from the end of its PEL).
+    pub fn last_pending_id(&self, group: &[u8]) -> Result<Option<StreamId>, CmdError> {
+        let prefix = pel_prefix(group);
+        let end = prefix_successor(&prefix).expect("tagged prefixes end below 0xff");
+        let mut c = self.view.members(Cf::Data, &self.coll());
+        c.seek_back(&end);
+        let found = c
+            .entry()
+            .filter(|(m, _)| m.starts_with(&prefix))
+            .and_then(|(m, _)| trailing_id(m));
+        c.status()?;
+        Ok(found)
+    }
+
     /// Calls `f(id)` for the committed pending entries of consumer `name` from `from` on.
     pub fn consumer_pel(
         &self,
