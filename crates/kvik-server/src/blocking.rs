@@ -1,10 +1,10 @@
 //! The registry of blocked clients (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
-//! BZPOPMAX, BZMPOP): who waits on which keys, in arrival order, and the claims that keep a
+//! BZPOPMAX, BZMPOP, XREAD, XREADGROUP): who waits on which keys, in arrival order, and the claims that keep a
 //! timeout from racing a worker that serves the waiter. The command side (blocking a client,
 //! re-running its command when a key gets data) is `cmd::blocked`.
 //!
-//! Waking: the [`Blocking`] registry is a storage [`WriteObserver`]. A commit that puts a list or
-//! a sorted set that somebody waits on (any command: LPUSH, ZADD, LMOVE's destination, RENAME,
+//! Waking: the [`Blocking`] registry is a storage [`WriteObserver`]. A commit that puts a list,
+//! a sorted set or a stream that somebody waits on (any command: LPUSH, ZADD, XADD, RENAME,
 //! RESTORE, EXEC...) notes the key as ready for the committing thread ([`take_ready`] hands the
 //! notes to the dispatcher, which returns them from the command that wrote); registration
 //! happens under the key's stripe lock, and so does the commit, so no wakeup is lost. A claimed

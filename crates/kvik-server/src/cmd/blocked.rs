@@ -11,7 +11,7 @@
 //! worker until the client is served, times out, is unblocked (CLIENT UNBLOCK), killed or
 //! disconnects.
 //!
-//! Serving: a command that wrote a list or sorted set somebody waits on returns the key as
+//! Serving: a command that wrote a list, sorted set or stream somebody waits on returns the key as
 //! [`Ready`] ([`super::execute`]); the worker then calls [`serve`] before the connection's next
 //! command (as Redis does after each command): for each ready key, for each of its waiters in
 //! arrival order, it claims the waiter and re-runs the waiter's own handler (same arguments, the
