@@ -246,14 +246,16 @@ pub fn xread(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let mut served = Vec::new();
     for (i, s) in streams.iter().enumerate() {
-        let Some(s) = s else { continue };
-        if s.len() == 0 || s.last_entry_id()? <= ids[i] {
+        let Some(s) = s.as_ref().filter(|s| s.len() > 0) else {
             continue;
+        };
+        let entries = entries_after(s, ids[i], r.count)?;
+        if !entries.is_empty() {
+            served.push(Served {
+                key: r.keys_at + i,
+                entries,
+            });
         }
-        served.push(Served {
-            key: r.keys_at + i,
-            entries: entries_after(s, ids[i], r.count)?,
-        });
     }
     if !served.is_empty() {
         write_served(ctx, args, &served);
@@ -343,9 +345,13 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                 let out = history(&mut s, group, consumer, after, r.count, ctx.now_ms)?;
                 Some(out)
             }
-            None if s.len() > 0 && s.last_entry_id()? > g.last_id => {
-                s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
+            None if s.len() == 0 => None,
+            None => {
                 let out = entries_after(&s, g.last_id, r.count)?;
+                if out.is_empty() {
+                    continue;
+                }
+                s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
                 for (id, _) in &out {
                     if !r.noack {
                         let old = s.pending(group, *id)?;
@@ -360,7 +366,6 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                 }
                 Some(out)
             }
-            None => None,
         };
         if let Some(entries) = entries {
             s.put_group(group, &g);
