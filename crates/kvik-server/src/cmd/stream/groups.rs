@@ -57,13 +57,14 @@ fn entries_read(arg: &[u8]) -> Result<i64, CmdError> {
     Ok(n)
 }
 
-/// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read].
-pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+/// The options after XGROUP CREATE's and SETID's ID, checked before the key is looked up (as
+/// Redis 7.0 does): MKSTREAM (CREATE only) and ENTRIESREAD. Returns (mkstream, entries-read).
+fn group_options(args: &Args, create: bool) -> Result<(bool, i64), CmdError> {
     let mut mkstream = false;
     let mut read = INVALID_ENTRIES_READ;
     let mut i = 5;
     while i < args.len() {
-        if is(&args[i], "MKSTREAM") {
+        if create && is(&args[i], "MKSTREAM") {
             mkstream = true;
             i += 1;
         } else if is(&args[i], "ENTRIESREAD") && i + 1 < args.len() {
@@ -73,6 +74,12 @@ pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             return Err(subcommand_syntax("XGROUP", &args[1]));
         }
     }
+    Ok((mkstream, read))
+}
+
+/// XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD entries-read].
+pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let (mkstream, read) = group_options(args, true)?;
     let (key, name) = (&args[2][..], &args[3][..]);
     let _g = ctx.storage().lock(ctx.db(), &[key]);
     let existing = Stream::write(ctx, key)?;
@@ -116,6 +123,7 @@ fn open_group<'s, 'k>(
 
 /// XGROUP SETID key group id|$ [ENTRIESREAD entries-read].
 pub fn setid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let (_, read) = group_options(args, false)?;
     let (key, name) = (&args[2][..], &args[3][..]);
     let _g = ctx.storage().lock(ctx.db(), &[key]);
     let (mut s, mut g) = open_group(ctx, key, name)?;
@@ -127,13 +135,6 @@ pub fn setid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     } else {
         any_id(&args[4])?
     };
-    let mut read = INVALID_ENTRIES_READ;
-    if args.len() == 7 {
-        if !is(&args[5], "ENTRIESREAD") {
-            return Err(subcommand_syntax("XGROUP", &args[1]));
-        }
-        read = entries_read(&args[6])?;
-    }
     g.last_id = id;
     g.entries_read = read;
     s.put_group(name, &g);
