@@ -709,3 +709,41 @@ print(r.xlen('events'), r.xtrim('events', maxlen=5, approximate=False), r.xlen('
         "4 3\n1 [{'name': b'c1', 'pending': 1}]\n6 7\n7\n10 5 5\n"
     );
 }
+
+#[test]
+fn stream_reads_route_by_the_keys_after_streams_in_cluster_mode() {
+    let nodes = kvik_testkit::start_kvik_cluster(env!("CARGO_BIN_EXE_kvik-server"), 3, &[]);
+    let owner = |key: &str| -> usize {
+        let slot = kvik_resp::cluster::key_slot(key.as_bytes());
+        let ranges = kvik_resp::topology::even_split(3);
+        ranges
+            .iter()
+            .position(|(lo, hi)| (*lo..=*hi).contains(&slot))
+            .unwrap()
+    };
+    let here = (0..)
+        .map(|i| format!("s{i}"))
+        .find(|k| owner(k) == 0)
+        .unwrap();
+    let there = (0..)
+        .map(|i| format!("s{i}"))
+        .find(|k| owner(k) == 1)
+        .unwrap();
+    let mut c = nodes[0].client();
+    let _: String = q(&mut c, &["XADD", &here, "1-1", "f", "v"]);
+    let _: String = q(&mut c, &["XGROUP", "CREATE", &here, "g", "0"]);
+    let read: Value = qv(&mut c, &["XREAD", "COUNT", "1", "STREAMS", &here, "0"]);
+    assert!(matches!(read, Value::Array(_)));
+    assert!(err(&mut c, &["XREAD", "STREAMS", &there, "0"]).starts_with("MOVED"));
+    assert_eq!(
+        err(&mut c, &["XREAD", "STREAMS", &here, &there, "0", "0"]),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
+    assert!(err(
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", &there, ">"]
+    )
+    .starts_with("MOVED"));
+    assert!(err(&mut c, &["XINFO", "STREAM", &there]).starts_with("MOVED"));
+    assert!(err(&mut c, &["XGROUP", "CREATE", &there, "g", "0", "MKSTREAM"]).starts_with("MOVED"));
+}
