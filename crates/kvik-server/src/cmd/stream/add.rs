@@ -1,8 +1,8 @@
 //! Writing entries: XADD, XTRIM, XDEL, XSETID, and XLEN beside them.
 //!
 //! XADD is one entry put and one meta put. Trimming deletes from the head: a few entries one by
-//! one, more with one range tombstone, so neither the trim nor later reads walk over what was
-//! dropped entry by entry (compaction reclaims it).
+//! one, more with one range tombstone, and records the new first ID in the meta record; reads
+//! start at that ID, so they never walk over what was dropped (compaction reclaims it).
 //!
 //! Approximate trimming (`~`) follows Redis's rule with fixed nodes of 100 entries counted from
 //! the current first entry (Redis's `stream-node-max-entries` default): only whole nodes go. Redis's

@@ -193,6 +193,13 @@ impl<'s, 'k> Stream<'s, 'k> {
         rev: bool,
         mut f: impl FnMut(StreamId, &[u8]) -> Result<bool, CmdError>,
     ) -> Result<(), CmdError> {
+        // Nothing lives below the first entry: starting there never walks the tombstones that
+        // trimming from the head left behind (until compaction drops them).
+        let start = if self.len() > 0 {
+            start.max(self.state.first_id)
+        } else {
+            start
+        };
         if start > end {
             return Ok(());
         }
