@@ -184,6 +184,13 @@ const TEMPLATES: &[&str] = &[
     "ZRANGEBYLEX z0 X X",
     "ZREVRANGEBYLEX z0 X X",
     "ZREMRANGEBYLEX z0 X X",
+    // pub/sub without subscribers on these connections: receivers and introspection
+    "PUBLISH K V",
+    "SPUBLISH K V",
+    "PUBSUB NUMSUB K+",
+    "PUBSUB NUMPAT",
+    "PUBSUB CHANNELS",
+    "PUBSUB SHARDNUMSUB K",
     // transactions (MULTI/EXEC/DISCARD are also injected around runs of commands)
     "WATCH K",
     "UNWATCH",
