@@ -590,7 +590,10 @@ mod tests {
             for ev in declared {
                 assert!(
                     !ev.name.is_empty()
-                        && ev.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                        && ev
+                            .name
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-'),
                     "{}: event name {:?}",
                     e.full_name,
                     ev.name

@@ -747,3 +747,72 @@ fn stream_reads_route_by_the_keys_after_streams_in_cluster_mode() {
     assert!(err(&mut c, &["XINFO", "STREAM", &there]).starts_with("MOVED"));
     assert!(err(&mut c, &["XGROUP", "CREATE", &there, "g", "0", "MKSTREAM"]).starts_with("MOVED"));
 }
+
+/// Everything a subscriber received until the connection stays quiet for a moment.
+fn drain(s: &mut TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+#[test]
+fn stream_commands_notify_like_redis() {
+    let kvik = TestServer::start();
+    let redis = RedisServer::start(&[]);
+    let cmds = [
+        "XADD s 1-1 f v",
+        "XADD s MAXLEN 1 2-1 f v",
+        "XDEL s 9-9",
+        "XDEL s 2-1",
+        "XADD s 3-1 f v",
+        "XTRIM s MAXLEN 5",
+        "XTRIM s MAXLEN 0",
+        "XSETID s 5-0",
+        "XGROUP CREATE s g $",
+        "XGROUP CREATE t g $ MKSTREAM",
+        "XGROUP SETID s g 0",
+        "XGROUP CREATECONSUMER s g a",
+        "XGROUP CREATECONSUMER s g a",
+        "XADD s 6-1 f v",
+        "XREADGROUP GROUP g b STREAMS s >",
+        "XCLAIM s g c 0 6-1",
+        "XAUTOCLAIM s g d 0 0",
+        "XACK s g 6-1",
+        "XGROUP DELCONSUMER s g zz",
+        "XGROUP DELCONSUMER s g a",
+        "XGROUP DESTROY s g",
+        "XGROUP DESTROY s g",
+    ];
+    let mut events = Vec::new();
+    for port in [kvik.port(), redis.port] {
+        let mut c = kvik_testkit::connect(port);
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("notify-keyspace-events")
+            .arg("Et")
+            .query(&mut c)
+            .unwrap();
+        let mut sub = kvik_testkit::connect_raw(port);
+        let (got, _) = roundtrip_raw(
+            &mut sub,
+            &resp_str(&["PSUBSCRIBE", "__keyevent@0__:*"]),
+            "*3\r\n$10\r\npsubscribe\r\n$16\r\n__keyevent@0__:*\r\n:1\r\n".len(),
+        );
+        assert!(String::from_utf8_lossy(&got).contains("psubscribe"));
+        for cmd in cmds {
+            let _ = reply(&mut c, cmd);
+        }
+        events.push(String::from_utf8_lossy(&drain(&mut sub)).into_owned());
+    }
+    assert!(events[1].contains("xgroup-createconsumer"), "{}", events[1]);
+    assert_eq!(events[0], events[1]);
+}

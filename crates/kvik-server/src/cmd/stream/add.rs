@@ -12,6 +12,7 @@
 use super::ids::{id_err, int, is, strict_id, write_id};
 use super::store::Stream;
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
+use crate::cmd::spec::Class;
 use crate::storage::stream::encode_fields;
 use kvik_types::stream_id::{next_id, parse_add_id, AddId, StreamId, StreamIdError};
 
@@ -144,7 +145,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         None => Stream::create(ctx, key)?,
     };
     let id = next_id(s.state.last_id, add, ctx.now_ms).map_err(id_err)?;
-    let (_, new_dropped) = trim(&mut s, &opts.trim, Some(id))?;
+    let (trimmed, new_dropped) = trim(&mut s, &opts.trim, Some(id))?;
     if !new_dropped {
         s.add_entry(id, encode_fields(fields));
     }
@@ -152,6 +153,10 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     s.state.entries_added += 1;
     s.touch();
     s.commit()?;
+    ctx.notify(Class::Stream, "xadd", key);
+    if trimmed > 0 {
+        ctx.notify(Class::Stream, "xtrim", key);
+    }
     write_id(ctx.out, id);
     Ok(())
 }
@@ -167,6 +172,9 @@ pub fn xtrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let (dropped, _) = trim(&mut s, &opts.trim, None)?;
     s.commit()?;
+    if dropped > 0 {
+        ctx.notify(Class::Stream, "xtrim", key);
+    }
     ctx.out.int(dropped as i64);
     Ok(())
 }
@@ -341,6 +349,7 @@ pub fn xdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             s.state.first_id = first;
         }
         s.commit()?;
+        ctx.notify(Class::Stream, "xdel", key);
     }
     ctx.out.int(deleted);
     Ok(())
@@ -398,6 +407,7 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     s.touch();
     s.commit()?;
+    ctx.notify(Class::Stream, "xsetid", key);
     ctx.out.ok();
     Ok(())
 }

@@ -9,6 +9,7 @@ use super::ids::{
 };
 use super::store::Stream;
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
+use crate::cmd::spec::Class;
 use crate::error::ErrorKind;
 use crate::storage::stream::{GroupRec, PendingRec, INVALID_ENTRIES_READ};
 use kvik_types::stream_id::StreamId;
@@ -106,6 +107,7 @@ pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     s.put_group(name, &GroupRec::new(id, read));
     s.commit()?;
+    ctx.notify(Class::Stream, "xgroup-create", key);
     ctx.out.ok();
     Ok(())
 }
@@ -139,6 +141,7 @@ pub fn setid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     g.entries_read = read;
     s.put_group(name, &g);
     s.commit()?;
+    ctx.notify(Class::Stream, "xgroup-setid", key);
     ctx.out.ok();
     Ok(())
 }
@@ -154,6 +157,7 @@ pub fn destroy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     s.destroy_group(name);
     s.commit()?;
+    ctx.notify(Class::Stream, "xgroup-destroy", key);
     ctx.out.int(1);
     Ok(())
 }
@@ -170,6 +174,7 @@ pub fn createconsumer(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     s.seen_consumer(name, &mut g, &args[4], ctx.now_ms)?;
     s.put_group(name, &g);
     s.commit()?;
+    ctx.notify(Class::Stream, "xgroup-createconsumer", key);
     ctx.out.int(1);
     Ok(())
 }
@@ -186,6 +191,7 @@ pub fn delconsumer(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let pending = s.delete_consumer(name, &mut g, &args[4])?;
     s.put_group(name, &g);
     s.commit()?;
+    ctx.notify(Class::Stream, "xgroup-delconsumer", key);
     ctx.out.int(pending as i64);
     Ok(())
 }
@@ -453,6 +459,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let retry = retry.filter(|n| *n >= 0).map(|n| n as u64);
     let mut claimed: Vec<(StreamId, Option<Vec<u8>>)> = Vec::new();
     let mut seen = false;
+    let mut created = false;
     for id in ids {
         let nack = s.pending(name, id)?;
         let Some(fields) = s.entry(id)? else {
@@ -473,7 +480,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             }
         };
         if !seen {
-            s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
+            created = s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
             seen = true;
         }
         claim_one(
@@ -493,6 +500,9 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if changed {
         s.put_group(name, &g);
         s.commit()?;
+        if created {
+            ctx.notify(Class::Stream, "xgroup-createconsumer", key);
+        }
     }
     ctx.out.array(claimed.len());
     for (id, fields) in &claimed {
@@ -557,6 +567,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut claimed: Vec<(StreamId, Vec<u8>)> = Vec::new();
     let mut deleted = Vec::new();
     let mut seen = false;
+    let mut created = false;
     for (id, p) in visited {
         let Some(fields) = s.entry(id)? else {
             s.remove_pending(name, &mut g, id, &p)?;
@@ -567,7 +578,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             continue;
         }
         if !seen {
-            s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
+            created = s.seen_consumer(name, &mut g, consumer, ctx.now_ms)?;
             seen = true;
         }
         claim_one(
@@ -586,6 +597,9 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if seen || !deleted.is_empty() {
         s.put_group(name, &g);
         s.commit()?;
+        if created {
+            ctx.notify(Class::Stream, "xgroup-createconsumer", key);
+        }
     }
     ctx.out.array(3);
     write_id(ctx.out, next);

@@ -15,7 +15,7 @@ mod info;
 mod read;
 mod store;
 
-use super::spec::{container, CommandSpec, Flags, KeySpec};
+use super::spec::{container, Class, CommandSpec, Flags, KeySpec};
 
 const READ: Flags = Flags::READONLY;
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
@@ -58,19 +58,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         add::xadd,
         ACL_WRITE_FAST,
     )
+    .event(Class::Stream, "xadd")
+    .event(Class::Stream, "xtrim")
     .doc(
         "Appends a new message to a stream. Creates the key if it doesn't exist.",
         "5.0.0",
         "O(1) when adding a new entry, O(N) when trimming where N being the number of entries \
          evicted.",
     ),
-    x("xtrim", -4, WRITE, KeySpec::ONE, add::xtrim, ACL_WRITE_SLOW).doc(
-        "Deletes messages from the beginning of a stream.",
-        "5.0.0",
-        "O(N), with N being the number of evicted entries. Constant times are very small \
+    x("xtrim", -4, WRITE, KeySpec::ONE, add::xtrim, ACL_WRITE_SLOW)
+        .event(Class::Stream, "xtrim")
+        .doc(
+            "Deletes messages from the beginning of a stream.",
+            "5.0.0",
+            "O(N), with N being the number of evicted entries. Constant times are very small \
          however, since entries are organized in macro nodes containing multiple entries that \
          can be released with a single deallocation.",
-    ),
+        ),
     x(
         "xdel",
         -3,
@@ -79,6 +83,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         add::xdel,
         ACL_WRITE_FAST,
     )
+    .event(Class::Stream, "xdel")
     .doc(
         "Returns the number of messages after removing them from a stream.",
         "5.0.0",
@@ -92,6 +97,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         add::xsetid,
         ACL_WRITE_FAST,
     )
+    .event(Class::Stream, "xsetid")
     .doc(
         "An internal command for replicating stream values.",
         "5.0.0",
@@ -157,6 +163,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         &["write", "stream", "slow", "blocking"],
     )
     .movable(read::read_keys)
+    .event(Class::Stream, "xgroup-createconsumer")
     .doc(
         "Returns new or historical messages from a stream for a consumer in a group. Blocks \
          until a message is available otherwise.",
@@ -174,6 +181,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         groups::xack,
         ACL_WRITE_FAST,
     )
+    .no_events()
     .doc(
         "Returns the number of messages that were successfully acknowledged by the consumer \
          group member of a stream.",
@@ -206,6 +214,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         groups::xclaim,
         ACL_WRITE_FAST,
     )
+    .event(Class::Stream, "xgroup-createconsumer")
     .doc(
         "Changes, or acquires, ownership of a message in a consumer group, as if the message \
          was delivered a consumer group member.",
@@ -220,6 +229,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         groups::xautoclaim,
         ACL_WRITE_FAST,
     )
+    .event(Class::Stream, "xgroup-createconsumer")
     .doc(
         "Changes, or acquires, ownership of messages in a consumer group, as if the messages \
          were delivered to as consumer group member.",
@@ -255,17 +265,22 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         groups::create,
         ACL_WRITE_SLOW,
     )
+    .event(Class::Stream, "xgroup-create")
     .doc("Creates a consumer group.", "5.0.0", "O(1)"),
-    x("setid", -5, WRITE, SECOND, groups::setid, ACL_WRITE_SLOW).doc(
-        "Sets the last-delivered ID of a consumer group.",
-        "5.0.0",
-        "O(1)",
-    ),
-    x("destroy", 4, WRITE, SECOND, groups::destroy, ACL_WRITE_SLOW).doc(
-        "Destroys a consumer group.",
-        "5.0.0",
-        "O(N) where N is the number of entries in the group's pending entries list (PEL).",
-    ),
+    x("setid", -5, WRITE, SECOND, groups::setid, ACL_WRITE_SLOW)
+        .event(Class::Stream, "xgroup-setid")
+        .doc(
+            "Sets the last-delivered ID of a consumer group.",
+            "5.0.0",
+            "O(1)",
+        ),
+    x("destroy", 4, WRITE, SECOND, groups::destroy, ACL_WRITE_SLOW)
+        .event(Class::Stream, "xgroup-destroy")
+        .doc(
+            "Destroys a consumer group.",
+            "5.0.0",
+            "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+        ),
     x(
         "createconsumer",
         5,
@@ -274,6 +289,7 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         groups::createconsumer,
         ACL_WRITE_SLOW,
     )
+    .event(Class::Stream, "xgroup-createconsumer")
     .doc("Creates a consumer in a consumer group.", "6.2.0", "O(1)"),
     x(
         "delconsumer",
@@ -283,6 +299,7 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         groups::delconsumer,
         ACL_WRITE_SLOW,
     )
+    .event(Class::Stream, "xgroup-delconsumer")
     .doc("Deletes a consumer from a consumer group.", "5.0.0", "O(1)"),
     CommandSpec::new(
         "help",

@@ -10,6 +10,7 @@ use super::ids::{block_ms, count, int, is, range_end, range_start, strict_id, wr
 use super::store::Stream;
 use crate::blocking::TimeoutReply;
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
+use crate::cmd::spec::Class;
 use crate::storage::encoding::Kind;
 use crate::storage::stream::PendingRec;
 use bytes::Bytes;
@@ -339,9 +340,10 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let Some(mut g) = s.group(group)? else {
             continue;
         };
+        let mut created = false;
         let entries = match ids[i] {
             Some(after) => {
-                s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
+                created = s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
                 let out = history(&mut s, group, consumer, after, r.count, ctx.now_ms)?;
                 Some(out)
             }
@@ -351,7 +353,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                 if out.is_empty() {
                     continue;
                 }
-                s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
+                created = s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
                 for (id, _) in &out {
                     if !r.noack {
                         let old = s.pending(group, *id)?;
@@ -370,6 +372,9 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         if let Some(entries) = entries {
             s.put_group(group, &g);
             s.commit()?;
+            if created {
+                ctx.notify(Class::Stream, "xgroup-createconsumer", key);
+            }
             served.push(Served {
                 key: r.keys_at + i,
                 entries,
