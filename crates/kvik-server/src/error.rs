@@ -30,6 +30,10 @@ pub enum ErrorKind {
     Unkillable,
     IoErr,
     Unblocked,
+    /// A stream consumer group that does not exist.
+    NoGroup,
+    /// XGROUP CREATE of a group that exists.
+    BusyGroup,
     /// RocksDB failed; sent as an `ERR storage error: ...` reply (and logged).
     Storage,
 }
@@ -58,6 +62,8 @@ impl ErrorKind {
             ErrorKind::Unkillable => "UNKILLABLE",
             ErrorKind::IoErr => "IOERR",
             ErrorKind::Unblocked => "UNBLOCKED",
+            ErrorKind::NoGroup => "NOGROUP",
+            ErrorKind::BusyGroup => "BUSYGROUP",
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod run;
 pub mod script;
 pub mod set;
 pub mod spec;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -208,6 +209,7 @@ pub fn table() -> &'static CommandTable {
             hash::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
+            stream::COMMANDS,
             keys::COMMANDS,
             admin::COMMANDS,
             client::COMMANDS,
@@ -623,7 +625,10 @@ mod tests {
             for ev in declared {
                 assert!(
                     !ev.name.is_empty()
-                        && ev.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                        && ev
+                            .name
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-'),
                     "{}: event name {:?}",
                     e.full_name,
                     ev.name

@@ -194,7 +194,53 @@ const TEMPLATES: &[&str] = &[
     // transactions (MULTI/EXEC/DISCARD are also injected around runs of commands)
     "WATCH K",
     "UNWATCH",
+    // ---- streams (tokens XA XS XS+ XR XD XG XC, see STREAM_* below): explicit IDs only, so
+    // replies are deterministic; no reply with idle or delivery times ----
+    "XADD K XA FV+",
+    "XADD K NOMKSTREAM XA F V",
+    "XADD K MAXLEN ?= C XA F V",
+    "XADD K MAXLEN ~ C XA F V",
+    "XADD K MINID XS XA F V",
+    "XLEN K",
+    "XRANGE K XR XR",
+    "XRANGE K XR XR COUNT C",
+    "XREVRANGE K XR XR COUNT C",
+    "XDEL K XS+",
+    "XTRIM K MAXLEN ?= C",
+    "XTRIM K MINID ?~ XS",
+    "XSETID K XS",
+    "XREAD STREAMS K XD",
+    "XREAD COUNT C STREAMS K K XD XD",
+    "XREAD BLOCK 10 STREAMS K XD",
+    "XGROUP CREATE K XG XD ?MKSTREAM",
+    "XGROUP SETID K XG XD",
+    "XGROUP DESTROY K XG",
+    "XGROUP CREATECONSUMER K XG XC",
+    "XGROUP DELCONSUMER K XG XC",
+    "XREADGROUP GROUP XG XC COUNT C STREAMS K >",
+    "XREADGROUP GROUP XG XC ?NOACK STREAMS K >|0|XS",
+    "XACK K XG XS+",
+    "XPENDING K XG",
+    "XCLAIM K XG XC 0 XS+ ?JUSTID",
+    "XAUTOCLAIM K XG XC 0 XR COUNT C ?JUSTID",
+    "XINFO GROUPS K",
+    "XINFO STREAM K",
+    "XSETID K XS ENTRIESADDED C ?MAXDELETEDID XS",
+    "XGROUP CREATE K XG XD ENTRIESREAD C",
+    "XGROUP SETID K XG XD ENTRIESREAD C",
+    "XCLAIM K XG XC 0 XS ?FORCE RETRYCOUNT C",
+    "XCLAIM K XG XC 0 XS LASTID XS",
+    // ---- end of streams ----
 ];
+
+/// Stream template tokens: XADD IDs (XA), strict IDs (XS, XS+), range bounds (XR), read IDs
+/// with `$` (XD), group names (XG) and consumer names (XC).
+const STREAM_ADD_IDS: &[&str] = &["1-1", "1-*", "2-*", "3", "5-5", "9-9", "0-0", "1-x"];
+const STREAM_IDS: &[&str] = &["1-1", "1-2", "2", "3-0", "5-5", "0-1", "9-9", "1-x"];
+const STREAM_BOUNDS: &[&str] = &["-", "+", "(1-1", "2", "(3", "5-5", "0", "(0-0"];
+const STREAM_READ_IDS: &[&str] = &["0", "1-1", "3", "$", "9-9"];
+const STREAM_GROUPS: &[&str] = &["g1", "g2"];
+const STREAM_CONSUMERS: &[&str] = &["c1", "c2"];
 
 /// Commands whose replies list members in an order Redis leaves unspecified: compared sorted.
 const UNORDERED: &[&str] = &[
@@ -261,6 +307,13 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
                 out.push(rng.pick(SCORES).to_string());
                 out.push(rng.pick(FIELDS).to_string());
             }),
+            "XA" => out.push(rng.pick(STREAM_ADD_IDS).to_string()),
+            "XS" => out.push(rng.pick(STREAM_IDS).to_string()),
+            "XS+" => (0..reps).for_each(|_| out.push(rng.pick(STREAM_IDS).to_string())),
+            "XR" => out.push(rng.pick(STREAM_BOUNDS).to_string()),
+            "XD" => out.push(rng.pick(STREAM_READ_IDS).to_string()),
+            "XG" => out.push(rng.pick(STREAM_GROUPS).to_string()),
+            "XC" => out.push(rng.pick(STREAM_CONSUMERS).to_string()),
             t if t.starts_with('?') => {
                 if rng.chance(50) {
                     out.push(t[1..].to_string());
@@ -465,9 +518,15 @@ fn dataset(p: &mut Peer) -> Vec<(String, Frame, Frame)> {
                 "-1".into(),
                 "WITHSCORES".into(),
             ],
+            "stream" => vec!["XRANGE".into(), k.clone(), "-".into(), "+".into()],
             other => panic!("unknown type {other}"),
         };
-        let content = normalize(&read, p.call(&read));
+        let mut content = normalize(&read, p.call(&read));
+        if ty == "stream" {
+            // Groups too: their IDs, counters and pending counts (no times in this reply).
+            let groups = p.call(&["XINFO".into(), "GROUPS".into(), k.clone()]);
+            content = Frame::Array(vec![content, groups]);
+        }
         let ttl = normalize(&cmd("TTL x"), p.call(&["TTL".into(), k.clone()]));
         out.push((format!("{k} ({ty})"), content, ttl));
     }

@@ -22,6 +22,7 @@ mod pubsub;
 mod scripting;
 mod sets;
 mod storage_scale;
+mod streams;
 mod strings;
 mod transactions;
 mod zsets;
