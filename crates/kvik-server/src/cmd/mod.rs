@@ -24,6 +24,7 @@ pub mod multi;
 pub mod pubsub;
 pub mod run;
 pub mod set;
+pub mod sort;
 pub mod spec;
 pub mod string;
 pub mod zset;
@@ -214,6 +215,7 @@ pub fn table() -> &'static CommandTable {
             multi::COMMANDS,
             migrate::COMMANDS,
             pubsub::COMMANDS,
+            sort::COMMANDS,
         ])
     })
 }
