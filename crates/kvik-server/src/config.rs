@@ -154,7 +154,8 @@ fn parse_output_limits(v: &str, current: [OutputLimit; 3]) -> Result<[OutputLimi
 }
 
 fn show_output_limits(l: &[OutputLimit; 3]) -> String {
-    ["normal", "replica", "pubsub"]
+    // Redis 7.0 still shows the replica class as "slave".
+    ["normal", "slave", "pubsub"]
         .iter()
         .zip(l.iter())
         .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_secs))
@@ -990,7 +991,7 @@ mod tests {
         );
         assert_eq!(
             (setting("client-output-buffer-limit").unwrap().get)(&c),
-            "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
         );
     }
 

@@ -7,10 +7,11 @@
 //! is not a number fails the whole command; equal numeric weights order by the element's bytes;
 //! a missing BY key weighs 0 (ALPHA: sorts first); STORE replaces the destination whatever its
 //! type, stores "" for a missing GET value, deletes the destination for an empty result and
-//! emits `sortstore`; in cluster mode a BY pattern with `*` and any GET are refused.
+//! emits `sortstore`; BY nosort with STORE sorts a set ALPHA; in cluster mode a BY pattern with `*` and any GET are refused.
 //!
 //! Differences: ALPHA compares bytes (Redis's strcoll in the C locale); a set's unsorted order
-//! (BY nosort) is byte order, where Redis's is its hash table's.
+//! (BY nosort without STORE) is byte order, where Redis's is its hash table's; elements with
+//! equal ALPHA weights keep their order (Redis's quicksort leaves it unspecified).
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
@@ -154,14 +155,24 @@ fn sort_ro(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 }
 
 fn run(ctx: &mut Ctx<'_>, args: &Args, read_only: bool) -> CmdResult {
-    let o = parse(ctx, args, read_only)?;
+    let mut o = parse(ctx, args, read_only)?;
     let key = &args[1][..];
     let storage = ctx.storage();
     // STORE reads the source and replaces the destination under both keys' locks.
     let _guard = o.store.map(|dst| storage.lock(ctx.db(), &[key, dst]));
-    let mut elems = load(ctx, key, &o)?;
+    let (mut elems, kind) = load(ctx, key, o.store.is_some())?;
+    if o.dont_sort && kind == Some(Kind::Set) && o.store.is_some() {
+        // As Redis: a stored result must not depend on a set's internal order, so it is
+        // sorted as ALPHA by the elements themselves.
+        o.dont_sort = false;
+        o.alpha = true;
+        o.by = None;
+    }
     if !o.dont_sort {
         sort_elements(ctx, &mut elems, &o)?;
+    } else if o.desc && kind != Some(Kind::Set) {
+        // Unsorted lists and sorted sets keep their order, read from the tail for DESC.
+        elems.reverse();
     }
     let (start, end) = window(o.limit, elems.len());
     let chosen = if start < end { &elems[start..end] } else { &[][..] };
@@ -171,24 +182,29 @@ fn run(ctx: &mut Ctx<'_>, args: &Args, read_only: bool) -> CmdResult {
     }
 }
 
-/// The elements to sort, in the key's order (a list's or a sorted set's, reversed for DESC when
-/// they are not going to be sorted); none for a missing key, WRONGTYPE for another type.
-fn load(ctx: &Ctx<'_>, key: &[u8], o: &Options<'_>) -> Result<Vec<Vec<u8>>, CmdError> {
+/// The elements to sort, in the key's order (a list's, a sorted set's by score, a set's by
+/// bytes), and the key's type; none for a missing key, WRONGTYPE for another type. A writer
+/// (`locked`) reads the latest state, a reader one snapshot.
+fn load(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    locked: bool,
+) -> Result<(Vec<Vec<u8>>, Option<Kind>), CmdError> {
     let Some(found) = ctx.lookup_read(key)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     if !matches!(found.kind, Kind::List | Kind::Set | Kind::ZSet) {
         return Err(CmdError::wrong_type());
     }
     // Members come from one view, with the meta record read from it so the two agree.
     let storage = ctx.storage();
-    let view: View<'_> = if o.store.is_some() {
+    let view: View<'_> = if locked {
         storage.latest()
     } else {
         storage.view()
     };
     let Some(meta): Option<Meta> = view.get_live(ctx.db(), key, ctx.now_ms)? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let coll = Coll::new(ctx.db(), key, &meta);
     let cf = if meta.kind == Kind::ZSet {
@@ -206,10 +222,7 @@ fn load(ctx: &Ctx<'_>, key: &[u8], o: &Options<'_>) -> Result<Vec<Vec<u8>>, CmdE
         });
         true
     })?;
-    if o.dont_sort && o.desc && meta.kind != Kind::Set {
-        out.reverse();
-    }
-    Ok(out)
+    Ok((out, Some(meta.kind)))
 }
 
 /// What an element is sorted by.

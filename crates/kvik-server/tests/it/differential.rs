@@ -191,6 +191,20 @@ const TEMPLATES: &[&str] = &[
     "PUBSUB NUMPAT",
     "PUBSUB CHANNELS",
     "PUBSUB SHARDNUMSUB K",
+    // SORT and SORT_RO (cmd/sort.rs). Lists and sets of key names let BY / GET patterns find
+    // the keys (`*`: a string, `*->F`: a hash field). No ALPHA with a BY pattern: equal weights
+    // leave Redis's order to its unstable quicksort. BY nosort reads a set in Redis's hash
+    // order unless the result is STOREd (then Redis sorts it), so nosort always STOREs.
+    "RPUSH K a b c {t}d",
+    "SADD K a b c",
+    "SORT K ?DESC ?ALPHA",
+    "SORT_RO K LIMIT I C ?DESC",
+    "SORT K ALPHA LIMIT I C STORE K",
+    "SORT K BY * ?DESC GET # GET *",
+    "SORT K BY *->F LIMIT I C GET *->F",
+    "SORT K BY nosort ?DESC LIMIT I C STORE K",
+    "SORT K GET * STORE K",
+    "SORT_RO K STORE K",
     // transactions (MULTI/EXEC/DISCARD are also injected around runs of commands)
     "WATCH K",
     "UNWATCH",
