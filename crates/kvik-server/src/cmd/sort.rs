@@ -175,7 +175,11 @@ fn run(ctx: &mut Ctx<'_>, args: &Args, read_only: bool) -> CmdResult {
         elems.reverse();
     }
     let (start, end) = window(o.limit, elems.len());
-    let chosen = if start < end { &elems[start..end] } else { &[][..] };
+    let chosen = if start < end {
+        &elems[start..end]
+    } else {
+        &[][..]
+    };
     match o.store {
         None => reply(ctx, chosen, &o.gets),
         Some(dst) => store(ctx, dst, chosen, &o.gets),
@@ -185,11 +189,7 @@ fn run(ctx: &mut Ctx<'_>, args: &Args, read_only: bool) -> CmdResult {
 /// The elements to sort, in the key's order (a list's, a sorted set's by score, a set's by
 /// bytes), and the key's type; none for a missing key, WRONGTYPE for another type. A writer
 /// (`locked`) reads the latest state, a reader one snapshot.
-fn load(
-    ctx: &Ctx<'_>,
-    key: &[u8],
-    locked: bool,
-) -> Result<(Vec<Vec<u8>>, Option<Kind>), CmdError> {
+fn load(ctx: &Ctx<'_>, key: &[u8], locked: bool) -> Result<(Vec<Vec<u8>>, Option<Kind>), CmdError> {
     let Some(found) = ctx.lookup_read(key)? else {
         return Ok((Vec::new(), None));
     };

@@ -60,9 +60,11 @@ const RDB: &str = "kvik writes no RDB files; RocksDB persists every write";
 const AOF: &str = "kvik writes no AOF; RocksDB's WAL logs every write (see appendfsync)";
 const TLS: &str = "kvik has no TLS listener";
 const ENCODING: &str = "kvik stores collections in RocksDB, without Redis's small encodings";
-const DEFRAG: &str = "kvik's memory is RocksDB's and the hot cache's; there is no jemalloc defragmenter";
+const DEFRAG: &str =
+    "kvik's memory is RocksDB's and the hot cache's; there is no jemalloc defragmenter";
 const EVICTION: &str = "kvik never evicts: data beyond maxmemory stays on disk";
-const LAZYFREE: &str = "deletes in kvik are RocksDB tombstones; there is nothing to free in the background";
+const LAZYFREE: &str =
+    "deletes in kvik are RocksDB tombstones; there is nothing to free in the background";
 const PROCESS: &str = "kvik's process handling (daemon, pid file, syslog, signals) differs; run it under a supervisor";
 const NOT_YET: &str = "the feature it configures is not implemented in kvik";
 const ALWAYS: &str = "always on in kvik";
@@ -94,7 +96,9 @@ macro_rules! p {
 
 use Kind::*;
 
-/// Every Redis 7.0 parameter kvik accepts without acting on it.
+/// Every Redis 7.0 parameter kvik accepts without acting on it: name, aliases, value syntax,
+/// Redis's default, whether CONFIG SET may change it, and why it has no effect.
+#[rustfmt::skip]
 pub static REDIS_PARAMS: &[Param] = &[
     p!("acl-pubsub-default", [], Enum(&["allchannels", "resetchannels"]), "resetchannels", true, NOT_YET),
     p!("aclfile", [], Str, "", false, NOT_YET),
@@ -219,7 +223,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("syslog-enabled", [], Bool, "no", false, PROCESS),
     p!("syslog-facility", [], Enum(&["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), "local0", false, PROCESS),
     p!("syslog-ident", [], Str, "redis", false, PROCESS),
-    p!("tcp-backlog", [], Int(0, I32), "511", false, "kvik uses the operating system's default backlog"),
+    p!("tcp-backlog", [], Int(0, I32), "511", false, "kvik's listener uses a fixed backlog"),
     p!("tcp-keepalive", [], Int(0, I32), "300", true, "kvik leaves TCP keepalive to the operating system"),
     p!("tls-auth-clients", [], Enum(&["no", "yes", "optional"]), "yes", true, TLS),
     p!("tls-ca-cert-dir", [], Str, "", true, TLS),
@@ -255,7 +259,9 @@ fn parse_int(v: &str) -> Result<i64, String> {
 
 fn in_range<T: PartialOrd + std::fmt::Display>(n: T, min: T, max: T) -> Result<T, String> {
     if n < min || n > max {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     Ok(n)
 }
@@ -282,13 +288,16 @@ impl Kind {
                 .find(|w| w.eq_ignore_ascii_case(v))
                 .map(|w| w.to_string())
                 .ok_or_else(|| {
-                    format!("argument(s) must be one of the following: {}", words.join(", "))
+                    format!(
+                        "argument(s) must be one of the following: {}",
+                        words.join(", ")
+                    )
                 }),
             Str => Ok(v.to_string()),
             Save => {
                 let words: Vec<&str> = v.split_whitespace().collect();
-                let valid = words.len().is_multiple_of(2)
-                    && words.iter().all(|w| w.parse::<u32>().is_ok());
+                let valid =
+                    words.len().is_multiple_of(2) && words.iter().all(|w| w.parse::<u32>().is_ok());
                 if !valid {
                     return Err("Invalid save parameters".into());
                 }
@@ -318,7 +327,9 @@ impl Kind {
                     .split_whitespace()
                     .map(|w| match w.parse::<f64>() {
                         Ok(p) if (0.0..=100.0).contains(&p) => Ok(p.to_string()),
-                        _ => Err("Invalid latency-tracking-info-percentiles parameters".to_string()),
+                        _ => {
+                            Err("Invalid latency-tracking-info-percentiles parameters".to_string())
+                        }
                     })
                     .collect::<Result<Vec<String>, String>>()?;
                 Ok(nums.join(" "))
@@ -328,10 +339,15 @@ impl Kind {
                 _ => Err("argument couldn't be parsed into an integer".into()),
             },
             Hostname => {
-                if v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') {
+                if v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+                {
                     Ok(v.to_string())
                 } else {
-                    Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
+                    Err(
+                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                            .into(),
+                    )
                 }
             }
         }
@@ -374,7 +390,12 @@ mod tests {
     fn defaults_are_canonical_and_samples_valid() {
         let mut names = std::collections::HashSet::new();
         for p in REDIS_PARAMS {
-            assert_eq!(p.kind.canonical(p.default).as_deref(), Ok(p.default), "{}", p.name);
+            assert_eq!(
+                p.kind.canonical(p.default).as_deref(),
+                Ok(p.default),
+                "{}",
+                p.name
+            );
             assert!(p.kind.canonical(p.kind.sample()).is_ok(), "{}", p.name);
             if let Some(bad) = p.kind.invalid() {
                 assert!(p.kind.canonical(bad).is_err(), "{}", p.name);
@@ -386,12 +407,34 @@ mod tests {
     }
 
     #[test]
+    fn compatibility_doc_lists_every_parameter() {
+        let doc = include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/compatibility.md"
+        ));
+        for p in REDIS_PARAMS {
+            for n in std::iter::once(p.name).chain(p.aliases.iter().copied()) {
+                assert!(
+                    doc.contains(&format!("`{n}`")),
+                    "docs/compatibility.md lacks {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn values_take_redis_canonical_form() {
         assert_eq!(Memory(0, U64).canonical("1kb").as_deref(), Ok("1024"));
         assert_eq!(Bool.canonical("YES").as_deref(), Ok("yes"));
-        assert_eq!(Enum(MAXMEMORY_POLICIES).canonical("AllKeys-LRU").as_deref(), Ok("allkeys-lru"));
+        assert_eq!(
+            Enum(MAXMEMORY_POLICIES).canonical("AllKeys-LRU").as_deref(),
+            Ok("allkeys-lru")
+        );
         assert_eq!(MemoryOrPercent.canonical("10%").as_deref(), Ok("10%"));
         assert_eq!(MemoryOrPercent.canonical("1mb").as_deref(), Ok("1048576"));
-        assert!(Int(1, 64).canonical("65").unwrap_err().contains("between 1 and 64"));
+        assert!(Int(1, 64)
+            .canonical("65")
+            .unwrap_err()
+            .contains("between 1 and 64"));
     }
 }

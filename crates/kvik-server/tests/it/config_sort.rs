@@ -46,7 +46,9 @@ fn every_redis_parameter_and_alias_reads_sets_and_refuses_bad_values() {
     let server = TestServer::start();
     let mut con = connect(server.port);
     for p in passive_rows() {
-        let names: Vec<&str> = std::iter::once(p.name).chain(p.aliases.iter().copied()).collect();
+        let names: Vec<&str> = std::iter::once(p.name)
+            .chain(p.aliases.iter().copied())
+            .collect();
         for &name in &names {
             assert_eq!(one(&mut con, name), p.default, "default of {name}");
             let sample = p.kind.sample();
@@ -71,7 +73,11 @@ fn every_redis_parameter_and_alias_reads_sets_and_refuses_bad_values() {
                     )),
                     "{name} {bad}: {e}"
                 );
-                assert_eq!(one(&mut con, name), shown, "a refused value changes nothing");
+                assert_eq!(
+                    one(&mut con, name),
+                    shown,
+                    "a refused value changes nothing"
+                );
             }
             q::<()>(&mut con, &["CONFIG", "SET", name, p.default]);
         }
@@ -82,8 +88,18 @@ fn every_redis_parameter_and_alias_reads_sets_and_refuses_bad_values() {
 fn config_set_is_all_or_nothing_with_redis_errors() {
     let server = TestServer::start();
     let mut con = connect(server.port);
-    assert!(err(&mut con, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru", "hz", "x"])
-        .contains("possibly related to argument 'hz'"));
+    assert!(err(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory-policy",
+            "allkeys-lru",
+            "hz",
+            "x"
+        ]
+    )
+    .contains("possibly related to argument 'hz'"));
     assert_eq!(one(&mut con, "maxmemory-policy"), "noeviction");
     assert_eq!(
         err(&mut con, &["CONFIG", "SET", "hash-max-ziplist-entries", "1", "hash-max-listpack-entries", "2"]),
@@ -99,14 +115,28 @@ fn config_set_is_all_or_nothing_with_redis_errors() {
     );
     q::<()>(
         &mut con,
-        &["CONFIG", "SET", "MAXMEMORY-POLICY", "AllKeys-LFU", "zset-max-ziplist-value", "1kb", "maxmemory", "64mb"],
+        &[
+            "CONFIG",
+            "SET",
+            "MAXMEMORY-POLICY",
+            "AllKeys-LFU",
+            "zset-max-ziplist-value",
+            "1kb",
+            "maxmemory",
+            "64mb",
+        ],
     );
     assert_eq!(one(&mut con, "maxmemory-policy"), "allkeys-lfu");
     assert_eq!(one(&mut con, "zset-max-listpack-value"), "1024");
     // maxmemory still sizes kvik's memory budget.
     assert_eq!(one(&mut con, "maxmemory"), "67108864");
     let listed = config_get(&mut con, "*max-*-entries");
-    for n in ["hash-max-listpack-entries", "hash-max-ziplist-entries", "zset-max-ziplist-entries", "set-max-intset-entries"] {
+    for n in [
+        "hash-max-listpack-entries",
+        "hash-max-ziplist-entries",
+        "zset-max-ziplist-entries",
+        "set-max-intset-entries",
+    ] {
         assert!(listed.contains_key(n), "{n} in {listed:?}");
     }
     assert_eq!(config_get(&mut con, "SLAVE-READ-ONLY").len(), 1);
@@ -122,7 +152,8 @@ fn redis_parameters_come_from_the_config_file_and_flags() {
         "hash-max-ziplist-entries 64\nslave-read-only no\nsave 900 1 300 10\nreplicaof 10.0.0.1 6379\n",
     )
     .unwrap();
-    let server = TestServer::start_with(&[file.to_str().unwrap(), "--maxmemory-policy", "volatile-ttl"]);
+    let server =
+        TestServer::start_with(&[file.to_str().unwrap(), "--maxmemory-policy", "volatile-ttl"]);
     let mut con = connect(server.port);
     assert_eq!(one(&mut con, "hash-max-listpack-entries"), "64");
     assert_eq!(one(&mut con, "replica-read-only"), "no");
@@ -137,7 +168,10 @@ const DIFFERENT_VALUES: &[(&str, &str)] = &[
     ("port", "each server has its own ephemeral port"),
     ("dir", "each server has its own directory"),
     ("save", "the harness starts redis-server with save ''"),
-    ("appendonly", "kvik always logs writes (RocksDB's WAL); the harness turns Redis's AOF off"),
+    (
+        "appendonly",
+        "kvik always logs writes (RocksDB's WAL); the harness turns Redis's AOF off",
+    ),
     ("io-threads", "kvik's default is 2 event loops"),
     ("bind", "both bound to loopback, written differently"),
 ];
@@ -150,7 +184,10 @@ fn config_get_all_matches_redis_names_and_defaults() {
     let mut real = connect(redis.port);
     let (ours, theirs) = (config_get(&mut kvik, "*"), config_get(&mut real, "*"));
     let missing: Vec<&String> = theirs.keys().filter(|n| !ours.contains_key(*n)).collect();
-    assert!(missing.is_empty(), "Redis parameters kvik lacks: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "Redis parameters kvik lacks: {missing:?}"
+    );
     let mut differ = Vec::new();
     for (name, value) in &theirs {
         if ours[name] != *value && !DIFFERENT_VALUES.iter().any(|(n, _)| n == name) {
@@ -162,8 +199,14 @@ fn config_get_all_matches_redis_names_and_defaults() {
 
 /// Redis rows whose CONFIG SET reply differs on purpose, with the reason.
 const DIFFERENT_SETS: &[(&str, &str)] = &[
-    ("dbfilename", "Redis protects it (enable-protected-configs); kvik has no file to protect"),
-    ("tls-port", "Redis opens a TLS listener; kvik has none to open"),
+    (
+        "dbfilename",
+        "Redis protects it (enable-protected-configs); kvik has no file to protect",
+    ),
+    (
+        "tls-port",
+        "Redis opens a TLS listener; kvik has none to open",
+    ),
 ];
 
 #[test]
@@ -193,7 +236,11 @@ fn config_set_of_every_redis_parameter_matches_redis() {
             }
         }
     }
-    assert!(differ.is_empty(), "{}", differ.into_iter().collect::<Vec<_>>().join("\n"));
+    assert!(
+        differ.is_empty(),
+        "{}",
+        differ.into_iter().collect::<Vec<_>>().join("\n")
+    );
 }
 
 // ---- SORT ---------------------------------------------------------------------------------
@@ -214,17 +261,30 @@ fn sort_by_patterns_get_limit_alpha_and_store() {
     // BY string keys and hash fields; GET # and patterns (a missing one is nil).
     for (e, w) in [("3", "1"), ("1", "4"), ("2", "3"), ("10", "2")] {
         q::<()>(&mut con, &["SET", &format!("w_{e}"), w]);
-        q::<()>(&mut con, &["HSET", &format!("h_{e}"), "f", &format!("name{e}")]);
+        q::<()>(
+            &mut con,
+            &["HSET", &format!("h_{e}"), "f", &format!("name{e}")],
+        );
     }
     let v: Vec<String> = q(&mut con, &["SORT", "l", "BY", "w_*"]);
     assert_eq!(v, ["3", "10", "2", "1"]);
     let v: Vec<Option<String>> = q(
         &mut con,
-        &["SORT", "l", "BY", "h_*->f", "ALPHA", "LIMIT", "0", "2", "GET", "#", "GET", "h_*->f", "GET", "nope_*"],
+        &[
+            "SORT", "l", "BY", "h_*->f", "ALPHA", "LIMIT", "0", "2", "GET", "#", "GET", "h_*->f",
+            "GET", "nope_*",
+        ],
     );
     assert_eq!(
         v,
-        [Some("1".into()), Some("name1".into()), None, Some("10".into()), Some("name10".into()), None]
+        [
+            Some("1".into()),
+            Some("name1".into()),
+            None,
+            Some("10".into()),
+            Some("name10".into()),
+            None
+        ]
     );
     // STORE makes a list (replacing any type) and emits sortstore.
     q::<()>(&mut con, &["SET", "dst", "x"]);
@@ -240,14 +300,29 @@ fn sort_by_patterns_get_limit_alpha_and_store() {
     let v: Vec<String> = q(&mut con, &["SORT", "s", "ALPHA"]);
     assert_eq!(v, ["a", "b", "c"]);
     q::<()>(&mut con, &["ZADD", "z", "1", "x", "2", "y", "3", "w"]);
-    let v: Vec<String> = q(&mut con, &["SORT", "z", "BY", "nosort", "DESC", "LIMIT", "0", "2"]);
+    let v: Vec<String> = q(
+        &mut con,
+        &["SORT", "z", "BY", "nosort", "DESC", "LIMIT", "0", "2"],
+    );
     assert_eq!(v, ["w", "y"]);
     // Errors.
     q::<()>(&mut con, &["RPUSH", "bad", "1", "x"]);
-    assert_eq!(err(&mut con, &["SORT", "bad"]), "ERR One or more scores can't be converted into double");
-    assert_eq!(err(&mut con, &["SORT", "l", "LIMIT", "1"]), "ERR syntax error");
-    assert_eq!(err(&mut con, &["SORT", "l", "LIMIT", "a", "1"]), "ERR value is not an integer or out of range");
-    assert_eq!(err(&mut con, &["SORT_RO", "l", "STORE", "x"]), "ERR syntax error");
+    assert_eq!(
+        err(&mut con, &["SORT", "bad"]),
+        "ERR One or more scores can't be converted into double"
+    );
+    assert_eq!(
+        err(&mut con, &["SORT", "l", "LIMIT", "1"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut con, &["SORT", "l", "LIMIT", "a", "1"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err(&mut con, &["SORT_RO", "l", "STORE", "x"]),
+        "ERR syntax error"
+    );
     assert!(err(&mut con, &["SORT", "w_1"]).starts_with("WRONGTYPE"));
 }
 
@@ -258,7 +333,9 @@ fn sort_matches_redis_on_edge_values() {
     let mut kvik = connect(server.port);
     let mut real = connect(redis.port);
     let script: &[&[&str]] = &[
-        &["RPUSH", "l", "", "-1", " 2", "0x10", "1e3", "inf", "-inf", "3", "3"],
+        &[
+            "RPUSH", "l", "", "-1", " 2", "0x10", "1e3", "inf", "-inf", "3", "3",
+        ],
         &["SORT", "l"],
         &["SORT", "l", "DESC", "LIMIT", "2", "-1"],
         &["SORT", "l", "LIMIT", "-5", "3"],
