@@ -541,9 +541,10 @@ fn config_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 }
 
 /// CONFIG SET name value [name value ...]: all or nothing. Every name is checked (known,
-/// mutable, not repeated, also through an alias) and every value validated on a scratch
-/// configuration before the first one is applied, so a rejected call changes nothing. Errors
-/// name the argument as the client wrote it, as Redis does.
+/// mutable, not repeated) and every value validated on a scratch configuration before the first
+/// one is applied, so a rejected call changes nothing. As Redis 7.0: an alias and its
+/// parameter are not duplicates of each other (the last one wins); an unknown, immutable or
+/// repeated name is quoted as the client wrote it, a bad value's name in lowercase.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::syntax());
@@ -564,10 +565,11 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         if !p.mutable() {
             return Err(failed(&name, "can't set immutable config"));
         }
-        if changes.iter().any(|(c, _, _)| c.name() == p.name()) {
+        let lower = name.to_ascii_lowercase();
+        if changes.iter().any(|(_, n, _)| *n == lower) {
             return Err(failed(&name, "duplicate parameter"));
         }
-        changes.push((p, name, String::from_utf8_lossy(&pair[1]).into_owned()));
+        changes.push((p, lower, String::from_utf8_lossy(&pair[1]).into_owned()));
     }
     let scratch = config::Config::default();
     for (p, name, value) in &changes {

@@ -102,9 +102,26 @@ fn config_set_is_all_or_nothing_with_redis_errors() {
     .contains("possibly related to argument 'hz'"));
     assert_eq!(one(&mut con, "maxmemory-policy"), "noeviction");
     assert_eq!(
-        err(&mut con, &["CONFIG", "SET", "hash-max-ziplist-entries", "1", "hash-max-listpack-entries", "2"]),
-        "ERR CONFIG SET failed (possibly related to argument 'hash-max-listpack-entries') - duplicate parameter"
+        err(&mut con, &["CONFIG", "SET", "hz", "5", "HZ", "6"]),
+        "ERR CONFIG SET failed (possibly related to argument 'HZ') - duplicate parameter"
     );
+    assert_eq!(
+        err(&mut con, &["CONFIG", "SET", "SLAVE-PRIORITY", "x"]),
+        "ERR CONFIG SET failed (possibly related to argument 'slave-priority') - argument couldn't be parsed into an integer"
+    );
+    // As Redis 7.0, an alias and its parameter are not duplicates: the last one wins.
+    q::<()>(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "hash-max-ziplist-entries",
+            "1",
+            "hash-max-listpack-entries",
+            "2",
+        ],
+    );
+    assert_eq!(one(&mut con, "hash-max-ziplist-entries"), "2");
     assert_eq!(
         err(&mut con, &["CONFIG", "SET", "nosuch", "1"]),
         "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"
