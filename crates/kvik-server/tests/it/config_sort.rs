@@ -394,3 +394,41 @@ fn sort_patterns_are_refused_in_cluster_mode_as_redis_7_0() {
         "ERR GET option of SORT denied in Cluster mode."
     );
 }
+
+#[test]
+fn sort_store_events_match_redis() {
+    let server = TestServer::start();
+    let redis = RedisServer::start(&[]);
+    let steps: &[&[&str]] = &[
+        &["RPUSH", "l", "3", "1", "2"],
+        &["SORT", "l", "STORE", "d"],
+        &["SET", "d", "x"],
+        &["SORT", "l", "DESC", "STORE", "d"],
+        &["SORT", "nosuch", "STORE", "d"],
+        &["SORT", "nosuch", "STORE", "d"],
+        &["SORT_RO", "l"],
+    ];
+    assert_eq!(
+        super::pubsub::keyspace_events(server.port, steps, "KEA"),
+        super::pubsub::keyspace_events(redis.port, steps, "KEA")
+    );
+}
+
+#[test]
+fn sort_store_serves_a_blocked_client() {
+    let server = TestServer::start();
+    let mut con = connect(server.port);
+    q::<()>(&mut con, &["RPUSH", "l", "3", "1", "2"]);
+    let port = server.port;
+    let waiter = std::thread::spawn(move || {
+        let mut c = connect(port);
+        q::<Vec<String>>(&mut c, &["BLPOP", "d", "10"])
+    });
+    assert!(eventually(std::time::Duration::from_secs(10), || {
+        info_field(&mut con, "clients", "blocked_clients") == Some(1)
+    }));
+    assert_eq!(q::<i64>(&mut con, &["SORT", "l", "STORE", "d"]), 3);
+    assert_eq!(waiter.join().unwrap(), ["d", "1"]);
+    let rest: Vec<String> = q(&mut con, &["LRANGE", "d", "0", "-1"]);
+    assert_eq!(rest, ["2", "3"]);
+}
