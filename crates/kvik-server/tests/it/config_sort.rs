@@ -190,7 +190,6 @@ const DIFFERENT_VALUES: &[(&str, &str)] = &[
         "kvik always logs writes (RocksDB's WAL); the harness turns Redis's AOF off",
     ),
     ("io-threads", "kvik's default is 2 event loops"),
-    ("bind", "both bound to loopback, written differently"),
 ];
 
 #[test]
