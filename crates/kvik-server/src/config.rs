@@ -5,6 +5,12 @@
 //! `client-output-buffer-limit`, memory sizes such as `512mb` ...). Precedence: built-in default,
 //! then the config file, then `--name value` flags. Values live in atomics or small locks so a
 //! running server reads them without coordination; settings marked immutable refuse CONFIG SET.
+//!
+//! Every other parameter of Redis 7.0's redis.conf is a row of [`redis_params::REDIS_PARAMS`]:
+//! accepted with Redis's syntax, stored and reported, with no effect. [`Param`] is the one view
+//! of both tables that CONFIG GET / SET and the config file use.
+
+pub mod redis_params;
 
 use crate::storage::budget::Split;
 use crate::storage::options::{StallLimits, Tuning};
@@ -74,6 +80,8 @@ pub struct Config {
     /// `notify-keyspace-events` and the pubsub output hard limit, shared with the pub/sub
     /// registry (see `crate::pubsub`).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSubSettings>,
+    /// The values of the [`redis_params::REDIS_PARAMS`] rows, in table order, canonical.
+    pub redis_params: RwLock<Vec<String>>,
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -149,7 +157,8 @@ fn parse_output_limits(v: &str, current: [OutputLimit; 3]) -> Result<[OutputLimi
 }
 
 fn show_output_limits(l: &[OutputLimit; 3]) -> String {
-    ["normal", "replica", "pubsub"]
+    // Redis 7.0 still shows the replica class as "slave".
+    ["normal", "slave", "pubsub"]
         .iter()
         .zip(l.iter())
         .map(|(n, l)| format!("{n} {} {} {}", l.hard, l.soft, l.soft_secs))
@@ -551,14 +560,6 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
-        name: "save",
-        default: "",
-        mutable: true,
-        help: "accepted for compatibility and ignored: kvik has no RDB snapshots, the WAL persists every write",
-        get: |_| String::new(),
-        set: |_, _| Ok(()),
-    },
-    Setting {
         name: "hz",
         default: "10",
         mutable: true,
@@ -732,6 +733,117 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
 }
 
+/// One parameter of either table: a setting kvik acts on, or a Redis parameter it only stores
+/// (an index into [`redis_params::REDIS_PARAMS`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Param {
+    Kvik(&'static Setting),
+    Redis(usize),
+}
+
+impl std::fmt::Debug for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl Param {
+    /// The parameter `name` names (its canonical name or an alias), case-insensitively. A kvik
+    /// setting wins over a Redis row of the same name.
+    pub fn lookup(name: &str) -> Option<Param> {
+        if let Some(s) = setting(name) {
+            return Some(Param::Kvik(s));
+        }
+        redis_params::REDIS_PARAMS
+            .iter()
+            .position(|p| {
+                p.name.eq_ignore_ascii_case(name)
+                    || p.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            })
+            .filter(|&i| !Self::shadowed(i))
+            .map(Param::Redis)
+    }
+
+    /// True if a kvik setting takes the place of Redis row `i` (by its name or an alias).
+    fn shadowed(i: usize) -> bool {
+        let p = &redis_params::REDIS_PARAMS[i];
+        std::iter::once(p.name)
+            .chain(p.aliases.iter().copied())
+            .any(|n| setting(n).is_some())
+    }
+
+    /// Every name CONFIG GET may list (aliases included, as Redis 7.0 lists them), with its
+    /// parameter.
+    pub fn all() -> impl Iterator<Item = (&'static str, Param)> {
+        let kvik = SETTINGS.iter().map(|s| (s.name, Param::Kvik(s)));
+        let redis = redis_params::REDIS_PARAMS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !Self::shadowed(*i))
+            .flat_map(|(i, p)| {
+                std::iter::once(p.name)
+                    .chain(p.aliases.iter().copied())
+                    .map(move |n| (n, Param::Redis(i)))
+            });
+        kvik.chain(redis)
+    }
+
+    /// The canonical name (two aliases of one parameter have the same).
+    pub fn name(self) -> &'static str {
+        match self {
+            Param::Kvik(s) => s.name,
+            Param::Redis(i) => redis_params::REDIS_PARAMS[i].name,
+        }
+    }
+
+    /// The built-in default.
+    pub fn default_value(self) -> &'static str {
+        match self {
+            Param::Kvik(s) => s.default,
+            Param::Redis(i) => redis_params::REDIS_PARAMS[i].default,
+        }
+    }
+
+    /// One line for `--help`.
+    pub fn help(self) -> String {
+        match self {
+            Param::Kvik(s) => s.help.to_string(),
+            Param::Redis(i) => format!(
+                "Redis parameter, stored with no effect: {}",
+                redis_params::REDIS_PARAMS[i].no_effect
+            ),
+        }
+    }
+
+    pub fn mutable(self) -> bool {
+        match self {
+            Param::Kvik(s) => s.mutable,
+            Param::Redis(i) => redis_params::REDIS_PARAMS[i].mutable,
+        }
+    }
+
+    /// The current value, in Redis's canonical form.
+    pub fn get(self, c: &Config) -> String {
+        match self {
+            Param::Kvik(s) => (s.get)(c),
+            Param::Redis(i) => c.redis_params.read()[i].clone(),
+        }
+    }
+
+    /// Checks and stores `value` (mutability is the caller's business: the config file may set
+    /// immutable parameters).
+    pub fn set(self, c: &Config, value: &str) -> Result<(), String> {
+        match self {
+            Param::Kvik(s) => (s.set)(c, value),
+            Param::Redis(i) => {
+                let v = redis_params::REDIS_PARAMS[i].kind.canonical(value)?;
+                c.redis_params.write()[i] = v;
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Default for Config {
     /// The built-in defaults of every setting.
     fn default() -> Config {
@@ -773,6 +885,12 @@ impl Default for Config {
             rtc_read: AtomicBool::new(true),
             cluster: Default::default(),
             pubsub: Default::default(),
+            redis_params: RwLock::new(
+                redis_params::REDIS_PARAMS
+                    .iter()
+                    .map(|p| p.default.to_string())
+                    .collect(),
+            ),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");
@@ -784,8 +902,8 @@ impl Default for Config {
 impl Config {
     /// Applies `name value` as read from a config file or the command line.
     pub fn apply(&self, name: &str, value: &str) -> Result<(), String> {
-        let s = setting(name).ok_or_else(|| format!("unknown setting '{name}'"))?;
-        (s.set)(self, value).map_err(|e| format!("'{name}': {e}"))
+        let p = Param::lookup(name).ok_or_else(|| format!("unknown setting '{name}'"))?;
+        p.set(self, value).map_err(|e| format!("'{name}': {e}"))
     }
 
     /// Applies a redis.conf-style file: one `name value ...` per line, `#` comments, quoted
@@ -893,7 +1011,7 @@ mod tests {
         );
         assert_eq!(
             (setting("client-output-buffer-limit").unwrap().get)(&c),
-            "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60"
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
         );
     }
 

@@ -1,10 +1,11 @@
 //! The kvik-server binary: `kvik-server [config-file] [--name value ...]`, as redis-server.
 
 use clap::{Arg, ArgAction, Command};
-use kvik_server::config::{Config, SETTINGS};
+use kvik_server::config::{Config, Param};
 use std::process::ExitCode;
 
-/// The command line is generated from the settings table: every setting is a `--name value` flag.
+/// The command line is generated from the parameter tables: every parameter (and alias) is a
+/// `--name value` flag.
 fn cli() -> Command {
     let mut cmd = Command::new("kvik-server")
         .version(env!("CARGO_PKG_VERSION"))
@@ -17,12 +18,12 @@ fn cli() -> Command {
                 .help("redis.conf-style file: one `name value` per line")
                 .value_name("CONFIG-FILE"),
         );
-    for s in SETTINGS {
+    for (name, p) in Param::all() {
         cmd = cmd.arg(
-            Arg::new(s.name)
-                .long(s.name)
+            Arg::new(name)
+                .long(name)
                 .value_name("VALUE")
-                .help(format!("{} [default: {:?}]", s.help, s.default))
+                .help(format!("{} [default: {:?}]", p.help(), p.default_value()))
                 .action(ArgAction::Set)
                 .allow_hyphen_values(true),
         );
@@ -40,9 +41,9 @@ fn load_config() -> Result<Config, String> {
             .load_file(&text)
             .map_err(|e| format!("config file {path}: {e}"))?;
     }
-    for s in SETTINGS {
-        if let Some(v) = matches.get_one::<String>(s.name) {
-            config.apply(s.name, v)?;
+    for (name, _) in Param::all() {
+        if let Some(v) = matches.get_one::<String>(name) {
+            config.apply(name, v)?;
         }
     }
     Ok(config)

@@ -8,7 +8,7 @@
 use super::ctx::{Args, CmdError, CmdResult, Ctx, Reply};
 use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
 use super::{table, CommandTable, Entry};
-use crate::config::{self, SETTINGS};
+use crate::config::{self, Param};
 use crate::stats::info;
 
 const LOADING_STALE: Flags = Flags::LOADING.union(Flags::STALE);
@@ -520,29 +520,31 @@ fn command_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 
 // ---- CONFIG -----------------------------------------------------------------------------------
 
-/// CONFIG GET pattern [pattern ...]: each matching setting once, as a map (RESP3) or a flat
-/// name/value array (RESP2).
+/// CONFIG GET pattern [pattern ...]: each matching parameter once (aliases are names of their
+/// own, as in Redis 7.0), as a map (RESP3) or a flat name/value array (RESP2). Patterns are
+/// globs matched without regard to case.
 fn config_get(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let patterns: Vec<Vec<u8>> = args[2..].iter().map(|p| p.to_ascii_lowercase()).collect();
-    let matching: Vec<&config::Setting> = SETTINGS
-        .iter()
-        .filter(|s| {
+    let patterns = &args[2..];
+    let matching: Vec<(&str, Param)> = Param::all()
+        .filter(|(name, _)| {
             patterns
                 .iter()
-                .any(|p| crate::glob::matches(p, s.name.as_bytes()))
+                .any(|p| crate::glob::matches_nocase(p, name.as_bytes()))
         })
         .collect();
     ctx.out.map(matching.len());
-    for s in matching {
-        ctx.out.bulk(s.name.as_bytes());
-        ctx.out.bulk((s.get)(&ctx.server.config).as_bytes());
+    for (name, p) in matching {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(p.get(&ctx.server.config).as_bytes());
     }
     Ok(())
 }
 
 /// CONFIG SET name value [name value ...]: all or nothing. Every name is checked (known,
 /// mutable, not repeated) and every value validated on a scratch configuration before the first
-/// one is applied, so a rejected call changes nothing.
+/// one is applied, so a rejected call changes nothing. As Redis 7.0: an alias and its
+/// parameter are not duplicates of each other (the last one wins); an unknown, immutable or
+/// repeated name is quoted as the client wrote it, a bad value's name in lowercase.
 fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(CmdError::syntax());
@@ -552,40 +554,41 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             "CONFIG SET failed (possibly related to argument '{name}') - {why}"
         ))
     };
-    let mut changes: Vec<(&config::Setting, String)> = Vec::new();
+    let mut changes: Vec<(Param, String, String)> = Vec::new();
     for pair in args[2..].chunks(2) {
-        let name = String::from_utf8_lossy(&pair[0]);
-        let Some(s) = config::setting(&name) else {
+        let name = String::from_utf8_lossy(&pair[0]).into_owned();
+        let Some(p) = Param::lookup(&name) else {
             return Err(CmdError::err(format_args!(
                 "Unknown option or number of arguments for CONFIG SET - '{name}'"
             )));
         };
-        if !s.mutable {
-            return Err(failed(s.name, "can't set immutable config"));
+        if !p.mutable() {
+            return Err(failed(&name, "can't set immutable config"));
         }
-        if changes.iter().any(|(c, _)| c.name == s.name) {
-            return Err(failed(s.name, "duplicate parameter"));
+        let lower = name.to_ascii_lowercase();
+        if changes.iter().any(|(_, n, _)| *n == lower) {
+            return Err(failed(&name, "duplicate parameter"));
         }
-        changes.push((s, String::from_utf8_lossy(&pair[1]).into_owned()));
+        changes.push((p, lower, String::from_utf8_lossy(&pair[1]).into_owned()));
     }
     let scratch = config::Config::default();
-    for (s, value) in &changes {
-        (s.set)(&scratch, value).map_err(|why| failed(s.name, &why))?;
+    for (p, name, value) in &changes {
+        p.set(&scratch, value).map_err(|why| failed(name, &why))?;
     }
     let config = &ctx.server.config;
-    let previous: Vec<String> = changes.iter().map(|(s, _)| (s.get)(config)).collect();
-    for (i, (s, value)) in changes.iter().enumerate() {
-        if let Err(why) = (s.set)(config, value) {
+    let previous: Vec<String> = changes.iter().map(|(p, _, _)| p.get(config)).collect();
+    for (i, (p, name, value)) in changes.iter().enumerate() {
+        if let Err(why) = p.set(config, value) {
             // Validated above, so only a setting whose check depends on the live state gets
             // here: put back what was already changed.
-            for ((s, _), old) in changes[..i].iter().zip(&previous) {
-                let _ = (s.set)(config, old);
+            for ((p, _, _), old) in changes[..i].iter().zip(&previous) {
+                let _ = p.set(config, old);
             }
-            return Err(failed(s.name, &why));
+            return Err(failed(name, &why));
         }
     }
-    for (s, _) in &changes {
-        ctx.server.config_changed(s.name);
+    for (p, _, _) in &changes {
+        ctx.server.config_changed(p.name());
     }
     ctx.out.ok();
     Ok(())

@@ -25,6 +25,7 @@ pub mod pubsub;
 pub mod run;
 pub mod script;
 pub mod set;
+pub mod sort;
 pub mod spec;
 pub mod stream;
 pub mod string;
@@ -218,6 +219,7 @@ pub fn table() -> &'static CommandTable {
             migrate::COMMANDS,
             pubsub::COMMANDS,
             script::COMMANDS,
+            sort::COMMANDS,
         ])
     })
 }

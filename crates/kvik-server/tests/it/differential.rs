@@ -191,6 +191,25 @@ const TEMPLATES: &[&str] = &[
     "PUBSUB NUMPAT",
     "PUBSUB CHANNELS",
     "PUBSUB SHARDNUMSUB K",
+    // SORT and SORT_RO (cmd/sort.rs), on their own keys l1 and l2: Redis's SORT turns a small
+    // sorted set's encoding into a skiplist, which OBJECT ENCODING of the main keys would show.
+    // Their elements are often the main keys' names, so BY / GET patterns find those keys (`*`:
+    // a string, `*->F`: a hash field). No ALPHA with a BY pattern: equal weights leave Redis's
+    // order to its unstable quicksort. BY nosort reads a set in Redis's hash order unless the
+    // result is STOREd (then Redis sorts it), so nosort always STOREs.
+    "RPUSH l1|l2 a b c {t}d",
+    "RPUSH l1|l2 V+",
+    "SADD l1|l2 a b c",
+    "ZADD l1|l2 SF+",
+    "DEL l1|l2",
+    "SORT l1|l2 ?DESC ?ALPHA",
+    "SORT_RO l1|l2 LIMIT I C ?DESC",
+    "SORT l1|l2 ALPHA LIMIT I C STORE K",
+    "SORT l1|l2 BY * ?DESC GET # GET *",
+    "SORT l1|l2 BY *->F LIMIT I C GET *->F",
+    "SORT l1|l2 BY nosort ?DESC LIMIT I C STORE l1|l2",
+    "SORT l1|l2 GET * STORE K",
+    "SORT_RO l1|l2 STORE K",
     // transactions (MULTI/EXEC/DISCARD are also injected around runs of commands)
     "WATCH K",
     "UNWATCH",

@@ -10,6 +10,7 @@ mod cache;
 mod cluster;
 mod cluster_clients;
 mod cluster_migration;
+mod config_sort;
 mod differential;
 mod durability;
 mod hashes;
