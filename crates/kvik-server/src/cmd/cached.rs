@@ -18,6 +18,7 @@ use crate::storage::encoding::Meta;
 use crate::storage::StorageError;
 use bytes::Bytes;
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 
 /// Why a command run in cache-only mode stopped without its normal reply.
 #[derive(Debug)]
@@ -53,6 +54,8 @@ pub trait KeyReads<'a> {
     /// The command's clock reading, in Unix ms.
     fn now_ms(&self) -> u64;
     fn db(&self) -> u16;
+    /// `proto-max-bulk-len`: the largest string a command may address (bit offsets).
+    fn max_bulk_len(&self) -> u64;
     /// A key's live record; counts a keyspace hit or miss (Redis's lookupKeyRead).
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
     /// A string key's value; WRONGTYPE for another kind.
@@ -71,6 +74,12 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     }
     fn db(&self) -> u16 {
         Ctx::db(self)
+    }
+    fn max_bulk_len(&self) -> u64 {
+        self.server
+            .config
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
     }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
         Ctx::lookup_read(self, key)
@@ -140,6 +149,12 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     }
     fn db(&self) -> u16 {
         self.session.db
+    }
+    fn max_bulk_len(&self) -> u64 {
+        self.server
+            .config
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
     }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, RtcError> {
         Ok(Some(self.hit(key)?.to_meta()))

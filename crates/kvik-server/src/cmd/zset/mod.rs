@@ -39,9 +39,12 @@
 //! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
 
 mod basic;
+mod geo;
 mod pop;
 pub mod range;
 mod setops;
+
+pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, Reply};
 use super::spec::{keys_after_count, numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
