@@ -94,6 +94,27 @@ fn hll_value(meta: Option<Meta>) -> Result<Option<Meta>, CmdError> {
     }
 }
 
+/// The keys of a multi-key PFCOUNT or PFMERGE, each checked and folded into the union's
+/// registers in argument order, so the first bad key gives the error (its type, then whether it
+/// is an HLL, then whether its registers decode), as Redis's loop does. Returns each key's
+/// record (`None` if absent) and the union's registers.
+#[allow(clippy::type_complexity)]
+fn union(
+    ctx: &Ctx<'_>,
+    keys: &[bytes::Bytes],
+) -> Result<(Vec<Option<Meta>>, Box<[u8; hll::REGISTERS]>), CmdError> {
+    let mut max = Box::new([0u8; hll::REGISTERS]);
+    let mut metas = Vec::with_capacity(keys.len());
+    for key in keys {
+        let meta = hll_value(ctx.lookup_read(key)?)?;
+        if let Some(m) = &meta {
+            hll::merge_registers(&m.value, &mut max)?;
+        }
+        metas.push(meta);
+    }
+    Ok((metas, max))
+}
+
 /// Stores `value` under `key` as a string with expiry `expire_at_ms`.
 fn store(ctx: &Ctx<'_>, key: &[u8], value: Vec<u8>, expire_at_ms: u64) -> CmdResult {
     let storage = ctx.storage();
@@ -123,14 +144,12 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn pfcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let keys = &args[1..];
     if keys.len() > 1 {
-        let mut values = Vec::with_capacity(keys.len());
-        for key in keys {
-            if let Some(m) = hll_value(ctx.lookup_read(key)?)? {
-                values.push(m.value);
-            }
+        let (_, max) = union(ctx, keys)?;
+        let mut histo = [0u32; 64];
+        for &r in max.iter() {
+            histo[usize::from(r)] += 1;
         }
-        let count = hll::pfcount_many(values.iter().map(|v| &v[..]))?;
-        ctx.out.int(count as i64);
+        ctx.out.int(hll::count_histogram(&histo) as i64);
         return Ok(());
     }
     let key = &keys[0];
@@ -151,15 +170,9 @@ fn pfcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn pfmerge(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let keys: Vec<&[u8]> = args[1..].iter().map(|k| &k[..]).collect();
     let _guard = ctx.storage().lock(ctx.db(), &keys);
-    // Every key is checked in argument order (the first bad one is the error), the destination
-    // first, as Redis's loop over argv[1..] does.
-    let dest = hll_value(ctx.lookup_read(keys[0])?)?;
-    let mut sources = Vec::with_capacity(keys.len() - 1);
-    for key in &keys[1..] {
-        if let Some(m) = hll_value(ctx.lookup_read(key)?)? {
-            sources.push(m.value);
-        }
-    }
+    let (mut values, _) = union(ctx, &args[1..])?;
+    let dest = values.remove(0);
+    let sources: Vec<Vec<u8>> = values.into_iter().flatten().map(|m| m.value).collect();
     let expire_at_ms = dest.as_ref().map_or(0, |m| m.expire_at_ms);
     let value = hll::pfmerge(
         dest.map(|m| m.value),
@@ -196,7 +209,7 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             }
         }
         b"decode" => match hll::decode_sparse(&meta.value)? {
-            Some(text) => ctx.out.simple(&text),
+            Some(text) => ctx.out.bulk(text.as_bytes()),
             None => return Err(CmdError::fixed("HLL encoding is not sparse")),
         },
         b"encoding" => ctx.out.simple(match hll::validate(&meta.value)? {

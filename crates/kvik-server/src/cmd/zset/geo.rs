@@ -14,10 +14,10 @@
 
 use super::range::ScoreRange as ZRange;
 use super::{basic, store_result, ZSet};
-use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
+use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx, Reply};
 use crate::cmd::spec::{collection_command, CommandSpec, Flags, Handler, KeySpec};
 use bytes::Bytes;
-use kvik_resp::{parse_i64, parse_redis_double};
+use kvik_resp::{parse_i64, parse_redis_double, Proto};
 use kvik_types::geo::{self, Search, Shape};
 
 const READ: Flags = Flags::READONLY;
@@ -152,6 +152,19 @@ fn position(z: &ZSet<'_, '_>, member: &[u8]) -> Result<Option<(f64, f64)>, CmdEr
     Ok(z.score(member)?.map(geo::decode_score))
 }
 
+/// A coordinate as Redis's `addReplyHumanLongDouble` sends it: a bulk string in RESP2, a double
+/// in RESP3, in both cases with [`geo::format_coordinate`]'s text.
+fn coordinate(out: &mut Reply, x: f64) {
+    let text = geo::format_coordinate(x);
+    if out.proto == Proto::Resp3 {
+        out.buf.push(b',');
+        out.buf.extend_from_slice(text.as_bytes());
+        out.buf.extend_from_slice(b"\r\n");
+    } else {
+        out.bulk(text.as_bytes());
+    }
+}
+
 // ---- GEOADD, GEOPOS, GEODIST, GEOHASH ---------------------------------------------------------
 
 /// GEOADD key [NX|XX] [CH] longitude latitude member [...]: ZADD with the options as given and
@@ -200,8 +213,8 @@ fn geopos(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         match p {
             Some((lon, lat)) => {
                 ctx.out.array(2);
-                ctx.out.bulk(geo::format_coordinate(lon).as_bytes());
-                ctx.out.bulk(geo::format_coordinate(lat).as_bytes());
+                coordinate(ctx.out, lon);
+                coordinate(ctx.out, lat);
             }
             None => ctx.out.null_array(),
         }
@@ -539,8 +552,8 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args, form: Form) -> CmdResult {
         }
         if q.with_coord {
             out.array(2);
-            out.bulk(geo::format_coordinate(f.hit.lon).as_bytes());
-            out.bulk(geo::format_coordinate(f.hit.lat).as_bytes());
+            coordinate(out, f.hit.lon);
+            coordinate(out, f.hit.lat);
         }
     }
     Ok(())
