@@ -9,6 +9,7 @@
 //! offer; its spec names the two instances (`.rtc(|c, a| get(c, a))` beside the worker
 //! handler `|c, a| get(c, a)`).
 
+use super::bitmap::segments::{self, BitValue};
 use super::ctx::{string_of_hit, Ctx, HashRead};
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
@@ -18,6 +19,7 @@ use crate::storage::encoding::Meta;
 use crate::storage::StorageError;
 use bytes::Bytes;
 use std::cell::Cell;
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 /// Why a command run in cache-only mode stopped without its normal reply.
@@ -60,6 +62,13 @@ pub trait KeyReads<'a> {
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
     /// A string key's value; WRONGTYPE for another kind.
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, Self::Error>;
+    /// A string's bytes for a bit command: inline, or the segments of a segmented bitmap that
+    /// cover the byte ranges `spans` (all of it for `None`); WRONGTYPE for another kind.
+    fn read_bits(
+        &self,
+        key: &[u8],
+        spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue>, Self::Error>;
     /// A hash (cached whole when small); WRONGTYPE for another kind.
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
 }
@@ -86,6 +95,13 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
         Ctx::read_string(self, key)
+    }
+    fn read_bits(
+        &self,
+        key: &[u8],
+        spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue>, CmdError> {
+        segments::read(self, key, spans)
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         Ctx::read_hash(self, key)
@@ -161,6 +177,14 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, RtcError> {
         Ok(Some(string_of_hit(self.hit(key)?)?))
+    }
+    /// The cache holds inline strings only: a segmented bitmap is always a miss.
+    fn read_bits(
+        &self,
+        key: &[u8],
+        _spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue>, RtcError> {
+        Ok(Some(BitValue::Inline(string_of_hit(self.hit(key)?)?)))
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
         Ok(HashRead::of_hit(self.hit(key)?)?)

@@ -83,9 +83,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// A key's bytes as an HLL, in Redis's check order: absent is `None`, another kind is the
 /// generic WRONGTYPE, a string that is not an HLL is HLL's WRONGTYPE.
-fn hll_value(meta: Option<Meta>) -> Result<Option<Meta>, CmdError> {
+fn hll_value(ctx: &Ctx<'_>, key: &[u8], meta: Option<Meta>) -> Result<Option<Meta>, CmdError> {
     match meta {
         None => Ok(None),
+        // A segmented bitmap is a string too: read whole, it is checked like any other.
+        Some(m) if m.kind == Kind::Bitmap => {
+            let value = ctx.bitmap_string(key, &m)?;
+            hll::validate(&value)?;
+            Ok(Some(Meta::string(value, m.expire_at_ms)))
+        }
         Some(m) if m.kind != Kind::String => Err(CmdError::wrong_type()),
         Some(m) => {
             hll::validate(&m.value)?;
@@ -106,7 +112,7 @@ fn union(
     let mut max = Box::new([0u8; hll::REGISTERS]);
     let mut metas = Vec::with_capacity(keys.len());
     for key in keys {
-        let meta = hll_value(ctx.lookup_read(key)?)?;
+        let meta = hll_value(ctx, key, ctx.lookup_read(key)?)?;
         if let Some(m) = &meta {
             hll::merge_registers(&m.value, &mut max)?;
         }
@@ -128,7 +134,7 @@ fn store(ctx: &Ctx<'_>, key: &[u8], value: Vec<u8>, expire_at_ms: u64) -> CmdRes
 fn pfadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let key = &args[1];
     let _guard = ctx.storage().lock(ctx.db(), &[key]);
-    let current = hll_value(ctx.lookup_write(key)?)?;
+    let current = hll_value(ctx, key, ctx.lookup_write(key)?)?;
     let expire_at_ms = current.as_ref().map_or(0, |m| m.expire_at_ms);
     let elements = args[2..].iter().map(|e| &e[..]);
     let (value, changed) = hll::pfadd(current.map(|m| m.value), elements, SPARSE_MAX_BYTES)?;
@@ -154,7 +160,7 @@ fn pfcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let key = &keys[0];
     let _guard = ctx.storage().lock(ctx.db(), &[key]);
-    let Some(mut meta) = hll_value(ctx.lookup_read(key)?)? else {
+    let Some(mut meta) = hll_value(ctx, key, ctx.lookup_read(key)?)? else {
         ctx.out.int(0);
         return Ok(());
     };
@@ -189,7 +195,7 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let sub = args[1].to_ascii_lowercase();
     let key = &args[2];
     let _guard = ctx.storage().lock(ctx.db(), &[key]);
-    let Some(mut meta) = hll_value(ctx.lookup_write(key)?)? else {
+    let Some(mut meta) = hll_value(ctx, key, ctx.lookup_write(key)?)? else {
         return Err(CmdError::fixed("The specified key does not exist"));
     };
     let densify = |ctx: &Ctx<'_>, meta: &mut Meta| -> Result<bool, CmdError> {

@@ -228,9 +228,16 @@ impl<'a> Reader<'a> {
 }
 
 fn kind_from_byte(b: u8) -> Option<Kind> {
-    [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
-        .into_iter()
-        .find(|k| *k as u8 == b)
+    [
+        Kind::String,
+        Kind::Hash,
+        Kind::List,
+        Kind::Set,
+        Kind::ZSet,
+        Kind::Bitmap,
+    ]
+    .into_iter()
+    .find(|k| *k as u8 == b)
 }
 
 /// Checks and decodes a payload into a record with no expiry and version 0.
@@ -260,8 +267,9 @@ pub fn decode_payload(payload: &[u8]) -> Result<KeyRecord, PayloadError> {
     let data = r.entries()?;
     let score = r.entries()?;
     let want_score = if kind == Kind::ZSet { len } else { 0 };
-    if !r.buf.is_empty() || len == 0 || data.len() as u64 != len || score.len() as u64 != want_score
-    {
+    // A segmented bitmap's length is its byte length; it stores only its non-zero segments.
+    let entries_ok = kind == Kind::Bitmap || data.len() as u64 == len;
+    if !r.buf.is_empty() || len == 0 || !entries_ok || score.len() as u64 != want_score {
         return Err(PayloadError::BadFormat);
     }
     let mut meta = Meta::collection(kind, 0, 0);

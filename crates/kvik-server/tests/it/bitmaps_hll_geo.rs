@@ -127,6 +127,66 @@ const SCRIPT: &[&str] = &[
     "GETBIT b 107",
     "SETRANGE b 1 AB",
     "BITCOUNT b",
+    // ---- segmented bitmaps (past 16 KiB): every string command reads them as Redis's string
+    "SETBIT small 131071 1",
+    "STRLEN small",
+    "SETBIT small 131072 1",
+    "STRLEN small",
+    "GET small",
+    "SETBIT big 300000 1",
+    "SETBIT big 7 1",
+    "SETBIT big 40000 1",
+    "SETBIT big 40000 0",
+    "GET big",
+    "STRLEN big",
+    "TYPE big",
+    "OBJECT ENCODING big",
+    "BITCOUNT big",
+    "BITCOUNT big 1 -1",
+    "BITCOUNT big 299000 300001 BIT",
+    "BITPOS big 1 1",
+    "BITPOS big 0 0 -1",
+    "GETBIT big 300000",
+    "GETBIT big 300001",
+    "GETBIT big 9999999",
+    "GETRANGE big 37499 37510",
+    "GETRANGE big -3 -1",
+    "SETRANGE big 37000 hello",
+    "GETRANGE big 36998 37006",
+    "BITFIELD big SET u8 #40000 255 GET u16 #20000 INCRBY i32 #5000 -7",
+    "BITFIELD big OVERFLOW FAIL INCRBY u8 #40000 1",
+    "BITFIELD_RO big GET u8 #40000 GET i32 #5000 GET u4 0",
+    "BITOP OR big2 big s",
+    "GET big2",
+    "BITOP NOT big3 big",
+    "BITCOUNT big3",
+    "BITOP AND big3 big nokey",
+    "GET big3",
+    "MGET big big2 nokey s",
+    "APPEND big xyz",
+    "STRLEN big",
+    "GET big",
+    "SETBIT big5 150000 1",
+    "INCR big5",
+    "INCRBYFLOAT big5 1",
+    "PFADD big5 a",
+    "PFCOUNT big5",
+    "LPUSH big5 a",
+    "GETDEL big5",
+    "EXISTS big5",
+    "SETBIT big6 150000 1",
+    "GETSET big6 x",
+    "GET big6",
+    "SETBIT big7 150000 1",
+    "SET big7 y GET",
+    "SETBIT big8 150000 1",
+    "GETEX big8 PERSIST",
+    "RENAME big big9",
+    "GET big9",
+    "COPY big9 big10",
+    "BITCOUNT big10",
+    "SET big9 plain",
+    "GET big9",
     // ---- HyperLogLog
     "PFADD h a b c d e f g",
     "PFADD h a",
@@ -429,6 +489,76 @@ fn a_geo_index_is_a_sorted_set() {
     );
     assert_eq!(stored, 1);
     assert_eq!(q::<String>(&mut c, &["TYPE", "dst"]), "zset");
+}
+
+#[test]
+fn setbit_far_out_writes_one_segment_and_del_is_constant() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    assert_eq!(q::<i64>(&mut c, &["SETBIT", "big", "4294967295", "1"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["GETBIT", "big", "4294967295"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["GETBIT", "big", "4294967294"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "big"]), 1 << 29);
+    assert_eq!(q::<String>(&mut c, &["TYPE", "big"]), "string");
+    assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "big"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["BITPOS", "big", "1"]), 4294967295);
+    assert_eq!(q::<i64>(&mut c, &["SETBIT", "big", "0", "1"]), 0);
+    // What is stored is two segments and the meta record: DUMP exports exactly that
+    // (type-blind), a few KiB instead of 512 MB.
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("big").query(&mut c).unwrap();
+    assert!(dump.len() < 3 * 4096, "DUMP is {} bytes", dump.len());
+    // RESTORE, COPY and RENAME carry the segments; each copy reads the same.
+    redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(&dump)
+        .query::<()>(&mut c)
+        .unwrap();
+    q::<i64>(&mut c, &["COPY", "restored", "copied"]);
+    q::<()>(&mut c, &["RENAME", "copied", "renamed"]);
+    for key in ["restored", "renamed"] {
+        assert_eq!(q::<i64>(&mut c, &["BITCOUNT", key]), 2, "{key}");
+        assert_eq!(q::<i64>(&mut c, &["GETBIT", key, "4294967295"]), 1, "{key}");
+        assert_eq!(q::<i64>(&mut c, &["STRLEN", key]), 1 << 29, "{key}");
+    }
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 3);
+    // DEL replaces the meta record only (the segments are garbage of a dead version).
+    assert_eq!(q::<i64>(&mut c, &["DEL", "big", "restored", "renamed"]), 3);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "big"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0);
+    // A new bitmap under the same name does not see the old segments.
+    assert_eq!(q::<i64>(&mut c, &["SETBIT", "big", "4294967295", "0"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "big"]), 0);
+}
+
+#[test]
+fn segmented_bitmaps_expire_and_touch_watchers() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let mut other = srv.client();
+    q::<i64>(&mut c, &["SETBIT", "b", "1000000", "1"]);
+    q::<i64>(&mut c, &["EXPIRE", "b", "1000"]);
+    q::<i64>(&mut c, &["SETBIT", "b", "5", "1"]);
+    assert!(q::<i64>(&mut c, &["TTL", "b"]) > 0, "SETBIT keeps the TTL");
+    q::<()>(&mut c, &["WATCH", "b"]);
+    q::<i64>(&mut other, &["SETBIT", "b", "6", "1"]);
+    q::<()>(&mut c, &["MULTI"]);
+    q::<()>(&mut c, &["PING"]);
+    assert_eq!(
+        qv(&mut c, &["EXEC"]),
+        redis::Value::Nil,
+        "WATCH saw the SETBIT"
+    );
+    q::<i64>(&mut c, &["PEXPIRE", "b", "50"]);
+    assert!(eventually(Duration::from_secs(10), || {
+        q::<i64>(&mut c, &["EXISTS", "b"]) == 0
+    }));
+    assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "b"]), 0);
+    let scanned: (String, Vec<String>) = q(&mut c, &["SCAN", "0", "TYPE", "string"]);
+    assert!(scanned.1.is_empty());
+    q::<i64>(&mut c, &["SETBIT", "b2", "1000000", "1"]);
+    let scanned: (String, Vec<String>) = q(&mut c, &["SCAN", "0", "TYPE", "string"]);
+    assert_eq!(scanned.1, ["b2"]);
 }
 
 #[test]

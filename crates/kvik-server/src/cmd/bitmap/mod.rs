@@ -1,16 +1,14 @@
 //! Bitmap commands: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO (Redis's `bitmap`
 //! group).
 //!
-//! A bitmap is a Redis string: the bit algorithms (`kvik_types::bits`) run over the string's
-//! bytes, so GET, APPEND, SETRANGE, DUMP and the rest see exactly what Redis would. Writes go
-//! through the string family's read-modify-write helper ([`modify_string`]: the key's lock, the
-//! expiry kept, WRONGTYPE for other kinds); reads that need only the value (GETBIT, BITCOUNT,
-//! BITPOS, BITFIELD_RO) are written once over [`KeyReads`], so the hot cache answers them on
-//! the I/O thread when it holds the key.
-//!
-//! The value is still one inline string (not yet the segmented layout issue 17 asks for): a
-//! SETBIT far out allocates and writes the whole string up to that offset, as Redis does in
-//! memory, bounded by `proto-max-bulk-len`.
+//! A bitmap is a Redis string: the bit algorithms (`kvik_types::bits`) run over its bytes, so
+//! GET, APPEND, SETRANGE, DUMP and the rest see exactly what Redis would. A short one is an
+//! inline string; one that a bit write grows past `BITMAP_INLINE_MAX` is stored in segments
+//! ([`segments`]; layout in `storage/encoding.rs`), so SETBIT far out writes one segment.
+//! Writes go through [`segments::write_bits`] (the key's lock, the expiry kept, WRONGTYPE for
+//! other kinds, only changed segments written); reads that need only the value (GETBIT,
+//! BITCOUNT, BITPOS, BITFIELD_RO) are written once over [`KeyReads`], so the hot cache answers
+//! them on the I/O thread when it holds the (inline) key, and load only the segments they read.
 //!
 //! Argument order follows Redis 7.0 where it decides the error: SETBIT and GETBIT parse the
 //! offset before the key is looked up; BITCOUNT looks the key up first (a missing key is 0
@@ -20,10 +18,12 @@
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, CommandSpec, Flags, Handler, KeySpec};
-use super::string::modify_string;
-use crate::storage::encoding::Meta;
 use crate::storage::Batch;
 use kvik_types::bits::{self, count, field, op, BitRead};
+use segments::{write_bits, Store};
+use std::ops::Range;
+
+pub mod segments;
 
 const READ: Flags = Flags::READONLY;
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
@@ -108,10 +108,10 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         .load(std::sync::atomic::Ordering::Relaxed);
     let offset = bits::parse_offset(&args[2], None, max)?;
     let on = bits::parse_bit_value(&args[3])?;
-    let old = modify_string(ctx, &args[1], |value| {
-        let mut value = value.unwrap_or_default();
-        let old = bits::setbit(&mut value, offset, on);
-        Ok((Some(value), old))
+    let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
+    let byte = offset >> 3;
+    let old = write_bits(ctx, &args[1], &[byte..byte + 1], Store::Always, |v, _| {
+        bits::setbit(v, offset, on)
     })?;
     ctx.out.int(i64::from(old));
     Ok(())
@@ -120,8 +120,9 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// GETBIT key offset: 0 past the end or for a missing key.
 fn getbit<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let offset = bits::parse_offset(&args[2], None, ctx.max_bulk_len()).map_err(CmdError::from)?;
-    let bit = match ctx.read_string(&args[1])? {
-        Some(v) => bits::getbit(&v[..], offset),
+    let byte = offset >> 3;
+    let bit = match ctx.read_bits(&args[1], Some(&[byte..byte + 1]))? {
+        Some(v) => bits::getbit(&v, offset),
         None => 0,
     };
     ctx.out().int(i64::from(bit));
@@ -130,12 +131,12 @@ fn getbit<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error>
 
 /// BITCOUNT key [start end [BYTE|BIT]]
 fn bitcount<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
-    let Some(value) = ctx.read_string(&args[1])? else {
+    let Some(value) = ctx.read_bits(&args[1], None)? else {
         ctx.out().int(0);
         return Ok(());
     };
     let range = count::parse_bitcount_args(&rest(args, 2)).map_err(CmdError::from)?;
-    let n = count::bitcount(&value[..], range);
+    let n = count::bitcount(&value, range);
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -143,12 +144,12 @@ fn bitcount<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Erro
 /// BITPOS key bit [start [end [BYTE|BIT]]]
 fn bitpos<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let bit = count::parse_bitpos_bit(&args[2]).map_err(CmdError::from)?;
-    let Some(value) = ctx.read_string(&args[1])? else {
+    let Some(value) = ctx.read_bits(&args[1], None)? else {
         ctx.out().int(count::bitpos_missing(bit));
         return Ok(());
     };
     let range = count::parse_bitpos_args(&rest(args, 3)).map_err(CmdError::from)?;
-    let pos = count::bitpos(&value[..], bit, range);
+    let pos = count::bitpos(&value, bit, range);
     ctx.out().int(pos);
     Ok(())
 }
@@ -163,24 +164,34 @@ fn bitop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let _guard = storage.lock(ctx.db(), &keys);
     let mut values = Vec::with_capacity(keys.len() - 1);
     for key in &keys[1..] {
-        values.push(ctx.read_string(key)?.map_or_else(Vec::new, |v| v.to_vec()));
+        values.push(ctx.read_bits(key, None)?);
     }
-    let sources: Vec<&dyn BitRead> = values.iter().map(|v| v as &dyn BitRead).collect();
-    let result = op::bitop_to_vec(operation, &sources);
-    let len = result.len();
-    let mut batch = Batch::default();
-    if result.is_empty() {
-        if ctx.lookup_write(dest)?.is_none() {
-            ctx.out.int(0);
-            return Ok(());
+    let empty = segments::BitValue::Inline(bytes::Bytes::new());
+    let sources: Vec<&dyn BitRead> = values
+        .iter()
+        .map(|v| v.as_ref().unwrap_or(&empty) as &dyn BitRead)
+        .collect();
+    let len = sources.iter().map(|s| s.byte_len()).max().unwrap_or(0);
+    if len == 0 {
+        if ctx.lookup_write(dest)?.is_some() {
+            let mut batch = Batch::default();
+            batch.delete_meta(storage, ctx.db(), dest);
+            storage.commit(batch)?;
         }
-        batch.delete_meta(storage, ctx.db(), dest);
     } else {
-        batch.put_meta(storage, ctx.db(), dest, &Meta::string(result, 0));
+        segments::store_new(ctx, dest, len, |sink| {
+            op::bitop(operation, &sources, sink);
+        })?;
     }
-    storage.commit(batch)?;
     ctx.out.int(len as i64);
     Ok(())
+}
+
+/// The byte ranges BITFIELD's operations read or write.
+fn field_spans(ops: &[field::FieldOp]) -> Vec<Range<u64>> {
+    ops.iter()
+        .map(|op| (op.offset >> 3)..((op.offset + u64::from(op.ty.bits) - 1) >> 3) + 1)
+        .collect()
 }
 
 /// Writes BITFIELD's replies: an integer per operation, nil for one OVERFLOW FAIL refused.
@@ -203,14 +214,14 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if field::is_read_only(&ops) {
         return bitfield_read(ctx, args, &ops);
     }
-    let replies = modify_string(ctx, &args[1], |value| {
-        let created = value.is_none();
-        let mut value = value.unwrap_or_default();
-        let before = value.clone();
-        let applied = field::apply(&mut value, created, &ops);
-        let store = created || value != before;
-        Ok((store.then_some(value), applied.replies))
-    })?;
+    let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
+    let replies = write_bits(
+        ctx,
+        &args[1],
+        &field_spans(&ops),
+        Store::IfChanged,
+        |v, created| field::apply(v, created, &ops).replies,
+    )?;
     reply_fields(ctx.out, &replies);
     Ok(())
 }
@@ -227,8 +238,10 @@ fn bitfield_read<'a, C: KeyReads<'a>>(
     args: &Args,
     ops: &[field::FieldOp],
 ) -> Result<(), C::Error> {
-    let value = ctx.read_string(&args[1])?.unwrap_or_default();
-    let replies = field::read(&value[..], ops);
+    let replies = match ctx.read_bits(&args[1], Some(&field_spans(ops)))? {
+        Some(value) => field::read(&value, ops),
+        None => field::read(&[][..], ops),
+    };
     reply_fields(ctx.out(), &replies);
     Ok(())
 }
