@@ -86,10 +86,16 @@ pub fn load(
     store.len = meta.len;
     let coll = Coll::new(db, key, meta);
     let whole = [0..meta.len];
+    // Segments past the value's end do not exist; one that holds its end may also hold the
+    // first bytes past it that a write grows into, so spans are cut at segments, not bytes.
+    let Some((_, last_stored)) = segments_of(&(0..meta.len)) else {
+        return Ok(store);
+    };
     for span in spans.unwrap_or(&whole) {
-        let clamped = span.start.min(meta.len)..span.end.min(meta.len);
-        if let Some((first, last)) = segments_of(&clamped) {
-            load_segments(view, &coll, &mut store, first, last)?;
+        if let Some((first, last)) = segments_of(span) {
+            if first <= last_stored {
+                load_segments(view, &coll, &mut store, first, last.min(last_stored))?;
+            }
         }
     }
     Ok(store)
@@ -172,11 +178,13 @@ pub fn write_bits<R>(
             let (bytes, expire_at_ms) =
                 current.map_or((Vec::new(), 0), |m| (m.value, m.expire_at_ms));
             if (bytes.len() as u64).max(needed) <= BITMAP_INLINE_MAX {
-                let mut bytes_after = bytes.clone();
-                let result = f(&mut bytes_after, created);
-                if store == Store::Always || created || bytes_after != bytes {
+                // Only a conditional store needs the bytes before, to compare.
+                let before = (store == Store::IfChanged && !created).then(|| bytes.clone());
+                let mut bytes = bytes;
+                let result = f(&mut bytes, created);
+                if store == Store::Always || created || before.as_ref() != Some(&bytes) {
                     let mut batch = Batch::default();
-                    batch.put_meta(storage, db, key, &Meta::string(bytes_after, expire_at_ms));
+                    batch.put_meta(storage, db, key, &Meta::string(bytes, expire_at_ms));
                     storage.commit(batch)?;
                 }
                 return Ok(result);
