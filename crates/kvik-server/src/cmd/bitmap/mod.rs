@@ -110,9 +110,14 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let on = bits::parse_bit_value(&args[3])?;
     let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
     let byte = offset >> 3;
-    let old = write_bits(ctx, &args[1], &[byte..byte + 1], Store::Always, |v, _| {
-        bits::setbit(v, offset, on)
-    })?;
+    let span = byte..byte + 1;
+    let old = write_bits(
+        ctx,
+        &args[1],
+        std::slice::from_ref(&span),
+        Store::Always,
+        |v, _| bits::setbit(v, offset, on),
+    )?;
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -121,7 +126,8 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn getbit<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let offset = bits::parse_offset(&args[2], None, ctx.max_bulk_len()).map_err(CmdError::from)?;
     let byte = offset >> 3;
-    let bit = match ctx.read_bits(&args[1], Some(&[byte..byte + 1]))? {
+    let span = byte..byte + 1;
+    let bit = match ctx.read_bits(&args[1], Some(std::slice::from_ref(&span)))? {
         Some(v) => bits::getbit(&v, offset),
         None => 0,
     };

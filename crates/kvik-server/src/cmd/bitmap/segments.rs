@@ -85,13 +85,13 @@ pub fn load(
     let mut store = Segmented::new(BITMAP_SEGMENT_LEN);
     store.len = meta.len;
     let coll = Coll::new(db, key, meta);
-    let whole = [0..meta.len];
+    let whole = 0..meta.len;
     // Segments past the value's end do not exist; one that holds its end may also hold the
     // first bytes past it that a write grows into, so spans are cut at segments, not bytes.
     let Some((_, last_stored)) = segments_of(&(0..meta.len)) else {
         return Ok(store);
     };
-    for span in spans.unwrap_or(&whole) {
+    for span in spans.unwrap_or(std::slice::from_ref(&whole)) {
         if let Some((first, last)) = segments_of(span) {
             if first <= last_stored {
                 load_segments(view, &coll, &mut store, first, last.min(last_stored))?;
