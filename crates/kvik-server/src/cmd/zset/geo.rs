@@ -86,7 +86,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         SEARCH_COMPLEXITY,
     ),
     g("georadiusbymember", -5, WRITE_OOM, KeySpec::ONE, georadiusbymember, ACL_WRITE)
-        .movable(radius_keys)
+        .movable(by_member_keys)
         .doc(
             "Queries a geospatial index for members within a distance from a member, optionally stores the result.",
             "3.2.0",
@@ -105,24 +105,27 @@ const ERR_ANY: CmdError = CmdError::fixed("the ANY argument requires COUNT argum
 const ERR_RADIUS_NEGATIVE: CmdError = CmdError::fixed("radius cannot be negative");
 const ERR_BOX_NEGATIVE: CmdError = CmdError::fixed("height or width cannot be negative");
 
-/// GEORADIUS and GEORADIUSBYMEMBER's keys: the source, and the key after the last STORE or
-/// STOREDIST (Redis's `georadiusGetKeys`).
-fn radius_keys(args: &Args) -> Vec<usize> {
+/// GEORADIUS and GEORADIUSBYMEMBER's keys as Redis 7.0's key specs find them: the source, then
+/// the key after the first STORE and the key after the first STOREDIST at or after `from` (the
+/// first option's position).
+fn store_keys(args: &Args, from: usize) -> Vec<usize> {
     let mut keys = vec![1];
-    let mut store = None;
-    let mut i = 5;
-    while i < args.len() {
-        let a = &args[i];
-        if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
-            && i + 1 < args.len()
-        {
-            store = Some(i + 1);
-            i += 1;
-        }
-        i += 1;
+    for keyword in [&b"store"[..], b"storedist"] {
+        let found =
+            (from..args.len().saturating_sub(1)).find(|&i| args[i].eq_ignore_ascii_case(keyword));
+        keys.extend(found.map(|i| i + 1));
     }
-    keys.extend(store);
     keys
+}
+
+/// GEORADIUS key lon lat radius unit [options]: options from index 6.
+fn radius_keys(args: &Args) -> Vec<usize> {
+    store_keys(args, 6)
+}
+
+/// GEORADIUSBYMEMBER key member radius unit [options]: options from index 5.
+fn by_member_keys(args: &Args) -> Vec<usize> {
+    store_keys(args, 5)
 }
 
 /// A float argument with Redis's `getDoubleFromObjectOrReply` rules and its error message.
@@ -477,11 +480,21 @@ fn find(z: &ZSet<'_, '_>, search: &Search, limit: u64) -> Result<Vec<Found>, Cmd
 /// The body of every search command.
 fn search_generic(ctx: &mut Ctx<'_>, args: &Args, form: Form) -> CmdResult {
     let storage = ctx.storage();
-    // A command that may store locks its keys first (source and destination), so the result
-    // it writes is computed from the state it locked.
+    // A command that may store locks its keys first (the source and every argument after a
+    // STORE or STOREDIST: the last one given is the destination), so the result it writes is
+    // computed from the state it locked.
     let lock_keys: Vec<&[u8]> = match form {
         Form::SearchStore => vec![&args[1], &args[2]],
-        _ if form.may_store() => radius_keys(args).iter().map(|&i| &args[i][..]).collect(),
+        Form::Radius { store: true } | Form::ByMember { store: true } => {
+            let mut keys = vec![&args[1][..]];
+            for i in 2..args.len() - 1 {
+                let a = &args[i];
+                if a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist") {
+                    keys.push(&args[i + 1]);
+                }
+            }
+            keys
+        }
         _ => Vec::new(),
     };
     let _guard = (!lock_keys.is_empty()).then(|| storage.lock(ctx.db(), &lock_keys));
