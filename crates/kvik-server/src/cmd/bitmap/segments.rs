@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 
 const SEG: u64 = BITMAP_SEGMENT_LEN as u64;
+/// Up to this many segments are read with point reads (a multi-get), more with an iterator.
+const POINT_READS_MAX: u64 = 16;
 
 /// A string's bytes as the bit algorithms read them: inline, or the loaded part of a
 /// segmented bitmap.
@@ -91,11 +93,29 @@ pub fn load(
     let Some((_, last_stored)) = segments_of(&(0..meta.len)) else {
         return Ok(store);
     };
-    for span in spans.unwrap_or(std::slice::from_ref(&whole)) {
-        if let Some((first, last)) = segments_of(span) {
-            if first <= last_stored {
-                load_segments(view, &coll, &mut store, first, last.min(last_stored))?;
+    let ranges: Vec<(u64, u64)> = spans
+        .unwrap_or(std::slice::from_ref(&whole))
+        .iter()
+        .filter_map(segments_of)
+        .filter(|&(first, _)| first <= last_stored)
+        .map(|(first, last)| (first, last.min(last_stored)))
+        .collect();
+    let count: u64 = ranges.iter().map(|(f, l)| l - f + 1).sum();
+    if spans.is_some() && count <= POINT_READS_MAX {
+        // A few segments (SETBIT, GETBIT, BITFIELD): point reads, cheaper than an iterator.
+        let indexes: Vec<[u8; 8]> = ranges
+            .iter()
+            .flat_map(|&(f, l)| (f..=l).map(u64::to_be_bytes))
+            .collect();
+        for (index, value) in indexes.iter().zip(view.get_members(&coll, &indexes)?) {
+            if let Some(mut bytes) = value {
+                bytes.resize(BITMAP_SEGMENT_LEN, 0);
+                store.segments.insert(u64::from_be_bytes(*index), bytes);
             }
+        }
+    } else {
+        for (first, last) in ranges {
+            load_segments(view, &coll, &mut store, first, last)?;
         }
     }
     Ok(store)
