@@ -610,7 +610,7 @@ mod tests {
     }
 
     #[test]
-    fn radius_keys_take_the_last_store() {
+    fn store_keys_follow_the_key_specs() {
         let a = args(&[
             "georadius",
             "k",
@@ -623,8 +623,10 @@ mod tests {
             "storedist",
             "y",
         ]);
-        assert_eq!(radius_keys(&a), vec![1, 9]);
+        assert_eq!(radius_keys(&a), vec![1, 7, 9]);
         let a = args(&["georadius", "k", "1", "2", "3", "m", "STORE"]);
         assert_eq!(radius_keys(&a), vec![1]);
+        let a = args(&["georadiusbymember", "k", "m", "3", "km", "storedist", "d"]);
+        assert_eq!(by_member_keys(&a), vec![1, 6]);
     }
 }

@@ -36,7 +36,8 @@
 //!
 //! Modules: `range` parses score and lex intervals, `basic` holds the single-key commands
 //! (ZADD ... ZREMRANGEBYLEX, ZSCAN), `pop` the popping and random commands (ZPOPMIN ... BZMPOP,
-//! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
+//! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD; `geo` the geo
+//! commands, which are sorted-set commands over geohash scores.
 
 mod basic;
 mod geo;
