@@ -54,6 +54,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/cluster_slots.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/collections.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/scale.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/pubsub.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -66,6 +67,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/cluster_slots.sh
 	$(BENCH_LOCK) bash bench/collections.sh
 	$(BENCH_LOCK) bash bench/scale.sh
+	$(BENCH_LOCK) bash bench/pubsub.sh
 
 clean-data:
 	rm -rf ./kvik-data

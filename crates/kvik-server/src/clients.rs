@@ -33,6 +33,11 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     /// The owning I/O thread, to wake it after setting `killed`.
     pub io: Arc<dyn ClientIo>,
+    /// Pub/sub messages published to this client, not yet in its output buffer.
+    pub mailbox: crate::pubsub::mailbox::Mailbox,
+    /// Its subscription counts (CLIENT LIST; the `pubsub` output limit class applies while any
+    /// is non-zero).
+    pub subs: crate::pubsub::mailbox::SubCounts,
 }
 
 /// What commands on any thread may ask of a client's I/O thread (implemented by the network
@@ -42,6 +47,8 @@ pub trait ClientIo: Send + Sync + std::fmt::Debug {
     fn notify_kill(&self, id: u64);
     /// The reply of blocked client `id`'s command: its I/O thread un-parks it.
     fn notify_unblocked(&self, id: u64, reply: Vec<u8>);
+    /// Client `id`'s mailbox got messages: its I/O thread moves them to its output.
+    fn notify_pubsub(&self, id: u64);
     /// Wakes the I/O thread so it re-checks shared state (shutdown).
     fn wake(&self);
 }

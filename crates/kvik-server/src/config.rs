@@ -68,6 +68,9 @@ pub struct Config {
     pub rtc_read: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
+    /// `notify-keyspace-events` and the pubsub output hard limit, shared with the pub/sub
+    /// registry (see `crate::pubsub`).
+    pub pubsub: std::sync::Arc<crate::pubsub::PubSubSettings>,
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -453,7 +456,21 @@ pub static SETTINGS: &[Setting] = &[
         get: |c| show_output_limits(&c.client_output_buffer_limit.read()),
         set: |c, v| {
             let current = *c.client_output_buffer_limit.read();
-            *c.client_output_buffer_limit.write() = parse_output_limits(v, current)?;
+            let limits = parse_output_limits(v, current)?;
+            *c.client_output_buffer_limit.write() = limits;
+            c.pubsub.hard_limit.store(limits[2].hard, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "notify-keyspace-events",
+        default: "",
+        mutable: true,
+        help: "keyspace event classes to publish (Redis's letters: K E g $ l s h z x e t m d n A)",
+        get: |c| crate::pubsub::notify::render_flags(c.pubsub.notify_flags()),
+        set: |c, v| {
+            let flags = crate::pubsub::notify::parse_flags(v)?;
+            c.pubsub.notify.store(flags.bits(), Relaxed);
             Ok(())
         },
     },
@@ -735,6 +752,7 @@ impl Default for Config {
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
             cluster: Default::default(),
+            pubsub: Default::default(),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");

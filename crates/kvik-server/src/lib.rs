@@ -32,6 +32,7 @@ pub use kvik_types::glob;
 pub mod logging;
 pub mod net;
 pub mod pool;
+pub mod pubsub;
 pub mod reply;
 pub mod server;
 pub mod session;

@@ -40,6 +40,9 @@ pub struct Server {
     pub watches: Arc<crate::watch::WatchRegistry>,
     /// Clients blocked on keys (BLPOP & co.; an observer of the storage's writes).
     pub blocking: Arc<crate::blocking::Blocking>,
+    /// Pub/sub subscriptions and delivery (also an observer of the storage's writes, for the
+    /// `expired` and `new` keyspace events).
+    pub pubsub: Arc<crate::pubsub::PubSub>,
     shutting_down: AtomicBool,
     /// The I/O threads, woken on shutdown (set once they run).
     pub(crate) io_handles: OnceLock<Vec<Arc<dyn ClientIo>>>,
@@ -101,6 +104,8 @@ impl Server {
         storage.add_observer(watches.clone());
         let blocking = Arc::new(crate::blocking::Blocking::default());
         storage.add_observer(blocking.clone());
+        let pubsub = Arc::new(crate::pubsub::PubSub::new(config.pubsub.clone()));
+        storage.add_observer(pubsub.clone());
         Server {
             config,
             storage,
@@ -113,6 +118,7 @@ impl Server {
             scan_cursors: Mutex::new(ScanCursors::default()),
             watches,
             blocking,
+            pubsub,
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
             pool: OnceLock::new(),

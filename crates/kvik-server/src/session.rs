@@ -30,6 +30,8 @@ pub struct Session {
     pub asking: bool,
     /// Cluster mode: READONLY was sent (kvik has no replicas, so it changes no routing).
     pub readonly: bool,
+    /// Pub/sub subscriptions; dropping the session (disconnect) unsubscribes them.
+    pub subs: crate::pubsub::Subscriptions,
 }
 
 impl Session {
@@ -46,6 +48,7 @@ impl Session {
             blocked: None,
             asking: false,
             readonly: false,
+            subs: Default::default(),
         }
     }
 

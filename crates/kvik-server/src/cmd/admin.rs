@@ -177,11 +177,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("server")
         .doc("Returns the number of keys in the database.", "1.0.0", "O(1)"),
     CommandSpec::new("flushdb", -1, Flags::WRITE, KeySpec::NONE, flushdb)
+        .no_events()
         .cache(CacheEffect::Flush)
         .acl(&["keyspace", "write", "slow", "dangerous"])
         .group("server")
         .doc("Removes all keys from the current database.", "1.0.0", "O(N) where N is the number of keys in the selected database"),
     CommandSpec::new("flushall", -1, Flags::WRITE, KeySpec::NONE, flushall)
+        .no_events()
         .cache(CacheEffect::Flush)
         .acl(&["keyspace", "write", "slow", "dangerous"])
         .group("server")

@@ -137,6 +137,17 @@ impl<'a> CacheCtx<'a> {
     }
 
     /// Keyspace hits of the command so far.
+    /// The pub/sub registry, for PUBLISH on the I/O thread: delivery appends to subscribers'
+    /// mailboxes and never touches storage.
+    pub fn pubsub(&self) -> &crate::pubsub::PubSub {
+        &self.server.pubsub
+    }
+
+    /// Cluster mode is on (PUBLISH then also forwards, which it leaves to a worker).
+    pub fn cluster_mode(&self) -> bool {
+        self.server.cluster.node().is_some()
+    }
+
     pub fn hits(&self) -> u64 {
         self.hits.get()
     }

@@ -132,7 +132,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
-/// order. Fields kvik does not track (pub/sub, MULTI, memory breakdown) show Redis's idle values.
+/// order. Fields kvik does not track (MULTI, memory breakdown) show Redis's idle values.
 pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let cmd = match c.last_cmd.load(Relaxed) {
         NO_CMD => "NULL".to_string(),
@@ -142,7 +142,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let mut s = String::with_capacity(300);
     let _ = write!(
         s,
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 \
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} \
          tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
         c.id,
@@ -152,7 +152,11 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.name_string(),
         now_ms.saturating_sub(c.created_ms) / 1000,
         now_ms.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000,
+        if c.subs.any() { "P" } else { "N" },
         c.db.load(Relaxed),
+        c.subs.channels.load(Relaxed),
+        c.subs.patterns.load(Relaxed),
+        c.subs.shard.load(Relaxed),
         c.qbuf.load(Relaxed),
         obuf,
         cmd,
@@ -181,12 +185,22 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Client types of Redis's `getClientTypeByName`; kvik's clients are all "normal".
-fn type_is_normal(name: &[u8]) -> Result<bool, CmdError> {
+/// Client types of Redis's `getClientTypeByName`. kvik has no replicas or masters, so a
+/// client is `pubsub` while it has subscriptions, else `normal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    PubSub,
+    /// replica, slave, master: no kvik client has it.
+    Replication,
+}
+
+fn client_type(name: &[u8]) -> Result<ClientType, CmdError> {
     let lower = name.to_ascii_lowercase();
     match &lower[..] {
-        b"normal" => Ok(true),
-        b"slave" | b"replica" | b"pubsub" | b"master" => Ok(false),
+        b"normal" => Ok(ClientType::Normal),
+        b"pubsub" => Ok(ClientType::PubSub),
+        b"slave" | b"replica" | b"master" => Ok(ClientType::Replication),
         _ => Err(CmdError::err(format_args!(
             "Unknown client type '{}'",
             String::from_utf8_lossy(name)
@@ -194,15 +208,23 @@ fn type_is_normal(name: &[u8]) -> Result<bool, CmdError> {
     }
 }
 
+fn type_of(c: &ClientInfo) -> ClientType {
+    if c.subs.any() {
+        ClientType::PubSub
+    } else {
+        ClientType::Normal
+    }
+}
+
 /// CLIENT LIST [TYPE normal|master|replica|pubsub] | [ID id [id ...]]
 fn client_list(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let clients = ctx.server.clients.snapshot();
     let selected: Vec<_> = if args.len() == 4 && args[2].eq_ignore_ascii_case(b"type") {
-        if type_is_normal(&args[3])? {
-            clients
-        } else {
-            Vec::new()
-        }
+        let wanted = client_type(&args[3])?;
+        clients
+            .into_iter()
+            .filter(|c| type_of(c) == wanted)
+            .collect()
     } else if args.len() > 3 && args[2].eq_ignore_ascii_case(b"id") {
         let mut ids = Vec::new();
         for a in &args[3..] {
@@ -239,8 +261,8 @@ struct KillFilter {
     id: Option<u64>,
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
-    /// False when TYPE named a type no kvik client has.
-    type_matches: Option<bool>,
+    /// The TYPE asked for.
+    client_type: Option<ClientType>,
     skipme: bool,
 }
 
@@ -262,7 +284,7 @@ impl KillFilter {
                     _ => return Err(CmdError::err("client-id should be greater than 0")),
                 }
             } else if opt.eq_ignore_ascii_case(b"type") {
-                f.type_matches = Some(type_is_normal(v)?);
+                f.client_type = Some(client_type(v)?);
             } else if opt.eq_ignore_ascii_case(b"addr") {
                 f.addr = Some(v.to_vec());
             } else if opt.eq_ignore_ascii_case(b"laddr") {
@@ -291,7 +313,7 @@ impl KillFilter {
     }
 
     fn matches(&self, c: &ClientInfo) -> bool {
-        self.type_matches != Some(false)
+        self.client_type.is_none_or(|t| t == type_of(c))
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_deref().is_none_or(|a| a == c.addr.as_bytes())
             && self

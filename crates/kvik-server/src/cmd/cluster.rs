@@ -97,6 +97,20 @@ static SUBS: &[CommandSpec] = &[
     .group("cluster")
     .doc("Binds a hash slot to a node.", "3.0.0", "O(1)"),
     CommandSpec::new(
+        "publish",
+        4,
+        Flags::PUBSUB.union(Flags::LOADING).union(Flags::STALE),
+        KeySpec::NONE,
+        super::pubsub::cluster_publish,
+    )
+    .acl(&["pubsub", "fast"])
+    .group("cluster")
+    .doc(
+        "kvik: delivers a PUBLISH forwarded by another node of the cluster, on this node only.",
+        "7.0.0",
+        "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).",
+    ),
+    CommandSpec::new(
         "settopology",
         -3,
         Flags::ADMIN.union(Flags::STALE),

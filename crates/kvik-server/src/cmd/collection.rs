@@ -20,6 +20,7 @@
 //! [`ScanCursors`]: crate::server::ScanCursors
 
 use super::ctx::{Args, CmdError, Ctx};
+use super::spec::Class;
 use crate::storage::encoding::{data_prefix, prefix_successor, Kind, Meta};
 use crate::storage::locks::KeyGuard;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View};
@@ -144,15 +145,47 @@ impl<'s, 'k> CollWrite<'s, 'k> {
 
     /// Commits the staged changes and the meta record (deleted if the collection became empty);
     /// nothing if nothing changed. The key stays locked until `self` is dropped here.
-    pub fn commit(mut self) -> Result<(), CmdError> {
-        if !self.changed {
-            return Ok(());
+    pub fn commit(self) -> Result<(), CmdError> {
+        self.commit_keep_lock().map(drop)
+    }
+
+    /// [`commit`](CollWrite::commit), then, if anything changed, keyspace event `event` of
+    /// `class` and `del` when the collection became empty (Redis's order), with the key still
+    /// locked.
+    pub fn commit_notify(
+        self,
+        ctx: &Ctx<'_>,
+        class: Class,
+        event: &'static str,
+    ) -> Result<(), CmdError> {
+        let (changed, emptied) = (self.changed, self.meta.is_some() && self.is_empty());
+        let key = self.key;
+        let guard = self.commit_keep_lock()?;
+        if changed {
+            notify_write(ctx, class, event, key, emptied);
         }
-        if let Some(meta) = &self.meta {
-            put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
-        }
-        self.storage.commit(std::mem::take(&mut self.batch))?;
+        drop(guard);
         Ok(())
+    }
+
+    /// Commits and hands back the key's lock.
+    fn commit_keep_lock(mut self) -> Result<KeyGuard<'s>, CmdError> {
+        if self.changed {
+            if let Some(meta) = &self.meta {
+                put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
+            }
+            self.storage.commit(std::mem::take(&mut self.batch))?;
+        }
+        Ok(self._guard)
+    }
+}
+
+/// The keyspace events of a collection write: `event` of `class`, then `del` if the write
+/// emptied (so deleted) the collection, as Redis emits them.
+pub fn notify_write(ctx: &Ctx<'_>, class: Class, event: &'static str, key: &[u8], emptied: bool) {
+    ctx.notify(class, event, key);
+    if emptied {
+        ctx.notify(Class::Generic, "del", key);
     }
 }
 

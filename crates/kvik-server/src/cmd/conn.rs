@@ -11,6 +11,7 @@ const CONN_NOAUTH: Flags = CONN.union(Flags::NO_AUTH);
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, CONN, KeySpec::NONE, ping)
+        .in_subscribe()
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the server's liveliness response.", "1.0.0", "O(1)"),
@@ -56,6 +57,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         quit,
     )
     .in_multi(InMulti::RunsNow)
+    .in_subscribe()
     .acl(&["fast", "connection"])
     .group("connection")
     .doc("Closes the connection.", "1.0.0", "O(1)"),
@@ -67,12 +69,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         reset,
     )
     .in_multi(InMulti::RunsNow)
+    .in_subscribe()
     .acl(&["fast", "connection"])
     .group("connection")
     .doc("Resets the connection.", "6.2.0", "O(1)"),
 ];
 
 fn ping(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    if ctx.session.proto == Proto::Resp2 && ctx.session.subs.any() {
+        // Subscribed RESP2 clients read pushes, so Redis answers in the same shape.
+        if args.len() > 2 {
+            return Err(CmdError::wrong_args("ping"));
+        }
+        ctx.out.array(2);
+        ctx.out.bulk(b"pong");
+        ctx.out.bulk(args.get(1).map_or(&b""[..], |a| a.as_ref()));
+        return Ok(());
+    }
     match args.len() {
         1 => ctx.out.simple("PONG"),
         2 => ctx.out.bulk(&args[1]),
@@ -235,6 +248,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     // Redis's clearClientConnectionState: the transaction and the watched keys go too.
     s.multi = None;
     s.watches.clear();
+    s.subs.clear();
     s.db = 0;
     s.proto = Proto::Resp2;
     s.authenticated = ctx.server.config.requirepass.read().is_none();

@@ -50,6 +50,19 @@ impl<'a> Ctx<'a> {
         self.session.db
     }
 
+    /// Emits keyspace event `name` of `class` for `key` of the session's database (published
+    /// only if `notify-keyspace-events` enables it). Call it after the write committed, while
+    /// the key's lock is still held, so events of one key come in commit order. The command's
+    /// spec must declare the event (`CommandSpec::event`).
+    pub fn notify(&self, class: super::spec::Class, name: &'static str, key: &[u8]) {
+        self.notify_in(self.db(), class, name, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    pub fn notify_in(&self, db: u16, class: super::spec::Class, name: &'static str, key: &[u8]) {
+        self.server.pubsub.notify_key(class, name, db, key);
+    }
+
     /// Reads a key through the hot cache per [`Mode`]: a hit, or RocksDB, filling the cache
     /// with what it read.
     fn read_through(&self, key: &[u8]) -> Result<Lookup, CmdError> {

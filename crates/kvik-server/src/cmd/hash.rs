@@ -12,7 +12,7 @@
 use super::cached::KeyReads;
 use super::collection::{self, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE};
 use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
-use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::Kind;
 use crate::storage::{Cf, Coll};
 use kvik_resp::{format_human, parse_i64, Proto};
@@ -30,6 +30,7 @@ const ALL_FIELDS: &str = "O(N) where N is the size of the hash.";
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("hset", -4, WRITE_OOM_FAST, KeySpec::ONE, hset)
+        .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
@@ -40,6 +41,7 @@ pub static COMMANDS: &[CommandSpec] = &[
              command is called with multiple field/value pairs.",
         ),
     CommandSpec::new("hmset", -4, WRITE_OOM_FAST, KeySpec::ONE, hmset)
+        .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
@@ -49,6 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of fields being set.",
         ),
     CommandSpec::new("hsetnx", 4, WRITE_OOM_FAST, KeySpec::ONE, hsetnx)
+        .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
@@ -79,6 +82,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             ALL_FIELDS,
         ),
     CommandSpec::new("hdel", -3, WRITE_FAST, KeySpec::ONE, hdel)
+        .event(Class::Hash, "hdel")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
@@ -117,6 +122,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("hash")
         .doc("Returns all values in a hash.", "2.0.0", ALL_FIELDS),
     CommandSpec::new("hincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, hincrby)
+        .event(Class::Hash, "hincrby")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
@@ -133,6 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::ONE,
         hincrbyfloat,
     )
+    .event(Class::Hash, "hincrbyfloat")
     .cache(CacheEffect::Invalidate)
     .acl(ACL_WRITE_FAST)
     .group("hash")
@@ -189,7 +196,7 @@ fn set_fields(ctx: &Ctx<'_>, args: &Args) -> Result<i64, CmdError> {
         added += i64::from(is_new);
         w.put(f, v, is_new)?;
     }
-    w.commit()?;
+    w.commit_notify(ctx, Class::Hash, "hset")?;
     Ok(added)
 }
 
@@ -223,7 +230,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let set = w.get(&args[2])?.is_none();
     if set {
         w.put(&args[2], &args[3], true)?;
-        w.commit()?;
+        w.commit_notify(ctx, Class::Hash, "hset")?;
     }
     ctx.out.int(i64::from(set));
     Ok(())
@@ -242,7 +249,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             removed += 1;
         }
     }
-    w.commit()?;
+    w.commit_notify(ctx, Class::Hash, "hdel")?;
     ctx.out.int(removed);
     Ok(())
 }
@@ -251,13 +258,14 @@ fn hdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn modify_field(
     ctx: &Ctx<'_>,
     args: &Args,
+    event: &'static str,
     f: impl FnOnce(Option<&[u8]>) -> Result<Vec<u8>, CmdError>,
 ) -> Result<Vec<u8>, CmdError> {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Hash)?;
     let old = w.get(&args[2])?;
     let new = f(old.as_deref())?;
     w.put(&args[2], &new, old.is_none())?;
-    w.commit()?;
+    w.commit_notify(ctx, Class::Hash, event)?;
     Ok(new)
 }
 
@@ -265,7 +273,7 @@ fn modify_field(
 fn hincrby(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let incr = parse_i64(&args[3]).ok_or(CmdError::not_integer())?;
     let mut result = 0;
-    modify_field(ctx, args, |old| {
+    modify_field(ctx, args, "hincrby", |old| {
         let current = match old {
             None => 0,
             Some(v) => parse_i64(v).ok_or(ERR_NOT_INT)?,
@@ -291,7 +299,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if !incr.is_finite() {
         return Err(ERR_INCR_NAN_INF);
     }
-    let text = modify_field(ctx, args, |old| {
+    let text = modify_field(ctx, args, "hincrbyfloat", |old| {
         let current = match old {
             None => 0.0,
             Some(v) => parse_float(v).ok_or(ERR_NOT_FLOAT)?,

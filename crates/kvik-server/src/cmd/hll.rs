@@ -11,7 +11,7 @@
 //! WATCH, and updates the hot cache like any string write), though Redis flags it read-only.
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::Batch;
 use kvik_types::hll;
@@ -46,7 +46,9 @@ const fn pf(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    pf("pfadd", -2, WRITE_OOM_FAST, KeySpec::ONE, pfadd, &["write", "hyperloglog", "fast"]).doc(
+    pf("pfadd", -2, WRITE_OOM_FAST, KeySpec::ONE, pfadd, &["write", "hyperloglog", "fast"])
+        .event(Class::String, "pfadd")
+        .doc(
         "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
         "2.8.9",
         "O(1) to add every element.",
@@ -57,7 +59,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.8.9",
         "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
     ),
-    pf("pfmerge", -2, WRITE_OOM, KeySpec::ALL, pfmerge, &["write", "hyperloglog", "slow"]).doc(
+    pf("pfmerge", -2, WRITE_OOM, KeySpec::ALL, pfmerge, &["write", "hyperloglog", "slow"])
+        .event(Class::String, "pfadd")
+        .doc(
         "Merges one or more HyperLogLog values into a single key.",
         "2.8.9",
         "O(N) to merge N HyperLogLogs, but with high constant times.",
@@ -70,6 +74,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         pfdebug,
         &["write", "hyperloglog", "admin", "slow", "dangerous"],
     )
+    .no_events()
     .doc("Internal commands for debugging HyperLogLog values.", "2.8.9", "N/A"),
     CommandSpec::new("pfselftest", 1, Flags::ADMIN, KeySpec::NONE, pfselftest)
         .acl(&["hyperloglog", "admin", "slow", "dangerous"])
@@ -140,6 +145,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let (value, changed) = hll::pfadd(current.map(|m| m.value), elements, SPARSE_MAX_BYTES)?;
     if changed {
         store(ctx, key, value, expire_at_ms)?;
+        ctx.notify(Class::String, "pfadd", key);
     }
     ctx.out.int(i64::from(changed));
     Ok(())
@@ -186,6 +192,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         SPARSE_MAX_BYTES,
     )?;
     store(ctx, keys[0], value, expire_at_ms)?;
+    ctx.notify(Class::String, "pfadd", keys[0]);
     ctx.out.ok();
     Ok(())
 }

@@ -13,7 +13,7 @@
 
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{container, CacheEffect, CommandSpec, DbRef, Flags, KeySpec};
+use super::spec::{container, CacheEffect, Class, CommandSpec, DbRef, Flags, KeySpec};
 use crate::glob;
 use crate::slot::key_slot;
 use crate::storage::encoding::{db_prefix, Kind, Meta};
@@ -31,11 +31,13 @@ const SECOND: KeySpec = KeySpec {
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("del", -2, Flags::WRITE, KeySpec::ALL, del)
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "slow"])
         .group("generic")
         .doc("Deletes one or more keys.", "1.0.0", "O(N) where N is the number of keys that will be removed."),
     CommandSpec::new("unlink", -2, WRITE_FAST, KeySpec::ALL, del)
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
@@ -63,21 +65,29 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of keys that will be touched.",
         ),
     CommandSpec::new("expire", -3, WRITE_FAST, KeySpec::ONE, expire)
+.event(Class::Generic, "expire")
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Sets the expiration time of a key in seconds.", "1.0.0", "O(1)"),
     CommandSpec::new("pexpire", -3, WRITE_FAST, KeySpec::ONE, pexpire)
+.event(Class::Generic, "expire")
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Sets the expiration time of a key in milliseconds.", "2.6.0", "O(1)"),
     CommandSpec::new("expireat", -3, WRITE_FAST, KeySpec::ONE, expireat)
+.event(Class::Generic, "expire")
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Sets the expiration time of a key to a Unix timestamp.", "1.2.0", "O(1)"),
     CommandSpec::new("pexpireat", -3, WRITE_FAST, KeySpec::ONE, pexpireat)
+.event(Class::Generic, "expire")
+.event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
@@ -103,21 +113,27 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("generic")
         .doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", "O(1)"),
     CommandSpec::new("persist", 2, WRITE_FAST, KeySpec::ONE, persist)
+.event(Class::Generic, "persist")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Removes the expiration time of a key.", "2.2.0", "O(1)"),
     CommandSpec::new("rename", 3, Flags::WRITE, KeySpec::TWO, rename)
+.event(Class::Generic, "rename_from")
+.event(Class::Generic, "rename_to")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "slow"])
         .group("generic")
         .doc("Renames a key and overwrites the destination.", "1.0.0", "O(1)"),
     CommandSpec::new("renamenx", 3, WRITE_FAST, KeySpec::TWO, renamenx)
+.event(Class::Generic, "rename_from")
+.event(Class::Generic, "rename_to")
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
         .group("generic")
         .doc("Renames a key only when the target key name doesn't exist.", "1.0.0", "O(1)"),
     CommandSpec::new("copy", -3, Flags::WRITE.union(Flags::DENYOOM), KeySpec::TWO, copy)
+.event(Class::Generic, "copy_to")
         .db_refs(copy_db_refs)
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "slow"])
@@ -128,6 +144,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
         ),
     CommandSpec::new("move", 3, WRITE_FAST, KeySpec::ONE, move_)
+.event(Class::Generic, "move_from")
+.event(Class::Generic, "move_to")
         .db_refs(|_| vec![DbRef::KeyIn { key: 1, db: 2 }])
         .cache(CacheEffect::Invalidate)
         .acl(&["keyspace", "write", "fast"])
@@ -220,6 +238,7 @@ pub fn delete_keys(ctx: &mut Ctx<'_>, keys: &[bytes::Bytes]) -> Result<i64, CmdE
     let _guard = storage.lock(db, keys);
     let mut batch = Batch::default();
     let mut removed = 0;
+    let mut deleted = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for key in keys {
         if !seen.insert(key) {
@@ -232,11 +251,15 @@ pub fn delete_keys(ctx: &mut Ctx<'_>, keys: &[bytes::Bytes]) -> Result<i64, CmdE
         };
         if !meta.is_expired(ctx.now_ms) {
             removed += 1;
+            deleted.push(key);
         }
         batch.delete_meta(storage, db, key);
     }
     if !batch.is_empty() {
         storage.commit(batch)?;
+    }
+    for key in deleted {
+        ctx.notify(Class::Generic, "del", key);
     }
     Ok(removed)
 }
@@ -388,14 +411,17 @@ fn expire_generic(
         return Ok(());
     }
     let mut batch = Batch::default();
-    if when <= ctx.now_ms as i64 {
+    let event = if when <= ctx.now_ms as i64 {
         // Already in the past: the key goes now (a collection's members become stale).
         batch.delete_meta(storage, db, key);
+        "del"
     } else {
         meta.expire_at_ms = when as u64;
         batch.put_meta(storage, db, key, &meta);
-    }
+        "expire"
+    };
     storage.commit(batch)?;
+    ctx.notify(Class::Generic, event, key);
     ctx.out.int(1);
     Ok(())
 }
@@ -475,6 +501,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             let mut batch = Batch::default();
             batch.put_meta(storage, db, key, &meta);
             storage.commit(batch)?;
+            ctx.notify(Class::Generic, "persist", key);
             1
         }
         _ => 0,
@@ -569,6 +596,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> Result
     let mut batch = write_copy(storage, db, src, db, dst, &meta)?;
     batch.delete_meta(storage, db, src);
     storage.commit(batch)?;
+    ctx.notify(Class::Generic, "rename_from", src);
+    ctx.notify(Class::Generic, "rename_to", dst);
     Ok(true)
 }
 
@@ -626,6 +655,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let batch = write_copy(storage, src_db, src, dst_db, dst, &meta)?;
     storage.commit(batch)?;
+    ctx.notify_in(dst_db, Class::Generic, "copy_to", dst);
     ctx.out.int(1);
     Ok(())
 }
@@ -653,6 +683,8 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut batch = write_copy(storage, src_db, key, dst_db, key, &meta)?;
     batch.delete_meta(storage, src_db, key);
     storage.commit(batch)?;
+    ctx.notify_in(src_db, Class::Generic, "move_from", key);
+    ctx.notify_in(dst_db, Class::Generic, "move_to", key);
     ctx.out.int(1);
     Ok(())
 }

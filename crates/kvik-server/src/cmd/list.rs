@@ -28,9 +28,9 @@
 //! WRONGTYPE: Redis 7.0 keeps such a client blocked.
 
 use super::blocked::parse_timeout;
-use super::collection::index_range;
+use super::collection::{index_range, notify_write};
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
+use super::spec::{numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec};
 use crate::blocking::TimeoutReply;
 use crate::storage::encoding::{list_index, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage};
@@ -66,32 +66,40 @@ const fn l(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    l("lpush", -3, WRITE_OOM_FAST, KeySpec::ONE, lpush, ACL_WRITE_FAST).doc(
+    l("lpush", -3, WRITE_OOM_FAST, KeySpec::ONE, lpush, ACL_WRITE_FAST)
+.event(Class::List, "lpush").doc(
         "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
         "1.0.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
-    l("rpush", -3, WRITE_OOM_FAST, KeySpec::ONE, rpush, ACL_WRITE_FAST).doc(
+    l("rpush", -3, WRITE_OOM_FAST, KeySpec::ONE, rpush, ACL_WRITE_FAST)
+.event(Class::List, "rpush").doc(
         "Appends one or more elements to a list. Creates the key if it doesn't exist.",
         "1.0.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
-    l("lpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, lpushx, ACL_WRITE_FAST).doc(
+    l("lpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, lpushx, ACL_WRITE_FAST)
+.event(Class::List, "lpush").doc(
         "Prepends one or more elements to a list only when the list exists.",
         "2.2.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
-    l("rpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, rpushx, ACL_WRITE_FAST).doc(
+    l("rpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, rpushx, ACL_WRITE_FAST)
+.event(Class::List, "rpush").doc(
         "Appends an element to a list only when the list exists.",
         "2.2.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
-    l("lpop", -2, WRITE_FAST, KeySpec::ONE, lpop, ACL_WRITE_FAST).doc(
+    l("lpop", -2, WRITE_FAST, KeySpec::ONE, lpop, ACL_WRITE_FAST)
+.event(Class::List, "lpop")
+.event(Class::Generic, "del").doc(
         "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
         "1.0.0",
         "O(N) where N is the number of elements returned",
     ),
-    l("rpop", -2, WRITE_FAST, KeySpec::ONE, rpop, ACL_WRITE_FAST).doc(
+    l("rpop", -2, WRITE_FAST, KeySpec::ONE, rpop, ACL_WRITE_FAST)
+.event(Class::List, "rpop")
+.event(Class::Generic, "del").doc(
         "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
         "1.0.0",
         "O(N) where N is the number of elements returned",
@@ -106,12 +114,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "O(1): kvik reads the element at its position directly.",
     ),
-    l("lset", 4, WRITE_OOM, KeySpec::ONE, lset, ACL_WRITE_SLOW).doc(
+    l("lset", 4, WRITE_OOM, KeySpec::ONE, lset, ACL_WRITE_SLOW)
+.event(Class::List, "lset").doc(
         "Sets the value of an element in a list by its index.",
         "1.0.0",
         "O(1): kvik writes the element at its position directly.",
     ),
-    l("linsert", 5, WRITE_OOM, KeySpec::ONE, linsert, ACL_WRITE_SLOW).doc(
+    l("linsert", 5, WRITE_OOM, KeySpec::ONE, linsert, ACL_WRITE_SLOW)
+.event(Class::List, "linsert").doc(
         "Inserts an element before or after another element in a list.",
         "2.2.0",
         "O(N) where N is the number of elements to traverse before seeing the value pivot, plus the elements kvik shifts (the shorter side of the insertion point).",
@@ -121,12 +131,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
     ),
-    l("lrem", 4, WRITE, KeySpec::ONE, lrem, ACL_WRITE_SLOW).doc(
+    l("lrem", 4, WRITE, KeySpec::ONE, lrem, ACL_WRITE_SLOW)
+.event(Class::List, "lrem")
+.event(Class::Generic, "del").doc(
         "Removes elements from a list. Deletes the list if the last element was removed.",
         "1.0.0",
         "O(N+M) where N is the length of the list and M is the number of elements removed.",
     ),
-    l("ltrim", 4, WRITE, KeySpec::ONE, ltrim, ACL_WRITE_SLOW).doc(
+    l("ltrim", 4, WRITE, KeySpec::ONE, ltrim, ACL_WRITE_SLOW)
+.event(Class::List, "ltrim")
+.event(Class::Generic, "del").doc(
         "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
         "1.0.0",
         "O(N) where N is the number of elements to be removed by the operation.",
@@ -136,44 +150,70 @@ pub static COMMANDS: &[CommandSpec] = &[
         "6.0.6",
         "O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time.",
     ),
-    l("lmove", 5, WRITE_OOM, KeySpec::TWO, lmove, ACL_WRITE_SLOW).doc(
+    l("lmove", 5, WRITE_OOM, KeySpec::TWO, lmove, ACL_WRITE_SLOW)
+.event(Class::List, "lpop")
+.event(Class::List, "rpop")
+.event(Class::List, "lpush")
+.event(Class::List, "rpush")
+.event(Class::Generic, "del").doc(
         "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.",
         "6.2.0",
         "O(1)",
     ),
-    l("rpoplpush", 3, WRITE_OOM, KeySpec::TWO, rpoplpush, ACL_WRITE_SLOW).doc(
+    l("rpoplpush", 3, WRITE_OOM, KeySpec::TWO, rpoplpush, ACL_WRITE_SLOW)
+.event(Class::List, "rpop")
+.event(Class::List, "lpush")
+.event(Class::Generic, "del").doc(
         "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
         "1.2.0",
         "O(1)",
     ),
     l("lmpop", -4, WRITE, KeySpec::NONE, lmpop, ACL_WRITE_SLOW)
+.event(Class::List, "lpop")
+.event(Class::List, "rpop")
+.event(Class::Generic, "del")
         .movable(numkeys_at_1)
         .doc(
             "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.",
             "7.0.0",
             "O(N+M) where N is the number of provided keys and M is the number of elements returned.",
         ),
-    l("blpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, blpop, ACL_BLOCKING).doc(
+    l("blpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, blpop, ACL_BLOCKING)
+.event(Class::List, "lpop")
+.event(Class::Generic, "del").doc(
         "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
         "O(N) where N is the number of provided keys.",
     ),
-    l("brpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, brpop, ACL_BLOCKING).doc(
+    l("brpop", -3, BLOCKING_NOSCRIPT, KeySpec::ALL_BUT_LAST, brpop, ACL_BLOCKING)
+.event(Class::List, "rpop")
+.event(Class::Generic, "del").doc(
         "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.0.0",
         "O(N) where N is the number of provided keys.",
     ),
-    l("blmove", 6, BLOCKING_OOM_NOSCRIPT, KeySpec::TWO, blmove, ACL_BLOCKING).doc(
+    l("blmove", 6, BLOCKING_OOM_NOSCRIPT, KeySpec::TWO, blmove, ACL_BLOCKING)
+.event(Class::List, "lpop")
+.event(Class::List, "rpop")
+.event(Class::List, "lpush")
+.event(Class::List, "rpush")
+.event(Class::Generic, "del").doc(
         "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
         "6.2.0",
         "O(1)",
     ),
-    l("brpoplpush", 4, BLOCKING_OOM_NOSCRIPT, KeySpec::TWO, brpoplpush, ACL_BLOCKING).doc(
+    l("brpoplpush", 4, BLOCKING_OOM_NOSCRIPT, KeySpec::TWO, brpoplpush, ACL_BLOCKING)
+.event(Class::List, "rpop")
+.event(Class::List, "lpush")
+.event(Class::Generic, "del").doc(
         "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
         "2.2.0",
         "O(1)",
     ),
     l("blmpop", -5, BLOCKING, KeySpec::NONE, blmpop, ACL_BLOCKING)
+.event(Class::List, "lpop")
+.event(Class::List, "rpop")
+.event(Class::Generic, "del")
         .movable(numkeys_at_2)
         .doc(
             "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
@@ -292,6 +332,16 @@ fn put_or_delete(storage: &Storage, batch: &mut Batch, db: u16, key: &[u8], meta
     }
 }
 
+/// Redis's event name for a push or a pop at `end`.
+fn end_event(end: End, push: bool) -> &'static str {
+    match (end, push) {
+        (End::Left, true) => "lpush",
+        (End::Right, true) => "rpush",
+        (End::Left, false) => "lpop",
+        (End::Right, false) => "rpop",
+    }
+}
+
 fn parse_int(a: &[u8]) -> Result<i64, CmdError> {
     parse_i64(a).ok_or(CmdError::not_integer())
 }
@@ -330,6 +380,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args, end: End, only_existing: bool) -
     }
     batch.put_meta(storage, db, key, &meta);
     storage.commit(batch)?;
+    ctx.notify(Class::List, end_event(end, true), key);
     ctx.out.int(meta.len as i64);
     Ok(())
 }
@@ -386,6 +437,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     )?;
     put_or_delete(storage, &mut batch, db, key, &meta);
     storage.commit(batch)?;
+    notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
     match count {
         None => ctx.out.bulk(&popped[0]),
         Some(_) => {
@@ -590,6 +642,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     batch.put_member(storage, Cf::Data, &coll, &at(&meta, i as u64), &args[3]);
     batch.put_meta(storage, db, key, &meta);
     storage.commit(batch)?;
+    ctx.notify(Class::List, "lset", key);
     ctx.out.ok();
     Ok(())
 }
@@ -692,6 +745,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     meta.len += 1;
     batch.put_meta(storage, db, key, &meta);
     storage.commit(batch)?;
+    ctx.notify(Class::List, "linsert", key);
     ctx.out.int(meta.len as i64);
     Ok(())
 }
@@ -770,6 +824,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             b.put_meta(storage, db, key, &meta);
         }
         storage.commit(b)?;
+        notify_write(ctx, Class::List, "lrem", key, meta.len == 0);
     }
     ctx.out.int(removed as i64);
     Ok(())
@@ -796,7 +851,8 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     }
     let mut batch = Batch::default();
-    if ltrim + rtrim >= meta.len {
+    let emptied = ltrim + rtrim >= meta.len;
+    if emptied {
         batch.delete_meta(storage, db, key);
     } else {
         let coll = Coll::new(db, key, &meta);
@@ -811,6 +867,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         batch.put_meta(storage, db, key, &meta);
     }
     storage.commit(batch)?;
+    notify_write(ctx, Class::List, "ltrim", key, emptied);
     ctx.out.ok();
     Ok(())
 }
@@ -893,6 +950,15 @@ fn move_generic(
         }
     }
     storage.commit(batch)?;
+    // Redis's order: the push on the destination, the pop on the source, its deletion.
+    ctx.notify(Class::List, end_event(to, true), dst);
+    notify_write(
+        ctx,
+        Class::List,
+        end_event(from, false),
+        src,
+        src_meta.len == 0,
+    );
     ctx.out.bulk(&v);
     Ok(())
 }
@@ -948,6 +1014,7 @@ fn mpop(
         let vals = pop(storage, &mut batch, db, key, &mut meta, end, count)?;
         put_or_delete(storage, &mut batch, db, key, &meta);
         storage.commit(batch)?;
+        notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
         return Ok(Some((key.clone(), vals)));
     }
     Ok(None)

@@ -32,7 +32,7 @@
 //! `ERR Target instance replied with error: ...`.
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind};
-use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec, Routing};
+use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec, Routing};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::members::KeyRecord;
 use crate::storage::Batch;
@@ -87,6 +87,8 @@ const fn restore_spec(
         restore,
     )
     .cache(CacheEffect::Invalidate)
+    .event(Class::Generic, "restore")
+    .event(Class::Generic, "del")
     .acl(&["keyspace", "write", "slow", "dangerous"])
     .group(group)
     .doc(summary, since, RESTORE_COMPLEXITY)
@@ -117,6 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     )
     .routing(Routing::Asked),
     CommandSpec::new("migrate", -6, Flags::WRITE, MIGRATE_KEYS, migrate)
+        .event(Class::Generic, "del")
         .movable(migrate_keys)
         .routing(Routing::Migrate)
         .cache(CacheEffect::Invalidate)
@@ -364,6 +367,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         if existing.is_some() {
             batch.delete_meta(storage, db, key);
             storage.commit(batch)?;
+            ctx.notify(Class::Generic, "del", key);
         }
         ctx.out.ok();
         return Ok(());
@@ -375,6 +379,7 @@ fn restore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     batch.import_key(storage, db, key, &rec, version, expire_at);
     storage.commit(batch)?;
+    ctx.notify(Class::Generic, "restore", key);
     ctx.out.ok();
     Ok(())
 }
@@ -573,18 +578,25 @@ fn migrate(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         }
     }
     let mut batch = Batch::default();
+    let mut deleted = Vec::new();
     for (key, _) in &found {
         let reply = target.read_reply()?;
         match reply {
             Frame::Error(e) => {
                 error.get_or_insert(e);
             }
-            _ if error.is_none() && !m.copy => batch.delete_meta(storage, db, key),
+            _ if error.is_none() && !m.copy => {
+                batch.delete_meta(storage, db, key);
+                deleted.push(key);
+            }
             _ => {}
         }
     }
     if !batch.is_empty() {
         storage.commit(batch)?;
+    }
+    for key in deleted {
+        ctx.notify(Class::Generic, "del", key);
     }
     match error {
         Some(e) => Err(CmdError::err(format_args!(

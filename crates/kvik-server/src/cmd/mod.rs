@@ -23,6 +23,7 @@ pub mod keys;
 pub mod list;
 pub mod migrate;
 pub mod multi;
+pub mod pubsub;
 pub mod run;
 pub mod set;
 pub mod spec;
@@ -214,6 +215,7 @@ pub fn table() -> &'static CommandTable {
             cluster::COMMANDS,
             multi::COMMANDS,
             migrate::COMMANDS,
+            pubsub::COMMANDS,
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
@@ -262,6 +264,14 @@ pub fn execute(
     let Admit::Run(_cluster_gate) = admit(server, session, out, entry, args, false) else {
         return Ready::default();
     };
+    if in_subscribe_context(session) && !entry.spec.in_subscribe {
+        let e = CmdError::err(format_args!(
+            "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            entry.full_name
+        ));
+        reject(server, session, out, Some(entry.id), &e);
+        return Ready::default();
+    }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
@@ -279,7 +289,7 @@ pub fn execute_cached(
     args: &Args,
 ) -> Outcome {
     let start = Instant::now();
-    if session.multi.is_some() {
+    if session.multi.is_some() || in_subscribe_context(session) {
         return Outcome::NotServed; // queued (or rejected) by the worker path
     }
     let Ok(entry) = table().resolve(args) else {
@@ -325,6 +335,12 @@ pub fn execute_cached(
         Duration::ZERO,
     );
     Outcome::Done
+}
+
+/// A RESP2 client with subscriptions may only run the commands marked `in_subscribe`
+/// (RESP3 clients get pushes and may run anything).
+fn in_subscribe_context(session: &Session) -> bool {
+    session.proto == kvik_resp::Proto::Resp2 && session.subs.any()
 }
 
 /// What [`admit`] decided.
@@ -494,8 +510,10 @@ mod tests {
             if s.rtc.is_some() {
                 rtc += 1;
                 // Answered on an I/O thread from the cache: reads only, cheap, keys known.
+                // PUBLISH is the one exception: it touches no key, only the pub/sub registry.
+                let pubsub = s.flags.contains(Flags::PUBSUB);
                 assert!(
-                    s.flags.contains(Flags::READONLY),
+                    s.flags.contains(Flags::READONLY) || pubsub,
                     "rtc {name} must be readonly"
                 );
                 assert!(
@@ -507,7 +525,7 @@ mod tests {
                     "rtc {name}: movable keys"
                 );
                 assert_eq!(s.cache, CacheEffect::None, "rtc {name} changes the cache");
-                assert!(s.keys.first > 0, "rtc {name} has no keys");
+                assert!(s.keys.first > 0 || pubsub, "rtc {name} has no keys");
                 assert_eq!(s.in_multi, InMulti::Queued, "rtc {name}");
                 assert_eq!(s.routing, Routing::Keys, "rtc {name}");
                 assert!(s.subcommands.is_empty(), "rtc {name} is a container");
@@ -554,6 +572,38 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{routing:?} belongs to one command");
         }
+    }
+
+    /// Keyspace notifications: every write command names the events it emits (or says it
+    /// emits none), so no write can forget them, and the names are Redis's kind of name.
+    #[test]
+    fn every_write_declares_its_keyspace_events() {
+        let mut missing = Vec::new();
+        for e in table().entries.iter() {
+            let s = e.spec;
+            let declared: Vec<_> = s.events.iter().flatten().collect();
+            if s.flags.contains(Flags::WRITE) && declared.is_empty() && !s.silent {
+                missing.push(e.full_name.clone());
+            }
+            assert!(
+                !s.silent || declared.is_empty(),
+                "{} is silent but declares events",
+                e.full_name
+            );
+            for ev in declared {
+                assert!(
+                    !ev.name.is_empty()
+                        && ev.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{}: event name {:?}",
+                    e.full_name,
+                    ev.name
+                );
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "write commands without keyspace events: {missing:?}"
+        );
     }
 
     #[test]

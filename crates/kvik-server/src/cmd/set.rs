@@ -12,11 +12,11 @@
 //! where Redis's order is its hash table's and unspecified.
 
 use super::collection::{
-    self, put_or_delete_meta, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE,
+    self, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE,
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
-use super::spec::{numkeys_at_1, CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{numkeys_at_1, CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, View};
 use std::collections::{BTreeSet, HashSet};
@@ -39,6 +39,7 @@ const DIFF: &str = "O(N) where N is the total number of elements in all given se
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sadd", -3, WRITE_OOM_FAST, KeySpec::ONE, sadd)
+        .event(Class::Set, "sadd")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("set")
@@ -49,6 +50,8 @@ pub static COMMANDS: &[CommandSpec] = &[
              with multiple arguments.",
         ),
     CommandSpec::new("srem", -3, WRITE_FAST, KeySpec::ONE, srem)
+        .event(Class::Set, "srem")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("set")
@@ -87,6 +90,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("set")
         .doc("Returns the number of members in a set.", "1.0.0", "O(1)"),
     CommandSpec::new("spop", -2, WRITE_FAST, KeySpec::ONE, spop)
+        .event(Class::Set, "spop")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("set")
@@ -107,6 +112,9 @@ pub static COMMANDS: &[CommandSpec] = &[
              the passed count.",
         ),
     CommandSpec::new("smove", 4, WRITE_FAST, KeySpec::TWO, smove)
+        .event(Class::Set, "srem")
+        .event(Class::Set, "sadd")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("set")
@@ -125,6 +133,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             INTER,
         ),
     CommandSpec::new("sinterstore", -3, WRITE_OOM, KeySpec::ALL, sinterstore)
+        .event(Class::Set, "sinterstore")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_SLOW)
         .group("set")
@@ -138,6 +148,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("set")
         .doc("Returns the union of multiple sets.", "1.0.0", UNION),
     CommandSpec::new("sunionstore", -3, WRITE_OOM, KeySpec::ALL, sunionstore)
+        .event(Class::Set, "sunionstore")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_SLOW)
         .group("set")
@@ -151,6 +163,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("set")
         .doc("Returns the difference of multiple sets.", "1.0.0", DIFF),
     CommandSpec::new("sdiffstore", -3, WRITE_OOM, KeySpec::ALL, sdiffstore)
+        .event(Class::Set, "sdiffstore")
+        .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_SLOW)
         .group("set")
@@ -195,7 +209,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             added += 1;
         }
     }
-    w.commit()?;
+    w.commit_notify(ctx, Class::Set, "sadd")?;
     ctx.out.int(added);
     Ok(())
 }
@@ -213,7 +227,7 @@ fn srem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             removed += 1;
         }
     }
-    w.commit()?;
+    w.commit_notify(ctx, Class::Set, "srem")?;
     ctx.out.int(removed);
     Ok(())
 }
@@ -243,7 +257,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         };
         if let Some((m, _)) = &picked {
             w.delete(m);
-            w.commit()?;
+            w.commit_notify(ctx, Class::Set, "spop")?;
         }
         ctx.out.bulk_or_null(picked.as_ref().map(|e| &e.0[..]));
         return Ok(());
@@ -263,7 +277,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         })?;
         drop(view);
         w.clear();
-        w.commit()?;
+        w.commit_notify(ctx, Class::Set, "spop")?;
         return Ok(());
     }
     let picks = Sampler::new(&view, Cf::Data, coll, w.len()).distinct(count)?;
@@ -271,7 +285,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     for (m, _) in &picks {
         w.delete(m);
     }
-    w.commit()?;
+    w.commit_notify(ctx, Class::Set, "spop")?;
     ctx.out.set(picks.len());
     for (m, _) in &picks {
         ctx.out.bulk(m);
@@ -446,12 +460,17 @@ fn smove(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         None => Meta::collection(Kind::Set, storage.next_version()?, 0),
     };
     let dst_coll = Coll::new(db, dst, &dst_meta);
-    if view.get_member(&dst_coll, member)?.is_none() {
+    let added = view.get_member(&dst_coll, member)?.is_none();
+    if added {
         dst_meta.len += 1;
     }
     batch.put_member(storage, Cf::Data, &dst_coll, member, b"");
     batch.put_meta(storage, db, dst, &dst_meta);
     storage.commit(batch)?;
+    notify_write(ctx, Class::Set, "srem", src, src_meta.len == 0);
+    if added {
+        ctx.notify(Class::Set, "sadd", dst);
+    }
     ctx.out.int(1);
     Ok(())
 }
@@ -663,10 +682,11 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &Args, op: Op) -> CmdResult {
     let members = compute(db, op, &sources)?;
     drop(sources);
     let mut batch = Batch::default();
-    if members.is_empty() {
+    let event = if members.is_empty() {
         if ctx.lookup_write(dst)?.is_some() {
             batch.delete_meta(storage, db, dst);
         }
+        "del"
     } else {
         let mut meta = Meta::collection(Kind::Set, storage.next_version()?, 0);
         meta.len = members.len() as u64;
@@ -675,9 +695,20 @@ fn algebra_store(ctx: &mut Ctx<'_>, args: &Args, op: Op) -> CmdResult {
             batch.put_member(storage, Cf::Data, &coll, m, b"");
         }
         batch.put_meta(storage, db, dst, &meta);
-    }
+        match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        }
+    };
     if !batch.is_empty() {
         storage.commit(batch)?;
+        let class = if event == "del" {
+            Class::Generic
+        } else {
+            Class::Set
+        };
+        ctx.notify(class, event, dst);
     }
     ctx.out.int(members.len() as i64);
     Ok(())

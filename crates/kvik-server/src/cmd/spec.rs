@@ -4,10 +4,22 @@
 //! changes the hot cache, and its handler. The dispatcher derives from it the arity check, the
 //! auth check, routing (I/O thread or worker pool), key extraction (cluster slots, locks) and the
 //! COMMAND INFO / DOCS / COUNT replies. Nothing about a command is decided anywhere else.
+//!
+//! Keyspace notifications: a write command declares the events it may emit, with Redis's class
+//! and name (`.event(Class::List, "lpush")`, one call per event, or `.no_events()` for a write
+//! Redis does not notify), and its handler emits them with `ctx.notify(Class::List, "lpush",
+//! key)` right after its commit (`ctx.notify_in(db, ...)` for another database). A handler
+//! that empties a collection also emits `del` (`collection::notify_write` does both; the
+//! collection writers have `commit_notify`). `expired` and `new` need nothing from handlers:
+//! the commit emits them. A table test fails for any write command that declares nothing.
 
 use super::cached::RtcHandler;
 use super::ctx::{Args, CmdResult, Ctx};
 pub use crate::cluster::routing::Routing;
+pub use crate::pubsub::notify::{Class, Event};
+
+/// Most keyspace events one command can declare.
+pub const MAX_EVENTS: usize = 6;
 
 bitflags::bitflags! {
     /// Command flags, named and meant as Redis's `CMD_*` flags (COMMAND INFO prints them).
@@ -273,6 +285,15 @@ pub struct CommandSpec {
     pub handler: Handler,
     /// Subcommands; when non-empty, `handler` is only called for a known subcommand's spec.
     pub subcommands: &'static [CommandSpec],
+    /// The keyspace events (`notify-keyspace-events`) the handler may emit, with Redis's class
+    /// and name; every write declares its events, or [`CommandSpec::no_events`]. See
+    /// [`CommandSpec::event`].
+    pub events: [Option<Event>; MAX_EVENTS],
+    /// A write that emits no keyspace event, as in Redis (FLUSHDB, SWAPDB ...).
+    pub silent: bool,
+    /// Allowed while a RESP2 client is subscribed ((P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT,
+    /// RESET); any other command gets Redis's "only ... are allowed in this context" error.
+    pub in_subscribe: bool,
 }
 
 impl CommandSpec {
@@ -303,7 +324,43 @@ impl CommandSpec {
             complexity: "O(1)",
             handler,
             subcommands: &[],
+            events: [None; MAX_EVENTS],
+            silent: false,
+            in_subscribe: false,
         }
+    }
+    /// Declares a keyspace event the command emits: `class` is the `notify-keyspace-events`
+    /// letter that enables it, `name` Redis's event name. Chain one call per event
+    /// (`.event(Class::List, "lpop").event(Class::Generic, "del")`); the handler emits them
+    /// with `Ctx::notify(class, name, key)` after its write committed, under the key's lock.
+    /// A table test fails for any write command that declares nothing.
+    pub const fn event(mut self, class: Class, name: &'static str) -> CommandSpec {
+        let mut i = 0;
+        while i < MAX_EVENTS {
+            if self.events[i].is_none() {
+                self.events[i] = Some(Event { class, name });
+                return self;
+            }
+            i += 1;
+        }
+        panic!("too many events for one command");
+    }
+    /// Declares a write that emits no keyspace event (Redis emits none for it either).
+    pub const fn no_events(mut self) -> CommandSpec {
+        self.silent = true;
+        self
+    }
+    /// Allows the command while a RESP2 client is subscribed (see [`CommandSpec::in_subscribe`]).
+    pub const fn in_subscribe(mut self) -> CommandSpec {
+        self.in_subscribe = true;
+        self
+    }
+    /// True if the spec declares event `name` of `class`.
+    pub fn declares(&self, class: Class, name: &str) -> bool {
+        self.events
+            .iter()
+            .flatten()
+            .any(|e| e.class == class && e.name == name)
     }
     pub const fn cache(mut self, cache: CacheEffect) -> CommandSpec {
         self.cache = cache;

@@ -21,7 +21,7 @@
 use super::bitmap::segments::BitValue;
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
+use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Batch, Storage};
 use kvik_resp::{format_human, parse_i64, parse_redis_double};
@@ -51,6 +51,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns the string value of a key.", "1.0.0", "O(1)"),
     CommandSpec::new("set", -3, WRITE_OOM, KeySpec::ONE, set)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
+        .event(Class::Generic, "expire")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc(
@@ -60,16 +62,21 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("setnx", 3, WRITE_OOM_FAST, KeySpec::ONE, setnx)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Sets the string value of a key only if the key does not exist.", "1.0.0", "O(1)"),
     CommandSpec::new("setex", 4, WRITE_OOM, KeySpec::ONE, setex)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
+        .event(Class::Generic, "expire")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc("Sets the string value of a key and its expiry in seconds.", "2.0.0", "O(1)"),
     CommandSpec::new("psetex", 4, WRITE_OOM, KeySpec::ONE, psetex)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
+        .event(Class::Generic, "expire")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc("Sets the string value of a key and its expiry in milliseconds.", "2.6.0", "O(1)"),
@@ -84,6 +91,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("mset", -3, WRITE_OOM, KeySpec::PAIRS, mset)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc(
@@ -93,6 +101,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("msetnx", -3, WRITE_OOM, KeySpec::PAIRS, msetnx)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc(
@@ -102,17 +111,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("getset", 3, WRITE_OOM_FAST, KeySpec::ONE, getset)
         .cache(CacheEffect::Update)
+        .event(Class::String, "set")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Sets the string value of a key and returns its previous value.", "1.0.0", "O(1)"),
     CommandSpec::new("getdel", 2, WRITE_FAST, KeySpec::ONE, getdel)
         .cache(CacheEffect::Invalidate)
+        .event(Class::Generic, "del")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Returns the string value of a key and deletes the key.", "6.2.0", "O(1)"),
     // GETEX with an option changes only the key's expiry, which the cache entry carries: drop it.
     CommandSpec::new("getex", -2, WRITE_FAST, KeySpec::ONE, getex)
         .cache(CacheEffect::Invalidate)
+        .event(Class::Generic, "expire")
+        .event(Class::Generic, "persist")
+        .event(Class::Generic, "del")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc(
@@ -122,6 +136,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("append", 3, WRITE_OOM_FAST, KeySpec::ONE, append)
         .cache(CacheEffect::Update)
+        .event(Class::String, "append")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc(
@@ -137,26 +152,31 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns the length of the string value of a key.", "2.2.0", "O(1)"),
     CommandSpec::new("incr", 2, WRITE_OOM_FAST, KeySpec::ONE, incr)
         .cache(CacheEffect::Update)
+        .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the integer value of a key by one.", "1.0.0", "O(1)"),
     CommandSpec::new("decr", 2, WRITE_OOM_FAST, KeySpec::ONE, decr)
         .cache(CacheEffect::Update)
+        .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Decrements the integer value of a key by one.", "1.0.0", "O(1)"),
     CommandSpec::new("incrby", 3, WRITE_OOM_FAST, KeySpec::ONE, incrby)
         .cache(CacheEffect::Update)
+        .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the integer value of a key by a number.", "1.0.0", "O(1)"),
     CommandSpec::new("decrby", 3, WRITE_OOM_FAST, KeySpec::ONE, decrby)
         .cache(CacheEffect::Update)
+        .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Decrements the integer value of a key by a number.", "1.0.0", "O(1)"),
     CommandSpec::new("incrbyfloat", 3, WRITE_OOM_FAST, KeySpec::ONE, incrbyfloat)
         .cache(CacheEffect::Update)
+        .event(Class::String, "incrbyfloat")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the floating point value of a key by a number.", "2.6.0", "O(1)"),
@@ -167,6 +187,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns a substring of the string value of a key.", "2.4.0", RANGE_COMPLEXITY),
     CommandSpec::new("setrange", 4, WRITE_OOM, KeySpec::ONE, setrange)
         .cache(CacheEffect::Update)
+        .event(Class::String, "setrange")
         .acl(ACL_WRITE_SLOW)
         .group("string")
         .doc(
@@ -459,6 +480,10 @@ pub fn set_generic(
     let meta = Meta::string(value.to_vec(), expire_at_ms);
     put_or_expire(&mut batch, storage, db, key, &meta, ctx.now_ms);
     storage.commit(batch)?;
+    ctx.notify(Class::String, "set", key);
+    if let Expiry::At(_) = expiry {
+        ctx.notify(Class::Generic, "expire", key);
+    }
     Ok((true, old))
 }
 
@@ -546,6 +571,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let mut batch = Batch::default();
         batch.delete_meta(storage, db, key);
         storage.commit(batch)?;
+        ctx.notify(Class::Generic, "del", key);
     }
     ctx.out.bulk_or_null(value.as_deref());
     Ok(())
@@ -575,11 +601,23 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         TtlOption::Expire(unit, arg) => unit.resolve(arg, ctx.now_ms, "getex")?,
         TtlOption::Unset | TtlOption::Keep => unreachable!("handled above / not a GETEX option"),
     };
+    let had_expiry = meta.expire_at_ms != 0;
     if expire_at_ms != meta.expire_at_ms {
         meta.expire_at_ms = expire_at_ms;
         let mut batch = Batch::default();
         put_or_expire(&mut batch, storage, db, key, &meta, ctx.now_ms);
         storage.commit(batch)?;
+    }
+    // Redis's events: EX & co. always "expire" (or "del" when already past), PERSIST only
+    // when it removed an expiry.
+    if expire_at_ms == 0 {
+        if had_expiry {
+            ctx.notify(Class::Generic, "persist", key);
+        }
+    } else if meta.is_expired(ctx.now_ms) {
+        ctx.notify(Class::Generic, "del", key);
+    } else {
+        ctx.notify(Class::Generic, "expire", key);
     }
     let value = match meta.kind {
         Kind::Bitmap => ctx.bitmap_string(key, &meta)?,
@@ -650,6 +688,9 @@ pub fn mset_generic(
         batch.put_meta(storage, db, &pair[0], &Meta::string(pair[1].to_vec(), 0));
     }
     storage.commit(batch)?;
+    for pair in pairs.chunks_exact(2) {
+        ctx.notify(Class::String, "set", &pair[0]);
+    }
     Ok(true)
 }
 
@@ -673,10 +714,12 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// DECRBY, INCRBYFLOAT): under the key's lock, hands `f` the key's current string value (`None`
 /// if absent; WRONGTYPE, without calling `f`, if the key holds another type). `f` returns the
 /// new value (or `None` to leave the key untouched) and the caller's result; the new value is
-/// committed with the key's current expiry, which these commands keep.
+/// committed with the key's current expiry, which these commands keep, and emits keyspace
+/// event `event` (string class).
 pub fn modify_string<R>(
     ctx: &mut Ctx<'_>,
     key: &[u8],
+    event: &'static str,
     f: impl FnOnce(Option<Vec<u8>>) -> Result<(Option<Vec<u8>>, R), CmdError>,
 ) -> Result<R, CmdError> {
     let storage = &ctx.server.storage;
@@ -689,6 +732,7 @@ pub fn modify_string<R>(
         let mut batch = Batch::default();
         batch.put_meta(storage, db, key, &Meta::string(value, expire_at_ms));
         storage.commit(batch)?;
+        ctx.notify(Class::String, event, key);
     }
     Ok(result)
 }
@@ -697,7 +741,7 @@ pub fn modify_string<R>(
 fn append(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let suffix = &args[2];
     let max = max_string_len(ctx);
-    let len = modify_string(ctx, &args[1], |old| {
+    let len = modify_string(ctx, &args[1], "append", |old| {
         let Some(mut value) = old else {
             return Ok((Some(suffix.to_vec()), suffix.len()));
         };
@@ -721,7 +765,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let patch = &args[3];
     let max = max_string_len(ctx);
-    let len = modify_string(ctx, &args[1], |old| {
+    let len = modify_string(ctx, &args[1], "setrange", |old| {
         let old_len = old.as_ref().map_or(0, Vec::len);
         if patch.is_empty() {
             return Ok((None, old_len));
@@ -746,7 +790,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// The shared body of INCR, DECR, INCRBY and DECRBY: adds `delta` to the integer in `key`
 /// (0 if absent) and returns the result. The value must parse as Redis's string2ll does.
 pub fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Result<i64, CmdError> {
-    modify_string(ctx, key, |old| {
+    modify_string(ctx, key, "incrby", |old| {
         let current = match old {
             None => 0,
             Some(v) => parse_i64(&v).ok_or(CmdError::not_integer())?,
@@ -803,7 +847,7 @@ fn parse_float_value(b: &[u8]) -> Result<f64, CmdError> {
 /// text (no exponent, trailing zeros trimmed); a bulk string in RESP3 too, as in Redis.
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let increment = &args[2];
-    let text = modify_string(ctx, &args[1], |old| {
+    let text = modify_string(ctx, &args[1], "incrbyfloat", |old| {
         let current = match old {
             None => 0.0,
             Some(v) => parse_float_value(&v)?,

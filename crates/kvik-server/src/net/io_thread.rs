@@ -214,6 +214,8 @@ impl IoThread {
             obuf: Default::default(),
             killed: Default::default(),
             io: self.handles[self.index].clone(),
+            mailbox: Default::default(),
+            subs: Default::default(),
         });
         server.clients.add(info.clone());
         self.by_id.insert(info.id, token);
@@ -238,6 +240,15 @@ impl IoThread {
                         self.again.push(t);
                     }
                 }
+                IoMsg::Deliver(id) => {
+                    if let Some(&token) = self.by_id.get(&id) {
+                        if self.conns.get(&token).is_some_and(|c| !c.in_pool()) {
+                            self.deliver(token);
+                            self.write_out(token);
+                        }
+                        // In the pool: the job's completion delivers, after its replies.
+                    }
+                }
                 IoMsg::Unblocked(id, reply) => {
                     let Some(&token) = self.by_id.get(&id) else {
                         continue; // closed meanwhile
@@ -252,6 +263,17 @@ impl IoThread {
                     }
                 }
             }
+        }
+    }
+
+    /// Moves the connection's pub/sub mailbox to its output (dropped if the socket failed).
+    fn deliver(&mut self, token: Token) {
+        let Some(conn) = self.conns.get_mut(&token) else {
+            return;
+        };
+        let messages = conn.client.mailbox.take();
+        if !messages.is_empty() && !conn.write_failed {
+            conn.queue_output(&messages);
         }
     }
 
@@ -468,7 +490,9 @@ impl IoThread {
         let Some(conn) = self.conns.get_mut(&token) else {
             return;
         };
-        let limit = self.server.config.client_output_buffer_limit.read()[0];
+        // Redis's client classes: a subscriber is limited as `pubsub`, others as `normal`.
+        let class = if conn.client.subs.any() { 2 } else { 0 };
+        let limit = self.server.config.client_output_buffer_limit.read()[class];
         if !conn.write_failed {
             match conn.flush() {
                 Ok(n) => {
@@ -529,6 +553,10 @@ impl IoThread {
         if conn.client.killed.load(Relaxed) {
             return self.close(done.token);
         }
+        self.deliver(done.token);
+        let Some(conn) = self.conns.get_mut(&done.token) else {
+            return;
+        };
         if conn.parked().is_some() {
             match conn.wake.take() {
                 Some(reply) => {
@@ -562,7 +590,7 @@ impl IoThread {
         }
     }
 
-    /// Closes clients idle for longer than `timeout` seconds.
+    /// Closes clients idle for longer than `timeout` seconds (not blocked ones, not subscribers).
     fn close_idle(&mut self) {
         let timeout = self.server.config.timeout.load(Relaxed);
         if timeout == 0 {
@@ -573,8 +601,10 @@ impl IoThread {
             .conns
             .iter()
             .filter(|(_, c)| {
+                // Subscribers are never idle-closed, as in Redis (they only listen).
                 !c.in_pool()
                     && c.parked().is_none()
+                    && !c.client.subs.any()
                     && now.saturating_sub(c.client.last_interaction_ms.load(Relaxed))
                         > timeout * 1000
             })

@@ -39,6 +39,8 @@ pub(crate) enum IoMsg {
     /// The blocked command of this client id was served (or unblocked): its reply. It may
     /// arrive before the completion of the job that blocked it.
     Unblocked(u64, Vec<u8>),
+    /// Client id's pub/sub mailbox has messages to move to its output.
+    Deliver(u64),
 }
 
 /// What a pool job sends back: the connection it ran for, and what running its commands gave
@@ -80,6 +82,10 @@ impl crate::clients::ClientIo for IoHandle {
 
     fn notify_unblocked(&self, id: u64, reply: Vec<u8>) {
         self.send(IoMsg::Unblocked(id, reply));
+    }
+
+    fn notify_pubsub(&self, id: u64) {
+        self.send(IoMsg::Deliver(id));
     }
 
     fn wake(&self) {

@@ -429,9 +429,16 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.field("evicted_clients", 0);
     w.field("keyspace_hits", s.keyspace_hits.load(Relaxed));
     w.field("keyspace_misses", s.keyspace_misses.load(Relaxed));
-    w.field("pubsub_channels", 0);
-    w.field("pubsub_patterns", 0);
-    w.field("pubsubshard_channels", 0);
+    let ps = &server.pubsub;
+    w.field(
+        "pubsub_channels",
+        ps.active_count(crate::pubsub::Scope::Channel),
+    );
+    w.field("pubsub_patterns", ps.numpat());
+    w.field(
+        "pubsubshard_channels",
+        ps.active_count(crate::pubsub::Scope::Shard),
+    );
     w.field("latest_fork_usec", 0);
     w.field("total_forks", 0);
     w.field("migrate_cached_sockets", 0);

@@ -80,6 +80,25 @@ pub trait WriteObserver: Send + Sync {
     fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]);
     /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`).
     fn db_flushed(&self, db: Option<u16>);
+    /// Whether [`keys_changed`](WriteObserver::keys_changed) should be worked out at all
+    /// (keyspace notifications ask for it only while `expired` or `new` events are enabled).
+    fn wants_changes(&self) -> bool {
+        false
+    }
+    /// The keys of a commit whose record was already expired when the batch replaced or
+    /// deleted it, or that the batch created (absent or expired before, present after).
+    fn keys_changed(&self, _changes: &[KeyChange<'_>]) {}
+}
+
+/// One key of a commit that expired or was created (see [`WriteObserver::keys_changed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyChange<'a> {
+    pub db: u16,
+    pub key: &'a [u8],
+    /// Its record had expired before this write replaced or removed it.
+    pub expired: bool,
+    /// The write created the key.
+    pub created: bool,
 }
 
 /// How often the WAL is synced to stable storage, in Redis's `appendfsync` terms.
@@ -322,8 +341,10 @@ impl Storage {
     pub fn commit(&self, mut batch: Batch) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
+        let observers = self.observers.read();
         let gate = self.commit_gate.read();
-        let tally = self.tally(&mut batch)?;
+        let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
+        let tally = self.tally(&mut batch, changes.as_mut())?;
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
@@ -334,7 +355,6 @@ impl Storage {
             tally.apply(&self.counts);
         }
         drop(gate);
-        let observers = self.observers.read();
         let mut written = Vec::with_capacity(if observers.is_empty() {
             0
         } else {
@@ -359,6 +379,23 @@ impl Storage {
         for o in observers.iter() {
             o.keys_written(&written);
         }
+        if let Some(changes) = changes.filter(|c| !c.is_empty() && result.is_ok()) {
+            let changes: Vec<KeyChange<'_>> = changes
+                .iter()
+                .filter_map(|&(i, expired, created)| {
+                    let (db, _, key) = decode_meta_key(&batch.effects[i].raw_key)?;
+                    Some(KeyChange {
+                        db,
+                        key,
+                        expired,
+                        created,
+                    })
+                })
+                .collect();
+            for o in observers.iter() {
+                o.keys_changed(&changes);
+            }
+        }
         result
     }
 
@@ -366,7 +403,13 @@ impl Storage {
     /// from the state of each key before the batch (one read of all keys) and after each of its
     /// writes in order (a batch may write one key several times: RENAME, EXEC), and adds it to
     /// the batch.
-    fn tally(&self, batch: &mut Batch) -> StorageResult<Tally> {
+    /// With `changes`, also notes per write (effect index, expired, created) for
+    /// [`WriteObserver::keys_changed`].
+    fn tally(
+        &self,
+        batch: &mut Batch,
+        mut changes: Option<&mut Vec<(usize, bool, bool)>>,
+    ) -> StorageResult<Tally> {
         let mut tally = Tally::default();
         if batch.effects.is_empty() {
             return Ok(tally);
@@ -388,7 +431,8 @@ impl Storage {
                 *state = KeyState::of_meta(raw?.as_deref());
             }
         }
-        for e in &batch.effects {
+        let now = crate::clock::unix_ms();
+        for (i, e) in batch.effects.iter().enumerate() {
             let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
                 continue;
             };
@@ -399,6 +443,13 @@ impl Storage {
                 .expect("every written key has a state")
                 .1;
             tally.key_written(self, &mut batch.inner, db, key, *state, after);
+            if let Some(changes) = changes.as_deref_mut() {
+                let expired = matches!(*state, KeyState::Present(at) if at != 0 && at <= now);
+                let created = (expired || *state == KeyState::Absent) && after != KeyState::Absent;
+                if expired || created {
+                    changes.push((i, expired, created));
+                }
+            }
             *state = after;
         }
         tally.add_to(self, &mut batch.inner);

@@ -184,6 +184,13 @@ const TEMPLATES: &[&str] = &[
     "ZRANGEBYLEX z0 X X",
     "ZREVRANGEBYLEX z0 X X",
     "ZREMRANGEBYLEX z0 X X",
+    // pub/sub without subscribers on these connections: receivers and introspection
+    "PUBLISH K V",
+    "SPUBLISH K V",
+    "PUBSUB NUMSUB K+",
+    "PUBSUB NUMPAT",
+    "PUBSUB CHANNELS",
+    "PUBSUB SHARDNUMSUB K",
     // ---- bitmaps, HyperLogLog and geo (engineer "bits"; one block, merge as a unit) ----
     // Bitmaps and HLLs are strings: they run on the shared keys, so they meet plain strings,
     // other types and each other (an APPEND to an HLL makes it corrupt or foreign).

@@ -19,6 +19,7 @@ mod keys;
 mod keys_collections;
 mod lists;
 mod protocol;
+mod pubsub;
 mod sets;
 mod storage_scale;
 mod strings;

@@ -17,7 +17,7 @@
 
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
-use super::spec::{CacheEffect, CommandSpec, Flags, Handler, KeySpec};
+use super::spec::{CacheEffect, Class, CommandSpec, Flags, Handler, KeySpec};
 use crate::storage::Batch;
 use kvik_types::bits::{self, count, field, op, BitRead};
 use segments::{write_bits, Store};
@@ -61,7 +61,9 @@ const fn b(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    b("setbit", 4, WRITE_OOM, KeySpec::ONE, setbit, ACL_WRITE_SLOW).doc(
+    b("setbit", 4, WRITE_OOM, KeySpec::ONE, setbit, ACL_WRITE_SLOW)
+        .event(Class::String, "setbit")
+        .doc(
         "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
         "2.2.0",
         "O(1)",
@@ -75,12 +77,17 @@ pub static COMMANDS: &[CommandSpec] = &[
     b("bitpos", -3, READ, KeySpec::ONE, |c, a| bitpos(c, a), ACL_READ_SLOW)
         .rtc(|c, a| bitpos(c, a))
         .doc("Finds the first set (1) or clear (0) bit in a string.", "2.8.7", "O(N)"),
-    b("bitop", -4, WRITE_OOM, FROM_SECOND, bitop, ACL_WRITE_SLOW).doc(
+    b("bitop", -4, WRITE_OOM, FROM_SECOND, bitop, ACL_WRITE_SLOW)
+        .event(Class::String, "set")
+        .event(Class::Generic, "del")
+        .doc(
         "Performs bitwise operations on multiple strings, and stores the result.",
         "2.6.0",
         "O(N)",
     ),
-    b("bitfield", -2, WRITE_OOM, KeySpec::ONE, bitfield, ACL_WRITE_SLOW).doc(
+    b("bitfield", -2, WRITE_OOM, KeySpec::ONE, bitfield, ACL_WRITE_SLOW)
+        .event(Class::String, "setbit")
+        .doc(
         "Performs arbitrary bitfield integer operations on strings.",
         "3.2.0",
         "O(1) for each subcommand specified",
@@ -183,11 +190,13 @@ fn bitop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             let mut batch = Batch::default();
             batch.delete_meta(storage, ctx.db(), dest);
             storage.commit(batch)?;
+            ctx.notify(Class::Generic, "del", dest);
         }
     } else {
         segments::store_new(ctx, dest, len, |sink| {
             op::bitop(operation, &sources, sink);
         })?;
+        ctx.notify(Class::String, "set", dest);
     }
     ctx.out.int(len as i64);
     Ok(())

@@ -134,7 +134,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, key: &[u8], f: AddFlags, pairs: &[(f64, &[u8]
             None => {}
         }
     }
-    w.commit()?;
+    w.commit_notify(ctx, if f.incr { "zincr" } else { "zadd" })?;
     if f.incr {
         if processed > 0 {
             // Unnormalised, as Redis replies (ZINCRBY by -0 on a new member gives -0).
@@ -164,7 +164,7 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             removed += 1;
         }
     }
-    w.commit()?;
+    w.commit_notify(ctx, "zrem")?;
     ctx.out.int(removed);
     Ok(())
 }
@@ -370,7 +370,7 @@ fn zrange_generic(
                 Some(z) => query.run(&z, rev, offset, limit)?,
                 None => Vec::new(),
             };
-            store_result(ctx, dst, &items)?;
+            store_result(ctx, dst, &items, "zrangestore")?;
             ctx.out.int(items.len() as i64);
         }
     }
@@ -427,7 +427,12 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, args: &Args, by: RangeBy) -> CmdResult {
     for (m, s) in &items {
         w.remove(m, *s);
     }
-    w.commit()?;
+    let event = match by {
+        RangeBy::Rank => "zremrangebyrank",
+        RangeBy::Score => "zremrangebyscore",
+        _ => "zremrangebylex",
+    };
+    w.commit_notify(ctx, event)?;
     ctx.out.int(items.len() as i64);
     Ok(())
 }

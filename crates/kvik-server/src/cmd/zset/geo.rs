@@ -15,7 +15,7 @@
 use super::range::ScoreRange as ZRange;
 use super::{basic, store_result, ZSet};
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx, Reply};
-use crate::cmd::spec::{collection_command, CommandSpec, Flags, Handler, KeySpec};
+use crate::cmd::spec::{collection_command, Class, CommandSpec, Flags, Handler, KeySpec};
 use bytes::Bytes;
 use kvik_resp::{parse_i64, parse_redis_double, Proto};
 use kvik_types::geo::{self, Search, Shape};
@@ -43,7 +43,10 @@ const fn g(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    g("geoadd", -5, WRITE_OOM, KeySpec::ONE, geoadd, ACL_WRITE).doc(
+    // GEOADD runs ZADD, whose event it emits.
+    g("geoadd", -5, WRITE_OOM, KeySpec::ONE, geoadd, ACL_WRITE)
+        .event(Class::ZSet, "zadd")
+        .doc(
         "Adds one or more members to a geospatial index. The key is created if it doesn't exist.",
         "3.2.0",
         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
@@ -68,13 +71,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         SEARCH_COMPLEXITY,
     ),
-    g("geosearchstore", -8, WRITE_OOM, KeySpec::TWO, geosearchstore, ACL_WRITE).doc(
+    g("geosearchstore", -8, WRITE_OOM, KeySpec::TWO, geosearchstore, ACL_WRITE)
+        .event(Class::ZSet, "geosearchstore")
+        .event(Class::Generic, "del")
+        .doc(
         "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.",
         "6.2.0",
         SEARCH_COMPLEXITY,
     ),
     g("georadius", -6, WRITE_OOM, KeySpec::ONE, georadius, ACL_WRITE)
         .movable(radius_keys)
+        .event(Class::ZSet, "georadiusstore")
+        .event(Class::Generic, "del")
         .doc(
             "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.",
             "3.2.0",
@@ -87,6 +95,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     g("georadiusbymember", -5, WRITE_OOM, KeySpec::ONE, georadiusbymember, ACL_WRITE)
         .movable(by_member_keys)
+        .event(Class::ZSet, "georadiusstore")
+        .event(Class::Generic, "del")
         .doc(
             "Queries a geospatial index for members within a distance from a member, optionally stores the result.",
             "3.2.0",
@@ -289,6 +299,14 @@ impl Form {
     }
     fn is_search(self) -> bool {
         matches!(self, Form::Search | Form::SearchStore)
+    }
+    /// The keyspace event of a stored result.
+    fn store_event(self) -> &'static str {
+        if self.is_search() {
+            "geosearchstore"
+        } else {
+            "georadiusstore"
+        }
     }
     fn may_store(self) -> bool {
         matches!(
@@ -503,7 +521,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args, form: Form) -> CmdResult {
     let Some(z) = z else {
         match q.store {
             Some(dst) => {
-                store_result(ctx, dst, &[])?;
+                store_result(ctx, dst, &[], form.store_event())?;
                 ctx.out.int(0);
             }
             None => ctx.out.array(0),
@@ -545,7 +563,7 @@ fn search_generic(ctx: &mut Ctx<'_>, args: &Args, form: Form) -> CmdResult {
                 (f.member, score)
             })
             .collect();
-        store_result(ctx, dst, &items)?;
+        store_result(ctx, dst, &items, form.store_event())?;
         ctx.out.int(items.len() as i64);
         return Ok(());
     }

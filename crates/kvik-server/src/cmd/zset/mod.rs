@@ -45,10 +45,13 @@ mod pop;
 pub mod range;
 mod setops;
 
+use super::collection::notify_write;
 pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, Reply};
-use super::spec::{keys_after_count, numkeys_at_1, numkeys_at_2, CommandSpec, Flags, KeySpec};
+use super::spec::{
+    keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
+};
 use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View};
 use kvik_resp::Proto;
@@ -93,17 +96,22 @@ const fn z(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    z("zadd", -4, WRITE_OOM_FAST, KeySpec::ONE, basic::zadd, ACL_WRITE_FAST).doc(
+    z("zadd", -4, WRITE_OOM_FAST, KeySpec::ONE, basic::zadd, ACL_WRITE_FAST)
+.event(Class::ZSet, "zadd")
+.event(Class::ZSet, "zincr").doc(
         "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
         "1.2.0",
         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
     ),
-    z("zincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, basic::zincrby, ACL_WRITE_FAST).doc(
+    z("zincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, basic::zincrby, ACL_WRITE_FAST)
+.event(Class::ZSet, "zincr").doc(
         "Increments the score of a member in a sorted set.",
         "1.2.0",
         "O(log(N)) where N is the number of elements in the sorted set.",
     ),
-    z("zrem", -3, WRITE_FAST, KeySpec::ONE, basic::zrem, ACL_WRITE_FAST).doc(
+    z("zrem", -3, WRITE_FAST, KeySpec::ONE, basic::zrem, ACL_WRITE_FAST)
+.event(Class::ZSet, "zrem")
+.event(Class::Generic, "del").doc(
         "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.",
         "1.2.0",
         "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
@@ -148,7 +156,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.2.0",
         RANGE_COMPLEXITY,
     ),
-    z("zrangestore", -5, WRITE_OOM, KeySpec::TWO, basic::zrangestore, ACL_WRITE_SLOW).doc(
+    z("zrangestore", -5, WRITE_OOM, KeySpec::TWO, basic::zrangestore, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zrangestore")
+.event(Class::Generic, "del").doc(
         "Stores a range of members from sorted set in a key.",
         "6.2.0",
         RANGE_COMPLEXITY,
@@ -178,17 +188,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.2.0",
         RANGE_COMPLEXITY,
     ),
-    z("zremrangebyrank", 4, WRITE, KeySpec::ONE, basic::zremrangebyrank, ACL_WRITE_SLOW).doc(
+    z("zremrangebyrank", 4, WRITE, KeySpec::ONE, basic::zremrangebyrank, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zremrangebyrank")
+.event(Class::Generic, "del").doc(
         "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.",
         "2.0.0",
         "O(min(start, N-start)+M) in kvik (the index walk), M the number of elements removed.",
     ),
-    z("zremrangebyscore", 4, WRITE, KeySpec::ONE, basic::zremrangebyscore, ACL_WRITE_SLOW).doc(
+    z("zremrangebyscore", 4, WRITE, KeySpec::ONE, basic::zremrangebyscore, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zremrangebyscore")
+.event(Class::Generic, "del").doc(
         "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.",
         "1.2.0",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
     ),
-    z("zremrangebylex", 4, WRITE, KeySpec::ONE, basic::zremrangebylex, ACL_WRITE_SLOW).doc(
+    z("zremrangebylex", 4, WRITE, KeySpec::ONE, basic::zremrangebylex, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zremrangebylex")
+.event(Class::Generic, "del").doc(
         "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.",
         "2.8.9",
         "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.",
@@ -198,17 +214,24 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.8.0",
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
     ),
-    z("zpopmin", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmin, ACL_WRITE_FAST).doc(
+    z("zpopmin", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmin, ACL_WRITE_FAST)
+.event(Class::ZSet, "zpopmin")
+.event(Class::Generic, "del").doc(
         "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
         "5.0.0",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
-    z("zpopmax", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmax, ACL_WRITE_FAST).doc(
+    z("zpopmax", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmax, ACL_WRITE_FAST)
+.event(Class::ZSet, "zpopmax")
+.event(Class::Generic, "del").doc(
         "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
         "5.0.0",
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
     z("zmpop", -4, WRITE, KeySpec::NONE, pop::zmpop, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zpopmin")
+.event(Class::ZSet, "zpopmax")
+.event(Class::Generic, "del")
         .movable(numkeys_at_1)
         .doc(
             "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.",
@@ -216,18 +239,25 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
         ),
     z("bzpopmin", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING)
+.event(Class::ZSet, "zpopmin")
+.event(Class::Generic, "del")
         .doc(
             "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
     z("bzpopmax", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING)
+.event(Class::ZSet, "zpopmax")
+.event(Class::Generic, "del")
         .doc(
             "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.",
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
     z("bzmpop", -5, BLOCKING, KeySpec::NONE, pop::bzmpop, ACL_BLOCKING)
+.event(Class::ZSet, "zpopmin")
+.event(Class::ZSet, "zpopmax")
+.event(Class::Generic, "del")
         .movable(numkeys_at_2)
         .doc(
             "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
@@ -261,6 +291,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.",
         ),
     z("zunionstore", -4, WRITE_OOM, KeySpec::ONE, setops::zunionstore, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zunionstore")
+.event(Class::Generic, "del")
         .movable(store_keys)
         .doc(
             "Stores the union of multiple sorted sets in a key.",
@@ -268,6 +300,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.",
         ),
     z("zinterstore", -4, WRITE_OOM, KeySpec::ONE, setops::zinterstore, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zinterstore")
+.event(Class::Generic, "del")
         .movable(store_keys)
         .doc(
             "Stores the intersect of multiple sorted sets in a key.",
@@ -275,6 +309,8 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.",
         ),
     z("zdiffstore", -4, WRITE_OOM, KeySpec::ONE, setops::zdiffstore, ACL_WRITE_SLOW)
+.event(Class::ZSet, "zdiffstore")
+.event(Class::Generic, "del")
         .movable(store_keys)
         .doc(
             "Stores the difference of multiple sorted sets in a key.",
@@ -731,11 +767,29 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         self.storage.commit(batch)?;
         Ok(())
     }
+
+    /// [`commit`](ZWriter::commit), then, if anything changed, keyspace event `event` (sorted
+    /// set class) and `del` if the set became empty.
+    fn commit_notify(self, ctx: &Ctx<'_>, event: &'static str) -> Result<(), CmdError> {
+        let (changed, key) = (self.dirty, self.key);
+        let emptied = self.existed && self.meta.len == 0;
+        self.commit()?;
+        if changed {
+            notify_write(ctx, Class::ZSet, event, key, emptied);
+        }
+        Ok(())
+    }
 }
 
 /// Replaces `dst` (any type) with a new sorted set of `items` (distinct members), or deletes
 /// it when `items` is empty. The caller holds `dst`'s lock.
-fn store_result(ctx: &Ctx<'_>, dst: &[u8], items: &[Item]) -> Result<(), CmdError> {
+/// Emits `event` for `dst` (or `del` when an empty result deleted it).
+fn store_result(
+    ctx: &Ctx<'_>,
+    dst: &[u8],
+    items: &[Item],
+    event: &'static str,
+) -> Result<(), CmdError> {
     let storage = ctx.storage();
     let db = ctx.db();
     let mut batch = Batch::default();
@@ -755,5 +809,10 @@ fn store_result(ctx: &Ctx<'_>, dst: &[u8], items: &[Item]) -> Result<(), CmdErro
         batch.put_meta(storage, db, dst, &meta);
     }
     storage.commit(batch)?;
+    if items.is_empty() {
+        ctx.notify(Class::Generic, "del", dst);
+    } else {
+        ctx.notify(Class::ZSet, event, dst);
+    }
     Ok(())
 }

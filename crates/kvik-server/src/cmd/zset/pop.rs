@@ -33,7 +33,7 @@ fn pop_first(
     for (i, key) in keys.iter().enumerate() {
         if let Some(mut w) = ZWriter::open(ctx, key, false)? {
             let items = w.pop(count, max)?;
-            w.commit()?;
+            w.commit_notify(ctx, if max { "zpopmax" } else { "zpopmin" })?;
             return Ok(Some((i, items)));
         }
     }

@@ -211,7 +211,12 @@ fn setop_generic(
     });
     match dst {
         Some(d) => {
-            store_result(ctx, d, &items)?;
+            let event = match op {
+                SetOp::Union => "zunionstore",
+                SetOp::Inter => "zinterstore",
+                SetOp::Diff => "zdiffstore",
+            };
+            store_result(ctx, d, &items, event)?;
             ctx.out.int(items.len() as i64);
         }
         None => reply_items(ctx.out, &items, withscores),
