@@ -603,3 +603,70 @@ fn bitmaps_are_strings_to_every_string_command() {
     q::<()>(&mut c, &["RENAME", "b", "b2"]);
     assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "b2"]), 25);
 }
+
+/// Commands of the three families whose keyspace events (and silences) must be Redis's.
+const EVENT_STEPS: &[&[&str]] = &[
+    &["SETBIT", "b", "7", "1"],
+    &["SETBIT", "b", "7", "1"],
+    &["SETBIT", "b", "x", "1"],
+    &["SETBIT", "big", "200000", "1"],
+    &["BITFIELD", "b", "SET", "u8", "0", "1"],
+    &["BITFIELD", "b", "GET", "u8", "0"],
+    &[
+        "BITFIELD", "nb", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "9",
+    ],
+    &["BITOP", "OR", "d", "b", "big"],
+    &["BITOP", "AND", "d", "nokey"],
+    &["BITOP", "AND", "d", "nokey"],
+    &["PFADD", "h", "a", "b"],
+    &["PFADD", "h", "a"],
+    &["PFCOUNT", "h"],
+    &["PFMERGE", "h2", "h"],
+    &["PFDEBUG", "TODENSE", "h"],
+    &["GEOADD", "g", "13", "38", "a", "14", "37", "b"],
+    &["GEOADD", "g", "XX", "13", "38", "a"],
+    &[
+        "GEOSEARCHSTORE",
+        "gs",
+        "g",
+        "FROMLONLAT",
+        "13",
+        "38",
+        "BYRADIUS",
+        "500",
+        "km",
+    ],
+    &[
+        "GEOSEARCHSTORE",
+        "gs",
+        "g",
+        "FROMLONLAT",
+        "100",
+        "0",
+        "BYRADIUS",
+        "1",
+        "km",
+    ],
+    &["GEORADIUS", "g", "13", "38", "500", "km", "STORE", "gr"],
+    &[
+        "GEORADIUSBYMEMBER",
+        "g",
+        "a",
+        "500",
+        "km",
+        "STOREDIST",
+        "gr",
+    ],
+    &["GEORADIUS", "nokey", "13", "38", "500", "km", "STORE", "gr"],
+];
+
+#[test]
+fn keyspace_events_match_redis() {
+    let kvik = TestServer::start();
+    let redis = RedisServer::start(&[]);
+    for flags in ["KEA", "Kgn", "E$z"] {
+        let k = crate::pubsub::keyspace_events(kvik.port(), EVENT_STEPS, flags);
+        let r = crate::pubsub::keyspace_events(redis.port(), EVENT_STEPS, flags);
+        assert_eq!(k, r, "flags {flags}");
+    }
+}

@@ -20,7 +20,7 @@ use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, Handler, KeySpec};
 use crate::storage::Batch;
 use kvik_types::bits::{self, count, field, op, BitRead};
-use segments::{write_bits, Store};
+use segments::write_bits;
 use std::ops::Range;
 
 pub mod segments;
@@ -118,13 +118,12 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
     let byte = offset >> 3;
     let span = byte..byte + 1;
-    let old = write_bits(
-        ctx,
-        &args[1],
-        std::slice::from_ref(&span),
-        Store::Always,
-        |v, _| bits::setbit(v, offset, on),
-    )?;
+    let (old, wrote) = write_bits(ctx, &args[1], std::slice::from_ref(&span), |v, _| {
+        bits::setbit(v, offset, on)
+    })?;
+    if wrote {
+        ctx.notify(Class::String, "setbit", &args[1]);
+    }
     ctx.out.int(i64::from(old));
     Ok(())
 }
@@ -230,14 +229,13 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return bitfield_read(ctx, args, &ops);
     }
     let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
-    let replies = write_bits(
-        ctx,
-        &args[1],
-        &field_spans(&ops),
-        Store::IfChanged,
-        |v, created| field::apply(v, created, &ops).replies,
-    )?;
-    reply_fields(ctx.out, &replies);
+    let (applied, _) = write_bits(ctx, &args[1], &field_spans(&ops), |v, created| {
+        field::apply(v, created, &ops)
+    })?;
+    if applied.changes > 0 {
+        ctx.notify(Class::String, "setbit", &args[1]);
+    }
+    reply_fields(ctx.out, &applied.replies);
     Ok(())
 }
 

@@ -161,27 +161,19 @@ fn is_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b == 0)
 }
 
-/// When [`write_bits`] stores the value.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Store {
-    /// Always (SETBIT: Redis counts it a change even when the bit was already so).
-    Always,
-    /// Only if the key was created or its bytes changed (BITFIELD).
-    IfChanged,
-}
-
 /// A bit write on `key` (the caller holds its lock): `f` gets the value as a byte store (an
 /// empty one for a missing key, then `created` is true) with the segments covering `spans`
 /// loaded, and returns the command's result. The value stays an inline string while it is at
-/// most `BITMAP_INLINE_MAX` bytes and becomes segmented past that; only changed segments are
-/// written, with the meta record (its expiry kept). WRONGTYPE unless the key is a string.
+/// most `BITMAP_INLINE_MAX` bytes and becomes segmented past that. It is written only if it was
+/// created or its bytes changed (Redis 7.0's SETBIT and BITFIELD touch the key only then), and
+/// then only its changed segments, with the meta record (its expiry kept). Returns `f`'s result
+/// and whether the key was written. WRONGTYPE unless the key is a string.
 pub fn write_bits<R>(
     ctx: &Ctx<'_>,
     key: &[u8],
     spans: &[Range<u64>],
-    store: Store,
     f: impl FnOnce(&mut dyn BitWrite, bool) -> R,
-) -> Result<R, CmdError> {
+) -> Result<(R, bool), CmdError> {
     let storage = ctx.storage();
     let db = ctx.db();
     let current = ctx.lookup_write(key)?;
@@ -199,15 +191,16 @@ pub fn write_bits<R>(
                 current.map_or((Vec::new(), 0), |m| (m.value, m.expire_at_ms));
             if (bytes.len() as u64).max(needed) <= BITMAP_INLINE_MAX {
                 // Only a conditional store needs the bytes before, to compare.
-                let before = (store == Store::IfChanged && !created).then(|| bytes.clone());
+                let before = (!created).then(|| bytes.clone());
                 let mut bytes = bytes;
                 let result = f(&mut bytes, created);
-                if store == Store::Always || created || before.as_ref() != Some(&bytes) {
+                let write = created || before.as_ref() != Some(&bytes);
+                if write {
                     let mut batch = Batch::default();
                     batch.put_meta(storage, db, key, &Meta::string(bytes, expire_at_ms));
                     storage.commit(batch)?;
                 }
-                return Ok(result);
+                return Ok((result, write));
             }
             // Grows past the inline limit: the same bytes as segments under a new version.
             let meta = Meta::collection(Kind::Bitmap, storage.next_version()?, expire_at_ms);
@@ -242,12 +235,13 @@ pub fn write_bits<R>(
         }
     }
     changed |= value.len != meta.len;
-    if store == Store::Always || created || changed {
+    let write = created || changed;
+    if write {
         meta.len = value.len;
         batch.put_meta(storage, db, key, &meta);
         storage.commit(batch)?;
     }
-    Ok(result)
+    Ok((result, write))
 }
 
 /// Writes `bytes` (a BITOP result of `len` bytes, produced in order by `produce`) as `key`,
