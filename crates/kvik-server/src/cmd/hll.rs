@@ -10,10 +10,12 @@
 //! cache was stale it writes the value back (so it takes the lock, counts as a change for
 //! WATCH, and updates the hot cache like any string write), though Redis flags it read-only.
 
+use super::bitmap::segments;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::Batch;
+use kvik_types::bits::BitRead;
 use kvik_types::hll;
 
 /// Redis's default `hll-sparse-max-bytes` (kvik has no such setting yet).
@@ -91,8 +93,23 @@ pub static COMMANDS: &[CommandSpec] = &[
 fn hll_value(ctx: &Ctx<'_>, key: &[u8], meta: Option<Meta>) -> Result<Option<Meta>, CmdError> {
     match meta {
         None => Ok(None),
-        // A segmented bitmap is a string too: read whole, it is checked like any other.
+        // A segmented bitmap is a string too: checked like any other, but read whole only when
+        // its first bytes are an HLL header (it never is one unless written to look like it).
         Some(m) if m.kind == Kind::Bitmap => {
+            let header = 0..hll::HEADER_LEN as u64;
+            let view = ctx.storage().latest();
+            let head = segments::load(
+                &view,
+                ctx.db(),
+                key,
+                &m,
+                Some(std::slice::from_ref(&header)),
+            )?;
+            let mut bytes = [0u8; hll::HEADER_LEN];
+            head.read_at(0, &mut bytes);
+            if &bytes[..4] != b"HYLL" {
+                return Err(hll::HllError::NotHll.into());
+            }
             let value = ctx.bitmap_string(key, &m)?;
             hll::validate(&value)?;
             Ok(Some(Meta::string(value, m.expire_at_ms)))

@@ -897,9 +897,22 @@ fn substring_range(len: usize, start: i64, end: i64) -> std::ops::Range<usize> {
 fn getrange<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let start = parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
     let end = parse_i64(&args[3]).ok_or(CmdError::not_integer())?;
-    let value = ctx.read_string(&args[1])?.unwrap_or_default();
-    let range = substring_range(value.len(), start, end);
-    ctx.out().bulk(&value[range]);
+    // A segmented bitmap is read sparse (its stored segments), and only the range is copied.
+    let value = ctx.read_bits(&args[1], None)?;
+    let range = substring_range(
+        value.as_ref().map_or(0, |v| v.byte_len() as usize),
+        start,
+        end,
+    );
+    match value {
+        Some(BitValue::Inline(bytes)) => ctx.out().bulk(&bytes[range]),
+        Some(segments) => {
+            let mut bytes = vec![0u8; range.len()];
+            segments.read_at(range.start as u64, &mut bytes);
+            ctx.out().bulk(&bytes);
+        }
+        None => ctx.out().bulk(b""),
+    }
     Ok(())
 }
 
