@@ -68,7 +68,7 @@ pub trait KeyReads<'a> {
         &self,
         key: &[u8],
         spans: Option<&[Range<u64>]>,
-    ) -> Result<Option<BitValue>, Self::Error>;
+    ) -> Result<Option<BitValue<'a>>, Self::Error>;
     /// A hash (cached whole when small); WRONGTYPE for another kind.
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
 }
@@ -100,7 +100,7 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
         &self,
         key: &[u8],
         spans: Option<&[Range<u64>]>,
-    ) -> Result<Option<BitValue>, CmdError> {
+    ) -> Result<Option<BitValue<'a>>, CmdError> {
         segments::read(self, key, spans)
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
@@ -194,7 +194,7 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         &self,
         key: &[u8],
         _spans: Option<&[Range<u64>]>,
-    ) -> Result<Option<BitValue>, RtcError> {
+    ) -> Result<Option<BitValue<'a>>, RtcError> {
         Ok(Some(BitValue::Inline(string_of_hit(self.hit(key)?)?)))
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {

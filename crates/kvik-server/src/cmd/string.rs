@@ -638,8 +638,7 @@ fn mget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
             Some(m) if m.kind == Kind::String => Some(m.value),
             // A segmented bitmap (never in the hot cache, so only on a worker).
             Some(m) if m.kind == Kind::Bitmap => match ctx.read_bits(key, None)? {
-                Some(BitValue::Segments(s)) => Some(s.to_vec()),
-                Some(BitValue::Inline(b)) => Some(b.to_vec()),
+                Some(v) => Some(v.to_vec()?),
                 None => None,
             },
             _ => None,
@@ -909,6 +908,7 @@ fn getrange<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Erro
         Some(segments) => {
             let mut bytes = vec![0u8; range.len()];
             segments.read_at(range.start as u64, &mut bytes);
+            segments.check()?;
             ctx.out().bulk(&bytes);
         }
         None => ctx.out().bulk(b""),

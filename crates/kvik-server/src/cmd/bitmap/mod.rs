@@ -149,6 +149,7 @@ fn bitcount<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Erro
     };
     let range = count::parse_bitcount_args(&rest(args, 2)).map_err(CmdError::from)?;
     let n = count::bitcount(&value, range);
+    value.check()?;
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -162,6 +163,7 @@ fn bitpos<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error>
     };
     let range = count::parse_bitpos_args(&rest(args, 3)).map_err(CmdError::from)?;
     let pos = count::bitpos(&value, bit, range);
+    value.check()?;
     ctx.out().int(pos);
     Ok(())
 }
@@ -195,6 +197,9 @@ fn bitop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         segments::store_new(ctx, dest, len, |sink| {
             op::bitop(operation, &sources, sink);
         })?;
+        for v in values.iter().flatten() {
+            v.check()?;
+        }
         ctx.notify(Class::String, "set", dest);
     }
     ctx.out.int(len as i64);

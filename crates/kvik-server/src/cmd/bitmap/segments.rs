@@ -13,6 +13,7 @@ use crate::storage::{Batch, Cf, Coll, View};
 use bytes::Bytes;
 use kvik_types::bits::store::Segmented;
 use kvik_types::bits::{BitRead, BitWrite, Chunk};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
 
@@ -20,18 +21,39 @@ const SEG: u64 = BITMAP_SEGMENT_LEN as u64;
 /// Up to this many segments are read with point reads (a multi-get), more with an iterator.
 const POINT_READS_MAX: u64 = 16;
 
-/// A string's bytes as the bit algorithms read them: inline, or the loaded part of a
-/// segmented bitmap.
-pub enum BitValue {
+/// A string's bytes as the bit algorithms read them: inline, the loaded part of a segmented
+/// bitmap, or a segmented bitmap read in place ([`Stored`]).
+pub enum BitValue<'a> {
     Inline(Bytes),
     Segments(Segmented),
+    Stored(Stored<'a>),
 }
 
-impl BitRead for BitValue {
+impl BitValue<'_> {
+    /// The storage error a [`Stored`] value met while it was read (the byte-store traits have
+    /// no error channel); check it after running an algorithm.
+    pub fn check(&self) -> Result<(), CmdError> {
+        match self {
+            BitValue::Stored(s) => s.error.borrow_mut().take().map_or(Ok(()), Err),
+            _ => Ok(()),
+        }
+    }
+
+    /// The whole value as one string.
+    pub fn to_vec(&self) -> Result<Vec<u8>, CmdError> {
+        let mut out = vec![0u8; self.byte_len() as usize];
+        self.read_at(0, &mut out);
+        self.check()?;
+        Ok(out)
+    }
+}
+
+impl BitRead for BitValue<'_> {
     fn byte_len(&self) -> u64 {
         match self {
             BitValue::Inline(b) => b.len() as u64,
             BitValue::Segments(s) => s.byte_len(),
+            BitValue::Stored(s) => s.byte_len(),
         }
     }
 
@@ -39,6 +61,71 @@ impl BitRead for BitValue {
         match self {
             BitValue::Inline(b) => b[..].visit(start, end, f),
             BitValue::Segments(s) => s.visit(start, end, f),
+            BitValue::Stored(s) => s.visit(start, end, f),
+        }
+    }
+}
+
+/// A segmented bitmap read in place from a snapshot: a visit walks the stored segments of its
+/// range with one iterator, hands their bytes over without copying and reports the gaps as
+/// zero runs, so BITCOUNT or BITPOS of a range reads only that range's segments.
+pub struct Stored<'a> {
+    view: View<'a>,
+    db: u16,
+    key: Vec<u8>,
+    meta: Meta,
+    error: RefCell<Option<CmdError>>,
+}
+
+impl BitRead for Stored<'_> {
+    fn byte_len(&self) -> u64 {
+        self.meta.len
+    }
+
+    fn visit(&self, start: u64, end: u64, f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>) {
+        let coll = Coll::new(self.db, &self.key, &self.meta);
+        let mut c = self.view.members(Cf::Data, &coll);
+        c.seek(&(start / SEG).to_be_bytes());
+        let mut pos = start;
+        while pos < end {
+            let Some((member, bytes)) = c.entry() else {
+                break;
+            };
+            let Ok(index) = <[u8; 8]>::try_from(member) else {
+                break;
+            };
+            let seg_start = u64::from_be_bytes(index) * SEG;
+            if seg_start >= end {
+                break;
+            }
+            if seg_start > pos {
+                if f(Chunk::Zeros(seg_start - pos)).is_break() {
+                    return;
+                }
+                pos = seg_start;
+            }
+            let seg_end = (seg_start + SEG).min(end);
+            let from = (pos - seg_start) as usize;
+            let stored = bytes.len().min((seg_end - seg_start) as usize);
+            if from < stored {
+                if f(Chunk::Bytes(&bytes[from..stored])).is_break() {
+                    return;
+                }
+                pos = seg_start + stored as u64;
+            }
+            if seg_end > pos {
+                if f(Chunk::Zeros(seg_end - pos)).is_break() {
+                    return;
+                }
+                pos = seg_end;
+            }
+            c.next();
+        }
+        if let Err(e) = c.status() {
+            *self.error.borrow_mut() = Some(e.into());
+        }
+        if pos < end {
+            let _ = f(Chunk::Zeros(end - pos));
         }
     }
 }
@@ -126,13 +213,14 @@ pub fn materialize(view: &View<'_>, db: u16, key: &[u8], meta: &Meta) -> Result<
     Ok(load(view, db, key, meta, None)?.to_vec())
 }
 
-/// A key's value for a bit read: `None` if absent, WRONGTYPE unless a string. Only the
-/// segments covering `spans` are loaded (`None`: all). Counts a keyspace hit or miss.
-pub fn read(
-    ctx: &Ctx<'_>,
+/// A key's value for a bit read: `None` if absent, WRONGTYPE unless a string. A segmented
+/// bitmap's segments covering `spans` are loaded; with `None` it is read in place ([`Stored`]).
+/// Counts a keyspace hit or miss.
+pub fn read<'a>(
+    ctx: &Ctx<'a>,
     key: &[u8],
     spans: Option<&[Range<u64>]>,
-) -> Result<Option<BitValue>, CmdError> {
+) -> Result<Option<BitValue<'a>>, CmdError> {
     match ctx.lookup_read(key)? {
         None => Ok(None),
         Some(m) if m.kind == Kind::String => Ok(Some(BitValue::Inline(Bytes::from(m.value)))),
@@ -140,13 +228,16 @@ pub fn read(
             // Meta from the same snapshot as the segments, so they agree.
             let view = ctx.storage().view();
             match view.get_live(ctx.db(), key, ctx.now_ms)? {
-                Some(m) if m.kind == Kind::Bitmap => Ok(Some(BitValue::Segments(load(
-                    &view,
-                    ctx.db(),
-                    key,
-                    &m,
-                    spans,
-                )?))),
+                Some(m) if m.kind == Kind::Bitmap => Ok(Some(match spans {
+                    Some(spans) => BitValue::Segments(load(&view, ctx.db(), key, &m, Some(spans))?),
+                    None => BitValue::Stored(Stored {
+                        view,
+                        db: ctx.db(),
+                        key: key.to_vec(),
+                        meta: m,
+                        error: RefCell::new(None),
+                    }),
+                })),
                 Some(m) if m.kind == Kind::String => Ok(Some(BitValue::Inline(m.value.into()))),
                 Some(_) => Err(CmdError::wrong_type()),
                 None => Ok(None),
