@@ -418,25 +418,39 @@ fn several_servers_share_the_keys() {
 fn error_replies_are_counted_not_fatal() {
     let k = KvikServer::start(kvik_testkit::kvik_server_bin(), &[]);
     let port = k.port.to_string();
+    // `mylist` holds a string: every LPUSH gets a WRONGTYPE error.
+    let mut con = kvik_testkit::connect(k.port);
+    let _: () = redis::cmd("SET")
+        .arg("mylist")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
     let (ok, out, err) = bench(&[
-        "-p", &port, "-c", "2", "-n", "50", "-t", "xadd,set", "--csv",
+        "-p",
+        &port,
+        "-c",
+        "2",
+        "-n",
+        "50",
+        "-t",
+        "lpush,set",
+        "--csv",
     ]);
     assert!(ok, "{err}");
     assert!(err.contains("50 of 50 replies were errors"), "{err}");
-    assert!(err.contains("unknown command"), "{err}");
+    assert!(err.contains("WRONGTYPE"), "{err}");
     assert_eq!(out.lines().count(), 3, "both tests reported: {out}");
-    // kvik has no streams: XADD is an unknown command there.
-    let doc = bench_json(&["-p", &port, "-c", "2", "-n", "40", "-t", "xadd,get"]);
+    let doc = bench_json(&["-p", &port, "-c", "2", "-n", "40", "-t", "lpush,get"]);
     let t = &doc["tests"];
     assert_eq!(t[0]["name"], "GET");
     assert_eq!(t[0]["errors"], 0);
-    assert_eq!(t[1]["name"], "XADD");
+    assert_eq!(t[1]["name"], "LPUSH");
     assert_eq!(t[1]["requests"], 40);
     assert_eq!(t[1]["errors"], 40);
     assert!(t[1]["error_samples"][0]
         .as_str()
         .unwrap()
-        .starts_with("ERR unknown command"));
+        .starts_with("WRONGTYPE"));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //! kvik's other threads keep running, so the hook only publishes state here (running, busy,
 //! written) and polls the kill flag; the server answers BUSY and SCRIPT KILL from it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::errors;
@@ -22,6 +22,9 @@ pub struct ScriptControl {
     written: AtomicBool,
     threshold_ms: AtomicU64,
     started: Mutex<Option<Instant>>,
+    /// Counts the busy scripts of every control sharing it: the server checks one atomic
+    /// before each command instead of every runtime's state.
+    busy_counter: Option<Arc<AtomicUsize>>,
 }
 
 impl Default for ScriptControl {
@@ -42,6 +45,25 @@ impl ScriptControl {
             written: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(busy_threshold.as_millis() as u64),
             started: Mutex::new(None),
+            busy_counter: None,
+        }
+    }
+
+    /// Like [`ScriptControl::new`], and `counter` is incremented while this control's script
+    /// is busy (one counter shared by all the runtimes of a server).
+    pub fn counting_busy(busy_threshold: Duration, counter: Arc<AtomicUsize>) -> ScriptControl {
+        ScriptControl {
+            busy_counter: Some(counter),
+            ..ScriptControl::new(busy_threshold)
+        }
+    }
+
+    /// Clears the busy state, keeping the shared counter right.
+    fn clear_busy(&self) {
+        if self.busy.swap(false, Ordering::AcqRel) {
+            if let Some(c) = &self.busy_counter {
+                c.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -109,13 +131,13 @@ impl ScriptControl {
         self.is_eval.store(is_eval, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
         self.written.store(false, Ordering::Relaxed);
-        self.busy.store(false, Ordering::Relaxed);
+        self.clear_busy();
         self.running.store(true, Ordering::Release);
     }
 
     pub(crate) fn end(&self) {
         self.running.store(false, Ordering::Release);
-        self.busy.store(false, Ordering::Release);
+        self.clear_busy();
         self.kill.store(false, Ordering::Release);
         *self.started.lock().expect("not poisoned") = None;
     }
@@ -133,8 +155,10 @@ impl ScriptControl {
     pub(crate) fn tick(&self) -> bool {
         if !self.busy.load(Ordering::Relaxed) {
             let limit = Duration::from_millis(self.threshold_ms.load(Ordering::Relaxed));
-            if self.elapsed() >= limit {
-                self.busy.store(true, Ordering::Release);
+            if self.elapsed() >= limit && !self.busy.swap(true, Ordering::AcqRel) {
+                if let Some(c) = &self.busy_counter {
+                    c.fetch_add(1, Ordering::AcqRel);
+                }
             }
         }
         self.killed()
@@ -163,5 +187,22 @@ mod tests {
         assert_eq!(c.kill(false), Err(errors::UNKILLABLE));
         c.end();
         assert!(!c.is_running());
+    }
+
+    #[test]
+    fn the_shared_counter_follows_busy_scripts() {
+        let n = Arc::new(AtomicUsize::new(0));
+        let a = ScriptControl::counting_busy(Duration::ZERO, n.clone());
+        let b = ScriptControl::counting_busy(Duration::ZERO, n.clone());
+        a.begin(true);
+        b.begin(false);
+        a.tick();
+        a.tick();
+        b.tick();
+        assert_eq!(n.load(Ordering::Acquire), 2);
+        a.end();
+        assert_eq!(n.load(Ordering::Acquire), 1);
+        b.end();
+        assert_eq!(n.load(Ordering::Acquire), 0);
     }
 }

@@ -171,9 +171,11 @@ fn write_table(out: &mut Vec<u8>, t: &Table, script_resp: u8, proto: Proto, dept
         encode::simple(out, &ok.as_bytes());
         return;
     }
-    if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
-        encode::double(out, d, proto);
-        return;
+    // mlua hands an integral Lua number over as an Integer: `{double=100}` is a double too.
+    match t.raw_get::<Value>("double") {
+        Ok(Value::Number(d)) => return encode::double(out, d, proto),
+        Ok(Value::Integer(n)) => return encode::double(out, n as f64, proto),
+        _ => {}
     }
     if let Some(n) = string_field(t, "big_number") {
         encode::big_number(out, &n.as_bytes(), proto);
@@ -278,6 +280,7 @@ mod tests {
         assert_eq!(reply(&lua, "return {ok='fine'}", 2, r2), b"+fine\r\n");
         assert_eq!(reply(&lua, "return {double=1.5}", 2, r3), b",1.5\r\n");
         assert_eq!(reply(&lua, "return {double=1.5}", 2, r2), b"$3\r\n1.5\r\n");
+        assert_eq!(reply(&lua, "return {double=100}", 2, r2), b"$3\r\n100\r\n");
         assert_eq!(
             reply(&lua, "return {map={a=1}}", 2, r3),
             b"%1\r\n$1\r\na\r\n:1\r\n"

@@ -8,13 +8,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use kvik_resp::{encode, Proto};
+use kvik_resp::encode;
 use mlua::Function;
 
-use crate::control::ScriptControl;
 use crate::errors;
 use crate::flags::{parse_eval_shebang, ScriptFlags};
-use crate::host::Host;
+use crate::host::RunContext;
 use crate::runtime::{Invocation, Kind, LuaRuntime};
 use crate::script::{sha1_hex, split_keys_args};
 
@@ -152,19 +151,9 @@ impl EvalEngine {
 
     /// Runs the cached script `sha` with `keys` and `args`, writing its reply (or error) for a
     /// client speaking `proto`. The server has already checked flags, keys and ACLs.
-    #[allow(clippy::too_many_arguments)]
-    pub fn run(
-        &mut self,
-        sha: &str,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
+    pub fn run(&mut self, sha: &str, keys: &[&[u8]], args: &[&[u8]], ctx: &mut RunContext<'_>) {
         let Some(script) = self.scripts.get(sha) else {
-            encode::error(out, errors::NOSCRIPT.as_bytes());
+            encode::error(ctx.out, errors::NOSCRIPT.as_bytes());
             return;
         };
         let func = script.func.clone();
@@ -173,49 +162,27 @@ impl EvalEngine {
             keys,
             args,
         };
-        self.rt.run(&func, &inv, host, control, proto, out);
+        self.rt.run(&func, &inv, ctx);
     }
 
     /// The whole of `EVAL script numkeys key... arg...` (`argv` without the command name).
-    pub fn eval(
-        &mut self,
-        argv: &[&[u8]],
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
-        self.eval_generic(argv, false, host, control, proto, out)
+    pub fn eval(&mut self, argv: &[&[u8]], ctx: &mut RunContext<'_>) {
+        self.eval_generic(argv, false, ctx)
     }
 
     /// The whole of `EVALSHA sha numkeys key... arg...` (`argv` without the command name).
-    pub fn evalsha(
-        &mut self,
-        argv: &[&[u8]],
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
-        self.eval_generic(argv, true, host, control, proto, out)
+    pub fn evalsha(&mut self, argv: &[&[u8]], ctx: &mut RunContext<'_>) {
+        self.eval_generic(argv, true, ctx)
     }
 
-    fn eval_generic(
-        &mut self,
-        argv: &[&[u8]],
-        by_sha: bool,
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
+    fn eval_generic(&mut self, argv: &[&[u8]], by_sha: bool, ctx: &mut RunContext<'_>) {
         let Some((script, rest)) = argv.split_first() else {
-            encode::error(out, b"ERR wrong number of arguments");
+            encode::error(ctx.out, b"ERR wrong number of arguments");
             return;
         };
         let (keys, args) = match split_keys_args(rest) {
             Ok(ka) => ka,
-            Err(e) => return encode::error(out, e.as_bytes()),
+            Err(e) => return encode::error(ctx.out, e.as_bytes()),
         };
         let sha = if by_sha {
             self.prepare_evalsha(script).map_err(String::from)
@@ -223,8 +190,8 @@ impl EvalEngine {
             self.prepare_eval(script)
         };
         match sha {
-            Ok(sha) => self.run(&sha, keys, args, host, control, proto, out),
-            Err(e) => encode::error(out, e.as_bytes()),
+            Ok(sha) => self.run(&sha, keys, args, ctx),
+            Err(e) => encode::error(ctx.out, e.as_bytes()),
         }
     }
 }

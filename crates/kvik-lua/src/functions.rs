@@ -5,17 +5,15 @@
 //! the server persists so functions survive a restart.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::Duration;
 
-use kvik_resp::{encode, Frame, Proto};
+use kvik_resp::{encode, Frame};
 use mlua::{Function, Lua, MultiValue, Value};
 
 use crate::args::{LibResult, Raise};
-use crate::control::ScriptControl;
 use crate::errors;
 use crate::flags::{is_valid_name, parse_library_metadata, ScriptFlags};
-use crate::host::Host;
+use crate::host::RunContext;
 use crate::redis_lib::raise;
 use crate::runtime::{Invocation, Kind, LuaRuntime};
 use crate::script::split_keys_args;
@@ -510,23 +508,13 @@ impl FunctionEngine {
     }
 
     /// Runs function `name` with `keys` and `args` (the server has checked flags and keys).
-    #[allow(clippy::too_many_arguments)]
-    pub fn run(
-        &mut self,
-        name: &str,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
+    pub fn run(&mut self, name: &str, keys: &[&[u8]], args: &[&[u8]], ctx: &mut RunContext<'_>) {
         let Some(found) = self
             .index
             .get(&name.to_lowercase())
             .and_then(|(l, f)| self.libs.get(l)?.functions.get(f))
         else {
-            encode::error(out, errors::FUNCTION_NOT_FOUND.as_bytes());
+            encode::error(ctx.out, errors::FUNCTION_NOT_FOUND.as_bytes());
             return;
         };
         let callback = found.callback.clone();
@@ -536,31 +524,27 @@ impl FunctionEngine {
             keys,
             args,
         };
-        self.rt.run(&callback, &inv, host, control, proto, out);
+        self.rt.run(&callback, &inv, ctx);
     }
 
     /// The whole of `FCALL function numkeys key... arg...` (`argv` without the command name).
-    pub fn fcall(
-        &mut self,
-        argv: &[&[u8]],
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
+    pub fn fcall(&mut self, argv: &[&[u8]], ctx: &mut RunContext<'_>) {
         let Some((name, rest)) = argv.split_first() else {
-            encode::error(out, b"ERR wrong number of arguments for 'fcall' command");
+            encode::error(
+                ctx.out,
+                b"ERR wrong number of arguments for 'fcall' command",
+            );
             return;
         };
         let name = String::from_utf8_lossy(name);
         if self.function(&name).is_none() {
-            return encode::error(out, errors::FUNCTION_NOT_FOUND.as_bytes());
+            return encode::error(ctx.out, errors::FUNCTION_NOT_FOUND.as_bytes());
         }
         match split_keys_args(rest) {
-            Ok((keys, args)) => self.run(&name, keys, args, host, control, proto, out),
+            Ok((keys, args)) => self.run(&name, keys, args, ctx),
             // FCALL words a non-integer count its own way.
-            Err(errors::NOT_AN_INTEGER) => encode::error(out, errors::BAD_NUMKEYS.as_bytes()),
-            Err(e) => encode::error(out, e.as_bytes()),
+            Err(errors::NOT_AN_INTEGER) => encode::error(ctx.out, errors::BAD_NUMKEYS.as_bytes()),
+            Err(e) => encode::error(ctx.out, e.as_bytes()),
         }
     }
 }

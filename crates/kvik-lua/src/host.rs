@@ -3,8 +3,14 @@
 //! The runtime never touches the dataset. Every `redis.call` / `redis.pcall` becomes one
 //! [`Host::call`], and the server answers it the way it answers a client: by running the
 //! command (with its script-specific checks) and handing back the reply as a [`Frame`].
+//! [`RunContext`] groups what one run needs from the server: the host, the control other
+//! threads stop it through, the client's protocol and the output buffer.
 
-use kvik_resp::Frame;
+use std::sync::Arc;
+
+use kvik_resp::{Frame, Proto};
+
+use crate::control::ScriptControl;
 
 /// Redis's `redis.log` levels (`redis.LOG_DEBUG` ... `redis.LOG_WARNING`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,5 +74,42 @@ pub trait Host {
     /// error text (Redis: `ERR Invalid command passed to redis.acl_check_cmd()`).
     fn acl_check_cmd(&mut self, _args: &[&[u8]]) -> Result<bool, String> {
         Ok(true)
+    }
+}
+
+/// What one run of a script or function needs from its caller.
+pub struct RunContext<'a> {
+    /// Runs the script's commands.
+    pub host: &'a mut dyn Host,
+    /// Busy state and kill flag, shared with the server's other threads.
+    pub control: &'a Arc<ScriptControl>,
+    /// The calling client's protocol: the script's result is written in it.
+    pub proto: Proto,
+    /// The caller's reply buffer; the result (or error) is appended.
+    pub out: &'a mut Vec<u8>,
+}
+
+impl std::fmt::Debug for RunContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("proto", &self.proto)
+            .finish()
+    }
+}
+
+impl<'a> RunContext<'a> {
+    /// A context writing into `out` for a client speaking `proto`.
+    pub fn new(
+        host: &'a mut dyn Host,
+        control: &'a Arc<ScriptControl>,
+        proto: Proto,
+        out: &'a mut Vec<u8>,
+    ) -> RunContext<'a> {
+        RunContext {
+            host,
+            control,
+            proto,
+            out,
+        }
     }
 }

@@ -40,6 +40,6 @@ pub use control::ScriptControl;
 pub use eval::EvalEngine;
 pub use flags::ScriptFlags;
 pub use functions::{FunctionEngine, FunctionInfo, RestorePolicy, RunningScript};
-pub use host::{Host, HostReply, LogLevel};
+pub use host::{Host, HostReply, LogLevel, RunContext};
 pub use redis_lib::{REDIS_VERSION, REDIS_VERSION_NUM};
 pub use script::sha1_hex;

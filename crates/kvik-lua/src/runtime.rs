@@ -18,7 +18,7 @@ use crate::args::{check_number, finish, lib_fn, take_raised, LibResult, Raise};
 use crate::control::ScriptControl;
 use crate::convert::{error_table, frame_to_lua, write_reply};
 use crate::errors;
-use crate::host::Host;
+use crate::host::{Host, RunContext};
 use crate::numfmt::c_double_to_i32;
 use crate::redis_lib;
 
@@ -339,18 +339,17 @@ impl LuaRuntime {
     /// The host is reached by `redis.call` through a pointer kept in the run state for the
     /// duration of this call: a scoped Lua function per run measured about twice the fixed
     /// cost of a small EVALSHA.
-    pub(crate) fn run(
-        &self,
-        f: &Function,
-        inv: &Invocation<'_>,
-        host: &mut dyn Host,
-        control: &Arc<ScriptControl>,
-        proto: Proto,
-        out: &mut Vec<u8>,
-    ) {
+    pub(crate) fn run(&self, f: &Function, inv: &Invocation<'_>, ctx: &mut RunContext<'_>) {
+        let RunContext {
+            host,
+            control,
+            proto,
+            out,
+        } = ctx;
+        let (control, proto): (&Arc<ScriptControl>, Proto) = (control, *proto);
         let is_eval = self.kind == Kind::Eval;
         control.begin(is_eval);
-        let host: NonNull<dyn Host + '_> = NonNull::from(host);
+        let host: NonNull<dyn Host + '_> = NonNull::from(&mut **host);
         // SAFETY: only the lifetime is erased. The pointer comes from the `&mut dyn Host` this
         // function holds until it returns, and it is cleared below before returning; while it
         // is set, the only user is `host_op` on this (single-threaded) Lua state, which never
@@ -512,6 +511,7 @@ fn write_script_error(out: &mut Vec<u8>, v: &Value, name: &str) {
     let mut text = match t.raw_get::<Value>("err") {
         Ok(Value::String(s)) => s.as_bytes().to_vec(),
         Ok(Value::Number(n)) => crate::numfmt::lua_number_text(n).into_bytes(),
+        Ok(Value::Integer(n)) => crate::numfmt::lua_number_text(n as f64).into_bytes(),
         _ => Vec::new(),
     };
     let source = match t.raw_get::<Value>("source") {

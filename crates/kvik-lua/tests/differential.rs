@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use kvik_lua::{errors, EvalEngine, FunctionEngine, Host, HostReply, ScriptControl};
+use kvik_lua::{errors, EvalEngine, FunctionEngine, Host, HostReply, RunContext, ScriptControl};
 use kvik_resp::{encode, parse_frame, Frame, Limits, Proto};
 use kvik_testkit::{Endpoint, RedisServer};
 
@@ -171,7 +171,10 @@ impl Bench {
             let (want, _) = self.client(proto).request(&req);
             self.seed();
             let mut got = Vec::new();
-            engine.eval(argv, &mut self.host, &self.control, proto, &mut got);
+            engine.eval(
+                argv,
+                &mut RunContext::new(&mut self.host, &self.control, proto, &mut got),
+            );
             if got != want {
                 self.failures.push(format!(
                     "{proto:?}: {label}\n  kvik:  {:?}\n  redis: {:?}",
@@ -560,7 +563,10 @@ fn evalsha_and_script_load_match() {
             req.extend_from_slice(&argv);
             let (want, _) = b.client(proto).request(&req);
             let mut got = Vec::new();
-            engine.evalsha(&argv, &mut b.host, &b.control, proto, &mut got);
+            engine.evalsha(
+                &argv,
+                &mut RunContext::new(&mut b.host, &b.control, proto, &mut got),
+            );
             assert_eq!(
                 String::from_utf8_lossy(&got),
                 String::from_utf8_lossy(&want),
@@ -746,7 +752,10 @@ fn functions_match_redis_server() {
             let (want, _) = b.client(proto).request(&req);
             b.seed();
             let mut got = Vec::new();
-            engine.fcall(argv, &mut b.host, &b.control, proto, &mut got);
+            engine.fcall(
+                argv,
+                &mut RunContext::new(&mut b.host, &b.control, proto, &mut got),
+            );
             if got != want {
                 b.failures.push(format!(
                     "{proto:?} FCALL {:?}\n  kvik:  {:?}\n  redis: {:?}",

@@ -7,8 +7,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use kvik_lua::{
-    errors, EvalEngine, FunctionEngine, Host, HostReply, LogLevel, RestorePolicy, ScriptControl,
-    ScriptFlags,
+    errors, EvalEngine, FunctionEngine, Host, HostReply, LogLevel, RestorePolicy, RunContext,
+    ScriptControl, ScriptFlags,
 };
 use kvik_resp::{Frame, Proto};
 
@@ -39,10 +39,7 @@ fn eval(e: &mut EvalEngine, script: &str, args: &[&str]) -> String {
     let control = Arc::new(ScriptControl::default());
     e.eval(
         &argv,
-        &mut Echo::default(),
-        &control,
-        Proto::Resp2,
-        &mut out,
+        &mut RunContext::new(&mut Echo::default(), &control, Proto::Resp2, &mut out),
     );
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -80,10 +77,7 @@ fn redis_log_reaches_the_host() {
     let mut out = Vec::new();
     e.eval(
         &[b"redis.log(redis.LOG_WARNING, 'a', 1, 'b')", b"0"],
-        &mut host,
-        &control,
-        Proto::Resp2,
-        &mut out,
+        &mut RunContext::new(&mut host, &control, Proto::Resp2, &mut out),
     );
     assert_eq!(host.logs, vec![(LogLevel::Warning, b"a 1 b".to_vec())]);
 }
@@ -130,10 +124,7 @@ fn run_and_kill(script: &'static str, expect_kill: Result<(), &'static str>) -> 
         let mut out = Vec::new();
         e.eval(
             &[script.as_bytes(), b"0"],
-            &mut Echo::default(),
-            &c2,
-            Proto::Resp2,
-            &mut out,
+            &mut RunContext::new(&mut Echo::default(), &c2, Proto::Resp2, &mut out),
         );
         out
     });
@@ -200,10 +191,7 @@ fn function_libraries_dump_and_restore() {
     let mut out = Vec::new();
     g.fcall(
         &[b"hello", b"0", b"you"],
-        &mut Echo::default(),
-        &control,
-        Proto::Resp3,
-        &mut out,
+        &mut RunContext::new(&mut Echo::default(), &control, Proto::Resp3, &mut out),
     );
     assert_eq!(out, b"$6\r\nhi you\r\n");
     assert_eq!(
@@ -225,10 +213,7 @@ fn function_libraries_dump_and_restore() {
     let mut out = Vec::new();
     g.fcall(
         &[b"hello", b"0"],
-        &mut Echo::default(),
-        &control,
-        Proto::Resp2,
-        &mut out,
+        &mut RunContext::new(&mut Echo::default(), &control, Proto::Resp2, &mut out),
     );
     assert_eq!(out, b"-ERR Function not found\r\n");
 }
@@ -269,10 +254,7 @@ fn evalsha_cost() {
             &sha,
             &[b"k"],
             &[],
-            &mut Nop,
-            &control,
-            Proto::Resp2,
-            &mut out,
+            &mut RunContext::new(&mut Nop, &control, Proto::Resp2, &mut out),
         );
     }
     let el = start.elapsed();

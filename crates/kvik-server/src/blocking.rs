@@ -1,17 +1,18 @@
 //! The registry of blocked clients (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
-//! BZPOPMAX, BZMPOP): who waits on which keys, in arrival order, and the claims that keep a
+//! BZPOPMAX, BZMPOP, XREAD, XREADGROUP): who waits on which keys, in arrival order, and the claims that keep a
 //! timeout from racing a worker that serves the waiter. The command side (blocking a client,
 //! re-running its command when a key gets data) is `cmd::blocked`.
 //!
-//! Waking: the [`Blocking`] registry is a storage [`WriteObserver`]. A commit that puts a list or
-//! a sorted set that somebody waits on (any command: LPUSH, ZADD, LMOVE's destination, RENAME,
+//! Waking: the [`Blocking`] registry is a storage [`WriteObserver`]. A commit that puts a list,
+//! a sorted set or a stream that somebody waits on (any command: LPUSH, ZADD, XADD, RENAME,
 //! RESTORE, EXEC...) notes the key as ready for the committing thread ([`take_ready`] hands the
 //! notes to the dispatcher, which returns them from the command that wrote); registration
 //! happens under the key's stripe lock, and so does the commit, so no wakeup is lost. A claimed
 //! waiter cannot be timed out or unblocked until its re-run is over.
 //!
 //! Like Redis 7.0, a waiter is woken only by its own kind of key (a list for the list commands,
-//! a sorted set for the BZ* ones): a blocked BLPOP stays blocked when its key becomes a string.
+//! a sorted set for the BZ* ones, a stream for XREAD and XREADGROUP): a blocked BLPOP stays
+//! blocked when its key becomes a string.
 
 use crate::clients::ClientInfo;
 use crate::storage::encoding::Kind;
@@ -195,14 +196,21 @@ impl Blocking {
         true
     }
 
-    /// Claims the first unclaimed waiter of (db, key) that a key of `kind` can serve.
-    pub(crate) fn claim_next(&self, db: u16, key: &[u8], kind: Kind) -> Option<(u64, Claimed)> {
+    /// Claims the first unclaimed waiter of (db, key) that a key of `kind` can serve, passing
+    /// over the waiters in `skip` (already tried for this write).
+    pub(crate) fn claim_next(
+        &self,
+        db: u16,
+        key: &[u8],
+        kind: Kind,
+        skip: &[u64],
+    ) -> Option<(u64, Claimed)> {
         let mut inner = self.inner.lock();
         let Inner { keys, waiters, .. } = &mut *inner;
         let q = keys.get(&(db, key.to_vec()))?;
         for id in q {
             let w = waiters.get_mut(id).expect("queued waiter exists");
-            if !w.claimed && w.kind == kind {
+            if !w.claimed && w.kind == kind && !skip.contains(id) {
                 w.claimed = true;
                 return Some((
                     *id,
@@ -248,7 +256,10 @@ impl WriteObserver for Blocking {
         }
         let inner = self.inner.lock();
         for &(db, key, kind) in keys {
-            if !matches!(kind, Some(Kind::List) | Some(Kind::ZSet)) {
+            if !matches!(
+                kind,
+                Some(Kind::List) | Some(Kind::ZSet) | Some(Kind::Stream)
+            ) {
                 continue;
             }
             let slot = (db, key.to_vec());

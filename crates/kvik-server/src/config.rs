@@ -44,6 +44,9 @@ pub struct Config {
     pub logfile: RwLock<String>,
     pub slowlog_log_slower_than: AtomicI64,
     pub slowlog_max_len: AtomicU64,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: a script running longer makes the
+    /// server answer BUSY to other clients and lets SCRIPT KILL / FUNCTION KILL stop it.
+    pub busy_reply_threshold_ms: AtomicU64,
     pub hz: AtomicU64,
     pub active_expire: AtomicBool,
     /// Hot cache settings (see `cache`); the server pushes changes into the cache.
@@ -521,6 +524,22 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.slowlog_max_len, v, 0, i64::MAX as u64),
     },
     Setting {
+        name: "busy-reply-threshold",
+        default: "5000",
+        mutable: true,
+        help: "ms a script may run before other clients get BUSY and SCRIPT KILL may stop it",
+        get: |c| c.busy_reply_threshold_ms.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.busy_reply_threshold_ms, v, 0, i64::MAX as u64),
+    },
+    Setting {
+        name: "lua-time-limit",
+        default: "5000",
+        mutable: true,
+        help: "alias of busy-reply-threshold",
+        get: |c| c.busy_reply_threshold_ms.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.busy_reply_threshold_ms, v, 0, i64::MAX as u64),
+    },
+    Setting {
         name: "appendonly",
         default: "yes",
         mutable: false,
@@ -735,6 +754,7 @@ impl Default for Config {
             logfile: RwLock::new(String::new()),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicU64::new(0),
+            busy_reply_threshold_ms: AtomicU64::new(0),
             hz: AtomicU64::new(0),
             active_expire: AtomicBool::new(true),
             cache_enabled: AtomicBool::new(true),

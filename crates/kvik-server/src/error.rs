@@ -26,10 +26,16 @@ pub enum ErrorKind {
     BusyKey,
     ReadOnly,
     NoScript,
+    NotBusy,
+    Unkillable,
     IoErr,
     Unblocked,
     /// A stored value that does not decode (a corrupt HyperLogLog).
     InvalidObj,
+    /// A stream consumer group that does not exist.
+    NoGroup,
+    /// XGROUP CREATE of a group that exists.
+    BusyGroup,
     /// RocksDB failed; sent as an `ERR storage error: ...` reply (and logged).
     Storage,
 }
@@ -54,9 +60,13 @@ impl ErrorKind {
             ErrorKind::BusyKey => "BUSYKEY",
             ErrorKind::ReadOnly => "READONLY",
             ErrorKind::NoScript => "NOSCRIPT",
+            ErrorKind::NotBusy => "NOTBUSY",
+            ErrorKind::Unkillable => "UNKILLABLE",
             ErrorKind::IoErr => "IOERR",
             ErrorKind::Unblocked => "UNBLOCKED",
             ErrorKind::InvalidObj => "INVALIDOBJ",
+            ErrorKind::NoGroup => "NOGROUP",
+            ErrorKind::BusyGroup => "BUSYGROUP",
         }
     }
 }
@@ -131,6 +141,25 @@ impl CmdError {
     pub fn storage(e: impl fmt::Display) -> CmdError {
         tracing::error!(error = %e, "storage error");
         CmdError::with(ErrorKind::Storage, format_args!("storage error: {e}"))
+    }
+    /// An error from a full Redis error line (`NOSCRIPT No matching script...`), as the
+    /// scripting runtime words them; an unknown code stays part of an `ERR` message.
+    pub fn from_line(line: &str) -> CmdError {
+        const KINDS: &[ErrorKind] = &[
+            ErrorKind::Err,
+            ErrorKind::WrongType,
+            ErrorKind::CrossSlot,
+            ErrorKind::Busy,
+            ErrorKind::NoScript,
+            ErrorKind::NotBusy,
+            ErrorKind::Unkillable,
+            ErrorKind::ReadOnly,
+        ];
+        let (code, message) = line.split_once(' ').unwrap_or((line, ""));
+        match KINDS.iter().find(|k| k.prefix() == code) {
+            Some(&kind) => CmdError::with(kind, message),
+            None => CmdError::err(line),
+        }
     }
     /// The error code, as INFO errorstats groups errors.
     pub fn prefix(&self) -> &'static str {

@@ -18,7 +18,8 @@
 //! settings table behind flags, config file and CONFIG), [`server`] (shared state, timer,
 //! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
 //! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
-//! registry of blocked clients), [`slot`] (cluster key slots).
+//! registry of blocked clients), [`slot`] (cluster key slots), [`scripting`] (the script cache,
+//! function libraries and running scripts every thread shares).
 
 pub mod blocking;
 pub mod cache;
@@ -34,6 +35,7 @@ pub mod net;
 pub mod pool;
 pub mod pubsub;
 pub mod reply;
+pub mod scripting;
 pub mod server;
 pub mod session;
 pub mod slot;

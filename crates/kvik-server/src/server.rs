@@ -50,6 +50,8 @@ pub struct Server {
     pub pool: OnceLock<Arc<dyn Pool>>,
     /// Cluster mode state (empty unless `cluster-enabled yes`).
     pub cluster: crate::cluster::Cluster,
+    /// EVAL's script cache, the function libraries, the running scripts (see `scripting`).
+    pub scripts: crate::scripting::Scripts,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -123,6 +125,7 @@ impl Server {
             io_handles: OnceLock::new(),
             pool: OnceLock::new(),
             cluster: Default::default(),
+            scripts: Default::default(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
         }

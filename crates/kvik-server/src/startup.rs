@@ -38,6 +38,7 @@ pub fn run(config: Config) -> Result<(), String> {
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }
+    crate::cmd::script::load_persisted(&server)?;
 
     let workers = server.config.workers.load(Ordering::Relaxed) as usize;
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);

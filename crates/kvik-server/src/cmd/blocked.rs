@@ -11,7 +11,7 @@
 //! worker until the client is served, times out, is unblocked (CLIENT UNBLOCK), killed or
 //! disconnects.
 //!
-//! Serving: a command that wrote a list or sorted set somebody waits on returns the key as
+//! Serving: a command that wrote a list, sorted set or stream somebody waits on returns the key as
 //! [`Ready`] ([`super::execute`]); the worker then calls [`serve`] before the connection's next
 //! command (as Redis does after each command): for each ready key, for each of its waiters in
 //! arrival order, it claims the waiter and re-runs the waiter's own handler (same arguments, the
@@ -96,12 +96,13 @@ pub fn serve(server: &Server, mut ready: Ready) {
 fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
     let registry = &server.blocking;
     let mut made_ready = Vec::new();
+    let mut still_waiting = Vec::new();
     loop {
         let kind = match server.storage.get_live(db, key, crate::clock::unix_ms()) {
-            Ok(Some(m)) if matches!(m.kind, Kind::List | Kind::ZSet) => m.kind,
+            Ok(Some(m)) if matches!(m.kind, Kind::List | Kind::ZSet | Kind::Stream) => m.kind,
             _ => break, // ran dry, or no longer a key anyone waits on
         };
-        let Some((id, w)) = registry.claim_next(db, key, kind) else {
+        let Some((id, w)) = registry.claim_next(db, key, kind, &still_waiting) else {
             break;
         };
         let reply = rerun(server, id, &w);
@@ -113,7 +114,12 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
             }
             None => {
                 registry.release(id, false);
-                break;
+                // A stream read takes nothing: the waiters after this one (other IDs, other
+                // groups) may still be served. A list or sorted set ran dry.
+                if kind != Kind::Stream {
+                    break;
+                }
+                still_waiting.push(id);
             }
         }
     }
@@ -174,6 +180,20 @@ impl Ctx<'_> {
         deadline_ms: u64,
         timeout: TimeoutReply,
     ) -> CmdResult {
+        let args = self.args.to_vec();
+        self.block_on_args(kind, keys, deadline_ms, timeout, args)
+    }
+
+    /// [`Ctx::block_on`] with the command the waiter re-runs given explicitly: XREAD parks with
+    /// its `$` IDs replaced by the IDs they stood for when it was called.
+    pub fn block_on_args<K: AsRef<[u8]>>(
+        &mut self,
+        kind: Kind,
+        keys: &[K],
+        deadline_ms: u64,
+        timeout: TimeoutReply,
+        args: Vec<bytes::Bytes>,
+    ) -> CmdResult {
         if self.session.in_exec {
             timeout.encode(&mut self.out.buf, self.out.proto);
             return Ok(());
@@ -183,7 +203,6 @@ impl Ctx<'_> {
             return Ok(());
         }
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
-        let args = self.args.to_vec();
         let id = self.server.blocking.register(Waiter {
             keys,
             args,

@@ -889,6 +889,7 @@ fn collection_encoding(
         Kind::String => return Ok("embstr"), // not a collection: see string_encoding
         Kind::Bitmap => return Ok("raw"),    // always longer than an embstr
         Kind::List => return Ok("quicklist"),
+        Kind::Stream => return Ok("stream"),
         Kind::Hash if len > HASH_MAX_LISTPACK_ENTRIES => return Ok("hashtable"),
         Kind::Set if len > SET_MAX_INTSET_ENTRIES => return Ok("hashtable"),
         Kind::ZSet if len > ZSET_MAX_LISTPACK_ENTRIES => return Ok("skiplist"),

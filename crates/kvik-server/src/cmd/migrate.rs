@@ -163,6 +163,10 @@ pub fn encode_payload(rec: &KeyRecord) -> Vec<u8> {
         out.extend_from_slice(&rec.meta.head.to_be_bytes());
         put_entries(&mut out, &rec.data);
         put_entries(&mut out, &rec.score);
+        if rec.meta.kind == Kind::Stream {
+            // The stream state (last ID, counters) ends the body.
+            out.extend_from_slice(&rec.meta.value);
+        }
     }
     out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
     let crc = crc32fast::hash(&out);
@@ -238,6 +242,7 @@ fn kind_from_byte(b: u8) -> Option<Kind> {
         Kind::Set,
         Kind::ZSet,
         Kind::Bitmap,
+        Kind::Stream,
     ]
     .into_iter()
     .find(|k| *k as u8 == b)
@@ -269,6 +274,16 @@ pub fn decode_payload(payload: &[u8]) -> Result<KeyRecord, PayloadError> {
     let head = r.u64()?;
     let data = r.entries()?;
     let score = r.entries()?;
+    if kind == Kind::Stream {
+        // Entries and group records are all data entries; a stream may be empty.
+        if !score.is_empty() {
+            return Err(PayloadError::BadFormat);
+        }
+        let mut meta = Meta::collection(kind, 0, 0);
+        meta.len = len;
+        meta.value = r.buf.to_vec();
+        return Ok(KeyRecord { meta, data, score });
+    }
     let want_score = if kind == Kind::ZSet { len } else { 0 };
     // A segmented bitmap's length is its byte length; it stores only its non-zero segments.
     let entries_ok = kind == Kind::Bitmap || data.len() as u64 == len;

@@ -25,8 +25,10 @@ pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 pub mod run;
+pub mod script;
 pub mod set;
 pub mod spec;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -209,6 +211,7 @@ pub fn table() -> &'static CommandTable {
             hash::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
+            stream::COMMANDS,
             keys::COMMANDS,
             admin::COMMANDS,
             client::COMMANDS,
@@ -216,6 +219,7 @@ pub fn table() -> &'static CommandTable {
             multi::COMMANDS,
             migrate::COMMANDS,
             pubsub::COMMANDS,
+            script::COMMANDS,
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
@@ -272,6 +276,10 @@ pub fn execute(
         reject(server, session, out, Some(entry.id), &e);
         return Ready::default();
     }
+    if let Some(e) = script::busy_refusal(server, entry) {
+        reject(server, session, out, Some(entry.id), &e);
+        return Ready::default();
+    }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
@@ -295,13 +303,42 @@ pub fn execute_cached(
     let Ok(entry) = table().resolve(args) else {
         return Outcome::NotServed;
     };
-    let Some(handler) = entry.spec.rtc else {
+    // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
+    // they need no worker (scripts may hold them all).
+    let for_scripts = script::on_io_thread(server, entry);
+    if entry.spec.rtc.is_none() && for_scripts.is_none() {
         return Outcome::NotServed;
-    };
+    }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
         Admit::Run(gate) => gate,
         Admit::Rejected => return Outcome::Done,
         Admit::NotServed => return Outcome::NotServed,
+    };
+    match for_scripts {
+        Some(script::IoServe::Busy(e)) => {
+            reject(server, session, out, Some(entry.id), &e);
+            return Outcome::Done;
+        }
+        Some(script::IoServe::Run(run)) => {
+            let mark = out.buf.len();
+            let result = run(server, out);
+            account(
+                server,
+                session,
+                out,
+                entry,
+                args,
+                mark,
+                result,
+                start,
+                Duration::ZERO,
+            );
+            return Outcome::Done;
+        }
+        None => {}
+    }
+    let Some(handler) = entry.spec.rtc else {
+        return Outcome::NotServed;
     };
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
@@ -593,7 +630,10 @@ mod tests {
             for ev in declared {
                 assert!(
                     !ev.name.is_empty()
-                        && ev.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                        && ev
+                            .name
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-'),
                     "{}: event name {:?}",
                     e.full_name,
                     ev.name

@@ -207,7 +207,7 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 /// The (db, key) pairs EXEC locks for the queued commands: each command's keys in the database
 /// it will run in (a queued SELECT changes it for the commands after it), plus the keys a
 /// command names in another database (MOVE, COPY ... DB): the spec's [`DbRef`]s.
-fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> {
+pub(super) fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> {
     let parse_db = |a: &Bytes| {
         kvik_resp::parse_i64(a)
             .filter(|n| (0..databases as i64).contains(n))

@@ -7,9 +7,25 @@
 //!                  payload of a collection: version (u64 BE) | length (u64 BE)
 //!                  payload of a list:       version | length | head (u64 BE)
 //!                  payload of a bitmap:     version | byte length (u64 BE)
+//!                  payload of a stream:     version | length | stream state ([`super::stream`])
 //! data CF   key:   db | slot | key length (u32 BE) | user key | version (u64 BE) | member
 //! score CF  key:   db | slot | key length | user key | version | score (8 bytes) | member
 //! ```
+//!
+//! A stream's members in the data CF start with a tag byte ([`super::stream`] has the codecs):
+//!
+//! ```text
+//! 0x00 | entry ID (16 bytes BE)                                  -> the entry's fields and values
+//! 0x01 | group                                                   -> group: last-delivered ID,
+//!                                                                   entries-read, pending, consumers
+//! 0x02 | group len (u32 BE) | group | entry ID                   -> group PEL: delivery time,
+//!                                                                   delivery count, consumer
+//! 0x03 | group len | group | consumer                            -> consumer: seen time, pending
+//! 0x04 | group len | group | consumer len (u32 BE) | consumer | entry ID -> consumer PEL (empty)
+//! ```
+//!
+//! Entries are one range (XRANGE is a scan, XADD one put); group names and consumer names sort
+//! as bytes, as Redis's radix trees list them.
 //!
 //! Every collection entry (data or score CF) starts with [`data_prefix`], so one key's members are
 //! one prefix, a key is copied or exported without knowing its type, and the data compaction
@@ -58,6 +74,7 @@ pub enum Kind {
     ZSet = 5,
     /// A string stored as segments (module header); TYPE says "string".
     Bitmap = 6,
+    Stream = 7,
 }
 
 impl Kind {
@@ -69,6 +86,7 @@ impl Kind {
             4 => Kind::Set,
             5 => Kind::ZSet,
             6 => Kind::Bitmap,
+            7 => Kind::Stream,
             _ => return None,
         })
     }
@@ -81,6 +99,7 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 }
@@ -97,7 +116,8 @@ pub struct Meta {
     pub len: u64,
     /// A list's position of its first element (see [`list_index`]); 0 for other kinds.
     pub head: u64,
-    /// A string's value (empty for collections).
+    /// A string's value; a stream's encoded state (`super::stream::StreamState`); empty for
+    /// other collections.
     pub value: Vec<u8>,
 }
 
@@ -152,6 +172,9 @@ impl Meta {
             if self.kind == Kind::List {
                 out.extend_from_slice(&self.head.to_be_bytes());
             }
+            if self.kind == Kind::Stream {
+                out.extend_from_slice(&self.value);
+            }
         }
         out
     }
@@ -178,7 +201,12 @@ impl Meta {
             version: word(0),
             len: word(1),
             head: if kind == Kind::List { word(2) } else { 0 },
-            value: Vec::new(),
+            // A stream's state (last ID, counters) rides in `value`: see `super::stream`.
+            value: if kind == Kind::Stream {
+                payload[16..].to_vec()
+            } else {
+                Vec::new()
+            },
         })
     }
 }

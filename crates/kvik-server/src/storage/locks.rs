@@ -88,6 +88,38 @@ impl KeyLocks {
     }
 }
 
+impl KeyLocks {
+    /// Like [`KeyLocks::lock_in`], but waits at most `timeout` for each stripe another thread
+    /// holds, and on failure releases what it took and returns `None`. For a script that holds
+    /// its declared keys and then touches another one: waiting without a bound there could
+    /// close a cycle with a writer that locks in ascending order (the script locks out of
+    /// order), so the script gives up instead.
+    pub fn try_lock_in_for<'a, 'k>(
+        &'a self,
+        keys: impl Iterator<Item = (u16, &'k [u8])>,
+        timeout: std::time::Duration,
+    ) -> Option<KeyGuard<'a>> {
+        let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let owner = self.id();
+        HELD.with(|held| idx.retain(|i| !held.borrow().contains(&(owner, *i))));
+        let deadline = std::time::Instant::now() + timeout;
+        let mut guards = Vec::with_capacity(idx.len());
+        for &i in &idx {
+            guards.push(self.stripes[i].try_lock_until(deadline)?);
+        }
+        if !idx.is_empty() {
+            HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
+        }
+        Some(KeyGuard {
+            guards,
+            owner,
+            acquired: idx,
+        })
+    }
+}
+
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
         if !self.acquired.is_empty() {

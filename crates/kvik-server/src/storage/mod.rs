@@ -29,6 +29,7 @@ mod introspect;
 pub mod locks;
 pub mod members;
 pub mod options;
+pub mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -271,6 +272,27 @@ impl Storage {
         self.db.write_opt(batch.inner, &wo)
     }
 
+    /// A kvik record of its own (an `INTERNAL_DB` key, never seen by clients, kept by FLUSHALL):
+    /// its value, if written.
+    pub fn get_internal(&self, key: &[u8]) -> StorageResult<Option<Vec<u8>>> {
+        Ok(self.get_meta(INTERNAL_DB, key)?.map(|m| m.value))
+    }
+
+    /// Writes (or, with `None`, deletes) an internal record, synced: the callers (FUNCTION LOAD
+    /// and friends) reply only once their change would survive a crash.
+    pub fn put_internal(&self, key: &[u8], value: Option<&[u8]>) -> StorageResult<()> {
+        let mut batch = Batch::default();
+        match value {
+            Some(v) => batch.put_meta(self, INTERNAL_DB, key, &Meta::string(v.to_vec(), 0)),
+            None => batch
+                .inner
+                .delete_cf(self.meta_cf(), meta_key(INTERNAL_DB, key)),
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(batch.inner, &wo)
+    }
+
     /// A collection version never handed out before (on this database, across restarts).
     pub fn next_version(&self) -> StorageResult<u64> {
         let v = self.version.fetch_add(1, Ordering::SeqCst) + 1;
@@ -322,6 +344,16 @@ impl Storage {
     /// Locks keys across databases (MOVE, COPY ... DB).
     pub fn lock_in<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> KeyGuard<'_> {
         self.locks.lock_in(keys)
+    }
+
+    /// Like [`Storage::lock_in`], but gives up after `timeout` on a stripe another thread holds
+    /// (a script locking a key it did not declare; see `locks`).
+    pub fn try_lock_in_for<'k>(
+        &self,
+        keys: impl Iterator<Item = (u16, &'k [u8])>,
+        timeout: std::time::Duration,
+    ) -> Option<KeyGuard<'_>> {
+        self.locks.try_lock_in_for(keys, timeout)
     }
 
     /// The metadata of `key`, expired or not; callers decide what expiry means for them.

@@ -265,7 +265,53 @@ const TEMPLATES: &[&str] = &[
     // transactions (MULTI/EXEC/DISCARD are also injected around runs of commands)
     "WATCH K",
     "UNWATCH",
+    // ---- streams (tokens XA XS XS+ XR XD XG XC, see STREAM_* below): explicit IDs only, so
+    // replies are deterministic; no reply with idle or delivery times ----
+    "XADD K XA FV+",
+    "XADD K NOMKSTREAM XA F V",
+    "XADD K MAXLEN ?= C XA F V",
+    "XADD K MAXLEN ~ C XA F V",
+    "XADD K MINID XS XA F V",
+    "XLEN K",
+    "XRANGE K XR XR",
+    "XRANGE K XR XR COUNT C",
+    "XREVRANGE K XR XR COUNT C",
+    "XDEL K XS+",
+    "XTRIM K MAXLEN ?= C",
+    "XTRIM K MINID ?~ XS",
+    "XSETID K XS",
+    "XREAD STREAMS K XD",
+    "XREAD COUNT C STREAMS K K XD XD",
+    "XREAD BLOCK 10 STREAMS K XD",
+    "XGROUP CREATE K XG XD ?MKSTREAM",
+    "XGROUP SETID K XG XD",
+    "XGROUP DESTROY K XG",
+    "XGROUP CREATECONSUMER K XG XC",
+    "XGROUP DELCONSUMER K XG XC",
+    "XREADGROUP GROUP XG XC COUNT C STREAMS K >",
+    "XREADGROUP GROUP XG XC ?NOACK STREAMS K >|0|XS",
+    "XACK K XG XS+",
+    "XPENDING K XG",
+    "XCLAIM K XG XC 0 XS+ ?JUSTID",
+    "XAUTOCLAIM K XG XC 0 XR COUNT C ?JUSTID",
+    "XINFO GROUPS K",
+    "XINFO STREAM K",
+    "XSETID K XS ENTRIESADDED C ?MAXDELETEDID XS",
+    "XGROUP CREATE K XG XD ENTRIESREAD C",
+    "XGROUP SETID K XG XD ENTRIESREAD C",
+    "XCLAIM K XG XC 0 XS ?FORCE RETRYCOUNT C",
+    "XCLAIM K XG XC 0 XS LASTID XS",
+    // ---- end of streams ----
 ];
+
+/// Stream template tokens: XADD IDs (XA), strict IDs (XS, XS+), range bounds (XR), read IDs
+/// with `$` (XD), group names (XG) and consumer names (XC).
+const STREAM_ADD_IDS: &[&str] = &["1-1", "1-*", "2-*", "3", "5-5", "9-9", "0-0", "1-x"];
+const STREAM_IDS: &[&str] = &["1-1", "1-2", "2", "3-0", "5-5", "0-1", "9-9", "1-x"];
+const STREAM_BOUNDS: &[&str] = &["-", "+", "(1-1", "2", "(3", "5-5", "0", "(0-0"];
+const STREAM_READ_IDS: &[&str] = &["0", "1-1", "3", "$", "9-9"];
+const STREAM_GROUPS: &[&str] = &["g1", "g2"];
+const STREAM_CONSUMERS: &[&str] = &["c1", "c2"];
 
 /// Commands whose replies list members in an order Redis leaves unspecified: compared sorted.
 const UNORDERED: &[&str] = &[
@@ -319,6 +365,8 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
             "X" => out.push(rng.pick(LEX).to_string()),
             "D" => out.push(rng.pick(INCRS).to_string()),
             "T" => out.push(rng.pick(TIMEOUTS).to_string()),
+            "LUA" => out.extend(lua_command(rng)),
+            "LUALIB" => out.push(LUA_LIBRARY.to_string()),
             "K+" => (0..reps).for_each(|_| out.push(rng.pick(KEYS).to_string())),
             "F+" => (0..reps).for_each(|_| out.push(rng.pick(FIELDS).to_string())),
             "V+" => (0..reps).for_each(|_| out.push(rng.pick(VALUES).to_string())),
@@ -330,6 +378,13 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
                 out.push(rng.pick(SCORES).to_string());
                 out.push(rng.pick(FIELDS).to_string());
             }),
+            "XA" => out.push(rng.pick(STREAM_ADD_IDS).to_string()),
+            "XS" => out.push(rng.pick(STREAM_IDS).to_string()),
+            "XS+" => (0..reps).for_each(|_| out.push(rng.pick(STREAM_IDS).to_string())),
+            "XR" => out.push(rng.pick(STREAM_BOUNDS).to_string()),
+            "XD" => out.push(rng.pick(STREAM_READ_IDS).to_string()),
+            "XG" => out.push(rng.pick(STREAM_GROUPS).to_string()),
+            "XC" => out.push(rng.pick(STREAM_CONSUMERS).to_string()),
             t if t.starts_with('?') => {
                 if rng.chance(50) {
                     out.push(t[1..].to_string());
@@ -342,6 +397,65 @@ fn expand(template: &str, rng: &mut Rng) -> Vec<String> {
             t => out.push(t.to_string()),
         }
     }
+    out
+}
+
+// ---- Scripting: EVAL / EVAL_RO / FCALL / FCALL_RO built from the templates above -------------
+// (one block, with the `LUA` and `LUALIB` tokens in `expand` and the chain in `templates`.)
+
+/// Templates drawn like the others: `LUA` becomes a whole script command wrapping one command
+/// drawn from [`TEMPLATES`]; the library is (re)loaded now and then (FLUSHALL keeps functions,
+/// and an FCALL before the first load fails alike on both servers).
+const SCRIPT_TEMPLATES: &[&str] = &["LUA", "LUA", "LUA", "LUA", "FUNCTION LOAD REPLACE LUALIB"];
+
+/// Script bodies: the wrapped command comes in ARGV, so no quoting is needed. Raised and
+/// returned errors, a second command, RESP3 conversions, a read-only script.
+const LUA_BODIES: &[&str] = &[
+    "return redis.call(unpack(ARGV))",
+    "return redis.pcall(unpack(ARGV))",
+    "local r = redis.pcall(unpack(ARGV)) return {r, redis.call('exists', KEYS[1])}",
+    "redis.setresp(3) return redis.call(unpack(ARGV))",
+    "redis.setresp(3) local r = redis.pcall(unpack(ARGV)) return {type(r), r}",
+    "local ok, e = pcall(redis.call, unpack(ARGV)) if ok then return {'ok', e} end return {'raised', type(e)}",
+    "#!lua flags=no-writes\nreturn redis.call(unpack(ARGV))",
+];
+
+const LUA_LIBRARY: &str = "#!lua name=difflib\n\
+    redis.register_function('lua_call', function(keys, args) return redis.call(unpack(args)) end)\n\
+    redis.register_function('lua_pcall', function(keys, args) return redis.pcall(unpack(args)) end)\n\
+    redis.register_function{function_name='lua_ro', callback=function(keys, args) return redis.call(unpack(args)) end, flags={'no-writes'}}";
+
+/// Commands whose replies a script would pass through unnormalized (order, randomness, TTL
+/// values, encodings): not wrapped.
+fn scriptable(template: &str) -> bool {
+    let name = template.split(' ').next().unwrap().to_ascii_lowercase();
+    let n = name.as_str();
+    !(UNORDERED.contains(&n)
+        || UNORDERED_PAIRS.contains(&n)
+        || SCANS.contains(&n)
+        || RANDOM.contains(&n)
+        || matches!(n, "object" | "ttl" | "pttl"))
+}
+
+/// One script command: EVAL / EVAL_RO of a body, or FCALL / FCALL_RO of the library, declaring
+/// every key of the key space and wrapping one drawn command.
+fn lua_command(rng: &mut Rng) -> Vec<String> {
+    let scriptable: Vec<&str> = TEMPLATES
+        .iter()
+        .copied()
+        .filter(|t| scriptable(t))
+        .collect();
+    let inner = expand(rng.pick(&scriptable), rng);
+    let mut out: Vec<String> = match rng.below(10) {
+        0..=5 => vec!["EVAL".into(), rng.pick(LUA_BODIES).into()],
+        6 => vec!["EVAL_RO".into(), rng.pick(LUA_BODIES).into()],
+        7 => vec!["FCALL".into(), "lua_call".into()],
+        8 => vec!["FCALL".into(), "lua_pcall".into()],
+        _ => vec!["FCALL_RO".into(), "lua_ro".into()],
+    };
+    out.push(KEYS.len().to_string());
+    out.extend(KEYS.iter().map(|k| k.to_string()));
+    out.extend(inner);
     out
 }
 
@@ -475,9 +589,15 @@ fn dataset(p: &mut Peer) -> Vec<(String, Frame, Frame)> {
                 "-1".into(),
                 "WITHSCORES".into(),
             ],
+            "stream" => vec!["XRANGE".into(), k.clone(), "-".into(), "+".into()],
             other => panic!("unknown type {other}"),
         };
-        let content = normalize(&read, p.call(&read));
+        let mut content = normalize(&read, p.call(&read));
+        if ty == "stream" {
+            // Groups too: their IDs, counters and pending counts (no times in this reply).
+            let groups = p.call(&["XINFO".into(), "GROUPS".into(), k.clone()]);
+            content = Frame::Array(vec![content, groups]);
+        }
         let ttl = normalize(&cmd("TTL x"), p.call(&["TTL".into(), k.clone()]));
         out.push((format!("{k} ({ty})"), content, ttl));
     }
@@ -571,6 +691,7 @@ fn templates() -> Vec<&'static str> {
     let only = only_filter();
     TEMPLATES
         .iter()
+        .chain(SCRIPT_TEMPLATES)
         .copied()
         .filter(|t| {
             let name = t.split(' ').next().unwrap().to_ascii_lowercase();

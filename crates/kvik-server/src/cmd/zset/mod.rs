@@ -254,10 +254,10 @@ pub static COMMANDS: &[CommandSpec] = &[
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
-    z("bzmpop", -5, BLOCKING, KeySpec::NONE, pop::bzmpop, ACL_BLOCKING)
-.event(Class::ZSet, "zpopmin")
-.event(Class::ZSet, "zpopmax")
-.event(Class::Generic, "del")
+    z("bzmpop", -5, Flags::WRITE.union(Flags::BLOCKING), KeySpec::NONE, pop::bzmpop, ACL_BLOCKING)
+        .event(Class::ZSet, "zpopmin")
+        .event(Class::ZSet, "zpopmax")
+        .event(Class::Generic, "del")
         .movable(numkeys_at_2)
         .doc(
             "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
