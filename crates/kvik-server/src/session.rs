@@ -23,6 +23,8 @@ pub struct Session {
     pub watches: crate::watch::Watches,
     /// Set while EXEC runs the queued commands: blocking commands must not block.
     pub in_exec: bool,
+    /// Set while a script's `redis.call` runs a command (XREAD/XREADGROUP refuse BLOCK there).
+    pub in_script: bool,
     /// Set when this client's command blocked (see `crate::blocking`): its I/O thread parks the
     /// connection until the client is served, times out or goes away.
     pub blocked: Option<crate::blocking::Blocked>,
@@ -45,6 +47,7 @@ impl Session {
             multi: None,
             watches: Default::default(),
             in_exec: false,
+            in_script: false,
             blocked: None,
             asking: false,
             readonly: false,

@@ -94,7 +94,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     pubsub_command(
         "publish",
         3,
-        PUBSUB.union(Flags::FAST),
+        PUBSUB.union(Flags::FAST).union(Flags::MAY_REPLICATE),
         KeySpec::NONE,
         publish,
         ACL_FAST,
@@ -108,7 +108,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     pubsub_command(
         "spublish",
         3,
-        PUBSUB.union(Flags::FAST),
+        PUBSUB.union(Flags::FAST).union(Flags::MAY_REPLICATE),
         KeySpec::ONE,
         spublish,
         ACL_FAST,

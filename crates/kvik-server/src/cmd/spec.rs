@@ -57,6 +57,9 @@ bitflags::bitflags! {
         const ALLOW_BUSY = 1 << 14;
         /// No key argument is required.
         const NO_MANDATORY_KEYS = 1 << 15;
+        /// Changes no key but is propagated (PUBLISH, EVAL, FCALL): refused from read-only
+        /// scripts like a write.
+        const MAY_REPLICATE = 1 << 16;
     }
 }
 
@@ -78,6 +81,7 @@ impl Flags {
             (Flags::NO_AUTH, "no_auth"),
             (Flags::NO_MULTI, "no_multi"),
             (Flags::ALLOW_BUSY, "allow_busy"),
+            (Flags::MAY_REPLICATE, "may_replicate"),
             (Flags::NO_MANDATORY_KEYS, "no_mandatory_keys"),
             (Flags::MOVABLE_KEYS, "movablekeys"),
         ];

@@ -57,6 +57,7 @@ pub struct ServerHost<'a> {
     saved_db: u16,
     saved_proto: Proto,
     saved_in_exec: bool,
+    saved_in_script: bool,
     saved_last_cmd: usize,
 }
 
@@ -70,8 +71,10 @@ impl<'a> ServerHost<'a> {
         let saved_db = session.db;
         let saved_proto = session.proto;
         let saved_in_exec = session.in_exec;
+        let saved_in_script = session.in_script;
         let saved_last_cmd = session.client.last_cmd.load(Ordering::Relaxed);
         session.in_exec = true;
+        session.in_script = true;
         ServerHost {
             server,
             session,
@@ -81,6 +84,7 @@ impl<'a> ServerHost<'a> {
             saved_db,
             saved_proto,
             saved_in_exec,
+            saved_in_script,
             saved_last_cmd,
         }
     }
@@ -102,7 +106,7 @@ impl<'a> ServerHost<'a> {
         if flags.contains(Flags::NOSCRIPT) {
             return Err(errors::NOT_ALLOWED);
         }
-        if self.rules.read_only && flags.contains(Flags::WRITE) {
+        if self.rules.read_only && flags.intersects(Flags::WRITE.union(Flags::MAY_REPLICATE)) {
             return Err(errors::WRITE_FROM_READONLY);
         }
         if let Some(node) = self.server.cluster.node() {
@@ -150,6 +154,7 @@ impl Drop for ServerHost<'_> {
         self.session.db = self.saved_db;
         self.session.proto = self.saved_proto;
         self.session.in_exec = self.saved_in_exec;
+        self.session.in_script = self.saved_in_script;
         self.session
             .client
             .last_cmd

@@ -67,14 +67,14 @@ const fn eval_spec(
 pub static COMMANDS: &[CommandSpec] = &[
     eval_spec(
         "eval",
-        EVAL_FLAGS,
+        EVAL_FLAGS.union(Flags::MAY_REPLICATE),
         eval,
         "Executes a server-side Lua script.",
         "2.6.0",
     ),
     eval_spec(
         "evalsha",
-        EVAL_FLAGS,
+        EVAL_FLAGS.union(Flags::MAY_REPLICATE),
         evalsha,
         "Executes a server-side Lua script by SHA1 digest.",
         "2.6.0",
@@ -95,7 +95,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     eval_spec(
         "fcall",
-        EVAL_FLAGS,
+        EVAL_FLAGS.union(Flags::MAY_REPLICATE),
         function::fcall,
         "Invokes a function.",
         "7.0.0",

@@ -97,6 +97,14 @@ fn parse_read<'a>(
         let more = args.len() - i - 1;
         let o = &args[i][..];
         if is(o, "BLOCK") && more > 0 {
+            if ctx.session.in_script {
+                // As Redis: blocking has no meaning inside a script, and saying so beats the
+                // nil that a non-blocking read inside MULTI gives.
+                let name = if xreadgroup { "XREADGROUP" } else { "XREAD" };
+                return Err(CmdError::err(format_args!(
+                    "{name} command is not allowed with BLOCK option from scripts"
+                )));
+            }
             i += 1;
             r.block = Some(block_ms(&args[i], ctx.now_ms)?);
         } else if is(o, "COUNT") && more > 0 {
