@@ -24,6 +24,9 @@ const SPARSE_MAX_BYTES: usize = hll::DEFAULT_SPARSE_MAX_BYTES;
 const WRITE_OOM: Flags = Flags::WRITE.union(Flags::DENYOOM);
 const WRITE_OOM_FAST: Flags = WRITE_OOM.union(Flags::FAST);
 const DEBUG_FLAGS: Flags = WRITE_OOM.union(Flags::ADMIN);
+/// Redis flags PFCOUNT read-only but `may_replicate` (it may write the cached cardinality), so
+/// read-only scripts may not call it.
+const PFCOUNT_FLAGS: Flags = Flags::READONLY.union(Flags::MAY_REPLICATE);
 
 /// PFDEBUG's key is its second argument.
 const SECOND: KeySpec = KeySpec {
@@ -56,7 +59,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1) to add every element.",
     ),
     // Read-only in Redis's table, but a stale cached cardinality is written back (see above).
-    pf("pfcount", -2, Flags::READONLY, KeySpec::ALL, pfcount, &["read", "hyperloglog", "slow"]).doc(
+    pf("pfcount", -2, PFCOUNT_FLAGS, KeySpec::ALL, pfcount, &["read", "hyperloglog", "slow"]).doc(
         "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
         "2.8.9",
         "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
