@@ -30,6 +30,8 @@ pub enum ErrorKind {
     Unkillable,
     IoErr,
     Unblocked,
+    /// A stored value that does not decode (a corrupt HyperLogLog).
+    InvalidObj,
     /// A stream consumer group that does not exist.
     NoGroup,
     /// XGROUP CREATE of a group that exists.
@@ -62,6 +64,7 @@ impl ErrorKind {
             ErrorKind::Unkillable => "UNKILLABLE",
             ErrorKind::IoErr => "IOERR",
             ErrorKind::Unblocked => "UNBLOCKED",
+            ErrorKind::InvalidObj => "INVALIDOBJ",
             ErrorKind::NoGroup => "NOGROUP",
             ErrorKind::BusyGroup => "BUSYGROUP",
         }
@@ -174,6 +177,37 @@ impl From<StorageError> for CmdError {
     }
 }
 
+/// The value algorithms of `kvik-types` print their errors as Redis's reply text (code first);
+/// these split that text back into a kind and a message.
+fn from_reply_text(text: &str) -> CmdError {
+    const KINDS: &[ErrorKind] = &[ErrorKind::WrongType, ErrorKind::InvalidObj, ErrorKind::Err];
+    let (code, message) = text.split_once(' ').unwrap_or(("ERR", text));
+    let kind = KINDS
+        .iter()
+        .copied()
+        .find(|k| k.prefix() == code)
+        .unwrap_or(ErrorKind::Err);
+    CmdError::with(kind, message)
+}
+
+impl From<kvik_types::hll::HllError> for CmdError {
+    fn from(e: kvik_types::hll::HllError) -> CmdError {
+        from_reply_text(&e.to_string())
+    }
+}
+
+impl From<kvik_types::bits::BitError> for CmdError {
+    fn from(e: kvik_types::bits::BitError) -> CmdError {
+        from_reply_text(&e.to_string())
+    }
+}
+
+impl From<kvik_types::geo::GeoError> for CmdError {
+    fn from(e: kvik_types::geo::GeoError) -> CmdError {
+        from_reply_text(&e.to_string())
+    }
+}
+
 /// The wire text: `<PREFIX> <message>`.
 impl fmt::Display for CmdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -199,5 +233,19 @@ mod tests {
         assert_eq!(CmdError::storage("disk").prefix(), "ERR");
         let moved = CmdError::with(ErrorKind::Moved, format_args!("{} {}:{}", 7, "h", 1));
         assert_eq!(moved.to_string(), "MOVED 7 h:1");
+    }
+
+    #[test]
+    fn value_algorithm_errors_keep_their_code() {
+        let e = CmdError::from(kvik_types::hll::HllError::NotHll);
+        assert_eq!(e.kind, ErrorKind::WrongType);
+        assert_eq!(
+            e.to_string(),
+            "WRONGTYPE Key is not a valid HyperLogLog string value."
+        );
+        let e = CmdError::from(kvik_types::hll::HllError::Corrupt);
+        assert_eq!(e.to_string(), "INVALIDOBJ Corrupted HLL object detected");
+        let e = CmdError::from(kvik_types::bits::BitError::Syntax);
+        assert_eq!(e, CmdError::syntax());
     }
 }

@@ -9,6 +9,7 @@
 //! offer; its spec names the two instances (`.rtc(|c, a| get(c, a))` beside the worker
 //! handler `|c, a| get(c, a)`).
 
+use super::bitmap::segments::{self, BitValue};
 use super::ctx::{string_of_hit, Ctx, HashRead};
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
@@ -18,6 +19,8 @@ use crate::storage::encoding::Meta;
 use crate::storage::StorageError;
 use bytes::Bytes;
 use std::cell::Cell;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
 
 /// Why a command run in cache-only mode stopped without its normal reply.
 #[derive(Debug)]
@@ -53,10 +56,19 @@ pub trait KeyReads<'a> {
     /// The command's clock reading, in Unix ms.
     fn now_ms(&self) -> u64;
     fn db(&self) -> u16;
+    /// `proto-max-bulk-len`: the largest string a command may address (bit offsets).
+    fn max_bulk_len(&self) -> u64;
     /// A key's live record; counts a keyspace hit or miss (Redis's lookupKeyRead).
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
     /// A string key's value; WRONGTYPE for another kind.
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, Self::Error>;
+    /// A string's bytes for a bit command: inline, or the segments of a segmented bitmap that
+    /// cover the byte ranges `spans` (all of it for `None`); WRONGTYPE for another kind.
+    fn read_bits(
+        &self,
+        key: &[u8],
+        spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue<'a>>, Self::Error>;
     /// A hash (cached whole when small); WRONGTYPE for another kind.
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
 }
@@ -72,11 +84,24 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     fn db(&self) -> u16 {
         Ctx::db(self)
     }
+    fn max_bulk_len(&self) -> u64 {
+        self.server
+            .config
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
+    }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
         Ctx::lookup_read(self, key)
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
         Ctx::read_string(self, key)
+    }
+    fn read_bits(
+        &self,
+        key: &[u8],
+        spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue<'a>>, CmdError> {
+        segments::read(self, key, spans)
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         Ctx::read_hash(self, key)
@@ -152,11 +177,25 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     fn db(&self) -> u16 {
         self.session.db
     }
+    fn max_bulk_len(&self) -> u64 {
+        self.server
+            .config
+            .proto_max_bulk_len
+            .load(Ordering::Relaxed)
+    }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, RtcError> {
         Ok(Some(self.hit(key)?.to_meta()))
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, RtcError> {
         Ok(Some(string_of_hit(self.hit(key)?)?))
+    }
+    /// The cache holds inline strings only: a segmented bitmap is always a miss.
+    fn read_bits(
+        &self,
+        key: &[u8],
+        _spans: Option<&[Range<u64>]>,
+    ) -> Result<Option<BitValue<'a>>, RtcError> {
+        Ok(Some(BitValue::Inline(string_of_hit(self.hit(key)?)?)))
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
         Ok(HashRead::of_hit(self.hit(key)?)?)

@@ -195,10 +195,21 @@ impl<'a> Ctx<'a> {
             Lookup::Cached(hit) => Some(string_of_hit(hit)),
             Lookup::Stored(None) => None,
             Lookup::Stored(Some(m)) if m.kind == Kind::String => Some(Ok(Bytes::from(m.value))),
+            Lookup::Stored(Some(m)) if m.kind == Kind::Bitmap => {
+                Some(self.bitmap_string(key, &m).map(Bytes::from))
+            }
             Lookup::Stored(Some(_)) => Some(Err(CmdError::wrong_type())),
         };
         self.count_lookup(value.is_some());
         value.transpose()
+    }
+}
+
+impl Ctx<'_> {
+    /// A segmented bitmap read whole as the string it is (GET, GETRANGE ... on a bitmap key).
+    pub fn bitmap_string(&self, key: &[u8], meta: &Meta) -> Result<Vec<u8>, CmdError> {
+        let view = self.storage().latest();
+        super::bitmap::segments::materialize(&view, self.db(), key, meta)
     }
 }
 

@@ -887,6 +887,7 @@ fn collection_encoding(
     let mut compact = true;
     let (small, big, ok): (&str, &str, EntryTest) = match kind {
         Kind::String => return Ok("embstr"), // not a collection: see string_encoding
+        Kind::Bitmap => return Ok("raw"),    // always longer than an embstr
         Kind::List => return Ok("quicklist"),
         Kind::Stream => return Ok("stream"),
         Kind::Hash if len > HASH_MAX_LISTPACK_ENTRIES => return Ok("hashtable"),

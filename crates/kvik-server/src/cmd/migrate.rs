@@ -241,6 +241,7 @@ fn kind_from_byte(b: u8) -> Option<Kind> {
         Kind::List,
         Kind::Set,
         Kind::ZSet,
+        Kind::Bitmap,
         Kind::Stream,
     ]
     .into_iter()
@@ -284,8 +285,9 @@ pub fn decode_payload(payload: &[u8]) -> Result<KeyRecord, PayloadError> {
         return Ok(KeyRecord { meta, data, score });
     }
     let want_score = if kind == Kind::ZSet { len } else { 0 };
-    if !r.buf.is_empty() || len == 0 || data.len() as u64 != len || score.len() as u64 != want_score
-    {
+    // A segmented bitmap's length is its byte length; it stores only its non-zero segments.
+    let entries_ok = kind == Kind::Bitmap || data.len() as u64 == len;
+    if !r.buf.is_empty() || len == 0 || !entries_ok || score.len() as u64 != want_score {
         return Err(PayloadError::BadFormat);
     }
     let mut meta = Meta::collection(kind, 0, 0);

@@ -9,6 +9,7 @@
 //! error and account stats and slowlog (`account`); the worker path also queues inside MULTI.
 
 pub mod admin;
+pub mod bitmap;
 pub mod blocked;
 pub mod cached;
 pub mod client;
@@ -17,6 +18,7 @@ pub mod collection;
 pub mod conn;
 pub mod ctx;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod migrate;
@@ -220,6 +222,9 @@ pub fn table() -> &'static CommandTable {
             pubsub::COMMANDS,
             script::COMMANDS,
             sort::COMMANDS,
+            bitmap::COMMANDS,
+            hll::COMMANDS,
+            zset::GEO_COMMANDS,
         ])
     })
 }

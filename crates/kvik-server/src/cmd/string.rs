@@ -18,12 +18,14 @@
 //! proportion to its inputs (LCS) checks `proto-max-bulk-len` first and refuses with Redis's
 //! error instead of allocating.
 
+use super::bitmap::segments::BitValue;
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Batch, Storage};
 use kvik_resp::{format_human, parse_i64, parse_redis_double};
+use kvik_types::bits::BitRead;
 use std::sync::atomic::Ordering;
 
 const READ: Flags = Flags::READONLY;
@@ -229,13 +231,27 @@ fn max_string_len(ctx: &Ctx<'_>) -> u64 {
     ctx.server.config.proto_max_bulk_len.load(Ordering::Relaxed)
 }
 
-/// The key's string value, or WRONGTYPE if it holds another kind.
-fn string_value(meta: Option<Meta>) -> Result<Option<Vec<u8>>, CmdError> {
+/// The key's record if it is a string (inline, or a segmented bitmap: `Kind::Bitmap`), or
+/// WRONGTYPE if it holds another kind.
+fn check_string(meta: Option<Meta>) -> Result<Option<Meta>, CmdError> {
     match meta {
-        None => Ok(None),
-        Some(m) if m.kind == Kind::String => Ok(Some(m.value)),
-        Some(_) => Err(CmdError::wrong_type()),
+        Some(m) if m.kind != Kind::String && m.kind != Kind::Bitmap => Err(CmdError::wrong_type()),
+        m => Ok(m),
     }
+}
+
+/// The key's string value (a segmented bitmap read whole), or WRONGTYPE if it holds another
+/// kind.
+fn string_value(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: Option<Meta>,
+) -> Result<Option<Vec<u8>>, CmdError> {
+    Ok(match check_string(meta)? {
+        None => None,
+        Some(m) if m.kind == Kind::Bitmap => Some(ctx.bitmap_string(key, &m)?),
+        Some(m) => Some(m.value),
+    })
 }
 
 /// Adds to `batch` the write that stores `meta` under `key`, or deletes the key if `meta`'s
@@ -448,7 +464,7 @@ pub fn set_generic(
         Expiry::Keep => current.as_ref().map_or(0, |m| m.expire_at_ms),
     };
     let old = if want_old {
-        string_value(current)?
+        string_value(ctx, key, current)?
     } else {
         None
     };
@@ -550,7 +566,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let storage = &ctx.server.storage;
     let db = ctx.db();
     let _guard = storage.lock(db, &[key]);
-    let value = string_value(ctx.lookup_read(key)?)?;
+    let value = string_value(ctx, key, ctx.lookup_read(key)?)?;
     if value.is_some() {
         let mut batch = Batch::default();
         batch.delete_meta(storage, db, key);
@@ -577,7 +593,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.null();
         return Ok(());
     };
-    if meta.kind != Kind::String {
+    if meta.kind != Kind::String && meta.kind != Kind::Bitmap {
         return Err(CmdError::wrong_type());
     }
     let expire_at_ms = match opts.ttl {
@@ -603,7 +619,11 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     } else {
         ctx.notify(Class::Generic, "expire", key);
     }
-    ctx.out.bulk(&meta.value);
+    let value = match meta.kind {
+        Kind::Bitmap => ctx.bitmap_string(key, &meta)?,
+        _ => meta.value,
+    };
+    ctx.out.bulk(&value);
     Ok(())
 }
 
@@ -614,12 +634,20 @@ fn mget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let keys = &args[1..];
     let mut values = Vec::with_capacity(keys.len());
     for key in keys {
-        values.push(ctx.lookup_read(key)?.filter(|m| m.kind == Kind::String));
+        values.push(match ctx.lookup_read(key)? {
+            Some(m) if m.kind == Kind::String => Some(m.value),
+            // A segmented bitmap (never in the hot cache, so only on a worker).
+            Some(m) if m.kind == Kind::Bitmap => match ctx.read_bits(key, None)? {
+                Some(v) => Some(v.to_vec()?),
+                None => None,
+            },
+            _ => None,
+        });
     }
     let out = ctx.out();
     out.array(values.len());
     for v in &values {
-        out.bulk_or_null(v.as_ref().map(|m| m.value.as_slice()));
+        out.bulk_or_null(v.as_deref());
     }
     Ok(())
 }
@@ -698,7 +726,7 @@ pub fn modify_string<R>(
     let _guard = storage.lock(db, &[key]);
     let current = ctx.lookup_write(key)?;
     let expire_at_ms = current.as_ref().map_or(0, |m| m.expire_at_ms);
-    let (new, result) = f(string_value(current)?)?;
+    let (new, result) = f(string_value(ctx, key, current)?)?;
     if let Some(value) = new {
         let mut batch = Batch::default();
         batch.put_meta(storage, db, key, &Meta::string(value, expire_at_ms));
@@ -838,7 +866,10 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// STRLEN key: 0 for a missing key.
 fn strlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
-    let len = ctx.read_string(&args[1])?.map_or(0, |v| v.len());
+    // No byte range: a segmented bitmap's length comes from its meta record alone.
+    let len = ctx
+        .read_bits(&args[1], Some(&[]))?
+        .map_or(0, |v| v.byte_len());
     ctx.out().int(len as i64);
     Ok(())
 }
@@ -865,9 +896,23 @@ fn substring_range(len: usize, start: i64, end: i64) -> std::ops::Range<usize> {
 fn getrange<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let start = parse_i64(&args[2]).ok_or(CmdError::not_integer())?;
     let end = parse_i64(&args[3]).ok_or(CmdError::not_integer())?;
-    let value = ctx.read_string(&args[1])?.unwrap_or_default();
-    let range = substring_range(value.len(), start, end);
-    ctx.out().bulk(&value[range]);
+    // A segmented bitmap is read sparse (its stored segments), and only the range is copied.
+    let value = ctx.read_bits(&args[1], None)?;
+    let range = substring_range(
+        value.as_ref().map_or(0, |v| v.byte_len() as usize),
+        start,
+        end,
+    );
+    match value {
+        Some(BitValue::Inline(bytes)) => ctx.out().bulk(&bytes[range]),
+        Some(segments) => {
+            let mut bytes = vec![0u8; range.len()];
+            segments.read_at(range.start as u64, &mut bytes);
+            segments.check()?;
+            ctx.out().bulk(&bytes);
+        }
+        None => ctx.out().bulk(b""),
+    }
     Ok(())
 }
 
@@ -956,7 +1001,10 @@ fn lcs_compute(a: &[u8], b: &[u8], want_runs: bool, min_run: u64) -> (Vec<u8>, V
 fn lcs(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let a = ctx.lookup_read(&args[1])?;
     let b = ctx.lookup_read(&args[2])?;
-    let (a, b) = match (string_value(a), string_value(b)) {
+    let (a, b) = match (
+        string_value(ctx, &args[1], a),
+        string_value(ctx, &args[2], b),
+    ) {
         (Ok(a), Ok(b)) => (a.unwrap_or_default(), b.unwrap_or_default()),
         _ => return Err(ERR_LCS_TYPE),
     };
@@ -1126,12 +1174,12 @@ mod tests {
     #[test]
     fn wrong_type_is_reported_for_other_kinds() {
         let hash = Meta::collection(Kind::Hash, 1, 0);
-        assert_eq!(string_value(Some(hash)), Err(CmdError::wrong_type()));
-        assert_eq!(
-            string_value(Some(Meta::string(b"v".to_vec(), 0))),
-            Ok(Some(b"v".to_vec()))
-        );
-        assert_eq!(string_value(None), Ok(None));
+        assert_eq!(check_string(Some(hash)), Err(CmdError::wrong_type()));
+        let s = Meta::string(b"v".to_vec(), 0);
+        assert_eq!(check_string(Some(s.clone())), Ok(Some(s)));
+        let bitmap = Meta::collection(Kind::Bitmap, 1, 0);
+        assert_eq!(check_string(Some(bitmap.clone())), Ok(Some(bitmap)));
+        assert_eq!(check_string(None), Ok(None));
     }
 
     #[test]

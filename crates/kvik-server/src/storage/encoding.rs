@@ -6,6 +6,7 @@
 //!                  payload of a string:     the value bytes
 //!                  payload of a collection: version (u64 BE) | length (u64 BE)
 //!                  payload of a list:       version | length | head (u64 BE)
+//!                  payload of a bitmap:     version | byte length (u64 BE)
 //!                  payload of a stream:     version | length | stream state ([`super::stream`])
 //! data CF   key:   db | slot | key length (u32 BE) | user key | version (u64 BE) | member
 //! score CF  key:   db | slot | key length | user key | version | score (8 bytes) | member
@@ -30,7 +31,21 @@
 //! one prefix, a key is copied or exported without knowing its type, and the data compaction
 //! filter (`expire::data_filter`) recognises stale members by their version alone. The member part
 //! is the type's business: a hash field, a set member, a list position ([`list_index`]), a sorted
-//! set member (data CF, value = score) or score + member ([`encode_score`], score CF).
+//! set member (data CF, value = score) or score + member ([`encode_score`], score CF), or a
+//! bitmap segment (see below).
+//!
+//! **Bitmaps.** A string written by the bit commands (SETBIT, BITFIELD, BITOP) stays an inline
+//! string while it is at most [`BITMAP_INLINE_MAX`] bytes; a bit write that makes it longer turns
+//! it into kind [`Kind::Bitmap`]: the meta record holds a version and the byte length, and the
+//! bytes live in the data CF as segments of [`BITMAP_SEGMENT_LEN`] bytes, member = segment index
+//! (u64 BE), value = the segment's bytes; a segment that is all zero is not stored. To users it
+//! is a string (TYPE, SCAN TYPE, OBJECT ENCODING `raw`): string commands read it whole. A SETBIT
+//! then writes one segment and the meta record whatever the offset (SETBIT at 2^32-1 writes 4 KiB,
+//! not 512 MB), and DEL, overwrite and expiry stay O(1) (the segments are members of a version).
+//! Why these sizes: 4 KiB is RocksDB's data block, so a segment read is one block and a
+//! segment write is small next to the WAL record's fixed cost; 16 KiB inline keeps the bitmaps
+//! most applications use (a few thousand flags) one point read, cacheable by the hot cache,
+//! while a write of an inline value never copies more than 16 KiB.
 //!
 //! The database index and the cluster slot come first so a database or a slot is one prefix
 //! (FLUSHDB and slot migration are range operations), and cluster mode never changes the format.
@@ -43,6 +58,11 @@ pub const META_KEY_PREFIX_LEN: usize = 4;
 /// Bytes before the payload in a meta value.
 pub const META_HEADER_LEN: usize = 9;
 
+/// Bytes of one stored bitmap segment (see the module header).
+pub const BITMAP_SEGMENT_LEN: usize = 4096;
+/// The longest string a bit write leaves inline; longer ones become [`Kind::Bitmap`].
+pub const BITMAP_INLINE_MAX: u64 = 16 * 1024;
+
 /// The type of a key, as TYPE reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -52,6 +72,8 @@ pub enum Kind {
     List = 3,
     Set = 4,
     ZSet = 5,
+    /// A string stored as segments (module header); TYPE says "string".
+    Bitmap = 6,
     Stream = 7,
 }
 
@@ -63,6 +85,7 @@ impl Kind {
             3 => Kind::List,
             4 => Kind::Set,
             5 => Kind::ZSet,
+            6 => Kind::Bitmap,
             7 => Kind::Stream,
             _ => return None,
         })
@@ -71,7 +94,7 @@ impl Kind {
     /// The name TYPE replies with.
     pub fn type_name(self) -> &'static str {
         match self {
-            Kind::String => "string",
+            Kind::String | Kind::Bitmap => "string",
             Kind::Hash => "hash",
             Kind::List => "list",
             Kind::Set => "set",
@@ -126,7 +149,8 @@ impl Meta {
         }
     }
 
-    /// True for hashes, lists, sets and sorted sets (records with members in the data CF).
+    /// True for hashes, lists, sets, sorted sets and segmented bitmaps (records with members in
+    /// the data CF).
     pub fn is_collection(&self) -> bool {
         self.kind != Kind::String
     }
@@ -326,6 +350,10 @@ mod tests {
         l.len = 2;
         assert_eq!(l.head, LIST_MIDDLE);
         assert_eq!(Meta::decode(&l.encode()), Some(l));
+        let mut b = Meta::collection(Kind::Bitmap, 7, 0);
+        b.len = BITMAP_INLINE_MAX + 1;
+        assert_eq!(Meta::decode(&b.encode()), Some(b));
+        assert_eq!(Kind::Bitmap.type_name(), "string");
         assert_eq!(Meta::decode(b"\x09xxxxxxxx"), None);
         assert_eq!(Meta::decode(b"\x01"), None);
     }

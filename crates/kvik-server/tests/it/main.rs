@@ -5,6 +5,7 @@
 mod common;
 
 mod admin;
+mod bitmaps_hll_geo;
 mod blocking;
 mod cache;
 mod cluster;

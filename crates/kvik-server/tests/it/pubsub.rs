@@ -422,7 +422,7 @@ fn publish_storm_to_thousands_of_subscribers_keeps_per_publisher_order() {
 }
 
 /// One step of the keyspace differential: a command, then the notifications it caused.
-pub(super) fn keyspace_events(port: u16, commands: &[&[&str]], flags: &str) -> Vec<String> {
+pub(crate) fn keyspace_events(port: u16, commands: &[&[&str]], flags: &str) -> Vec<String> {
     let mut con = kvik_testkit::connect(port);
     let _: () = q(&mut con, &["FLUSHALL"]);
     let _: () = q(

@@ -36,14 +36,18 @@
 //!
 //! Modules: `range` parses score and lex intervals, `basic` holds the single-key commands
 //! (ZADD ... ZREMRANGEBYLEX, ZSCAN), `pop` the popping and random commands (ZPOPMIN ... BZMPOP,
-//! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD.
+//! ZRANDMEMBER), `setops` ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD; `geo` the geo
+//! commands, which are sorted-set commands over geohash scores.
 
 mod basic;
+mod geo;
 mod pop;
 pub mod range;
 mod setops;
 
 use super::collection::notify_write;
+pub use geo::COMMANDS as GEO_COMMANDS;
+
 use super::ctx::{Args, CmdError, Ctx, Reply};
 use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
