@@ -286,8 +286,10 @@ fn sort_elements(ctx: &Ctx<'_>, elems: &mut Vec<Vec<u8>>, o: &Options<'_>) -> Cm
 }
 
 /// A number as strtod reads it for Redis: leading white space allowed, nothing after it, no NaN
-/// and no overflow; the empty string is 0; hexadecimal integers are accepted.
+/// and no overflow; the empty string is 0; hexadecimal integers are accepted. Redis hands
+/// strtod the value as a C string, so a NUL byte ends it (a bitmap's "\0\0\0" weighs 0).
 fn parse_double(b: &[u8]) -> Option<f64> {
+    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() {
         return Some(0.0);
@@ -334,8 +336,10 @@ fn lookup_pattern(ctx: &Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Result<Option<V
     name.extend_from_slice(elem);
     name.extend_from_slice(&pattern[star + 1..key_end]);
     let Some(field) = arrow.map(|i| &pattern[i + 2..]) else {
+        // A segmented bitmap is a string to users (see `cmd::bitmap`).
         return Ok(match ctx.lookup_read(&name)? {
             Some(m) if m.kind == Kind::String => Some(m.value),
+            Some(m) if m.kind == Kind::Bitmap => Some(ctx.bitmap_string(&name, &m)?),
             _ => None,
         });
     };
@@ -438,6 +442,8 @@ mod tests {
 
     #[test]
     fn numbers_parse_as_strtod() {
+        assert_eq!(parse_double(b"\0\0\0"), Some(0.0));
+        assert_eq!(parse_double(b"12\0abc"), Some(12.0));
         assert_eq!(parse_double(b""), Some(0.0));
         assert_eq!(parse_double(b" 1.5"), Some(1.5));
         assert_eq!(parse_double(b"0x10"), Some(16.0));
