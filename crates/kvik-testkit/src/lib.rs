@@ -10,7 +10,7 @@
 //!   same directory and measured (RSS).
 //! - [`RedisServer`]: Debian's redis-server on a free loopback port with persistence off, for
 //!   tests that compare kvik with Redis or need a Redis cluster.
-//! - [`python`] and [`run_python`]: the test virtualenv's interpreter (redis-py), made by `make deps`.
+//! - [`python`], [`run_python`] and [`python_stdout`]: the test virtualenv's interpreter (redis-py), made by `make deps`.
 //! - [`free_port`], [`read_raw`], [`roundtrip_raw`], [`redis_cli`] and [`eventually`].
 //! - Clusters: [`start_redis_cluster`] (3 redis-server nodes) and [`start_kvik_cluster`] (N kvik
 //!   nodes with an even-split topology pushed by `CLUSTER SETTOPOLOGY`).
@@ -22,7 +22,7 @@
 //! hanging it. Both handles kill their process on drop.
 
 mod python;
-pub use python::{python, run_python, SKIP_PYTHON_ENV};
+pub use python::{python, python_stdout, run_python, SKIP_PYTHON_ENV};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -65,6 +65,18 @@ fn find_python() -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// [`run_python`] for a script that must succeed: its standard output, or a panic that shows
+/// its standard error; `None` when Python tests are skipped.
+pub fn python_stdout(script: &str, args: &[&str]) -> Option<String> {
+    let out = run_python(script, args)?;
+    assert!(
+        out.status.success(),
+        "the Python script failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Runs `script` (`python -c script args...`) with the virtualenv's interpreter, bounded in
 /// time; `None` when Python tests are skipped. The caller checks the status and output.
 pub fn run_python(script: &str, args: &[&str]) -> Option<Output> {

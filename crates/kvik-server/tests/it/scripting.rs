@@ -463,18 +463,10 @@ add(keys=['x'], args=[10], client=p)
 print(p.execute())
 print(r.script_exists(add.sha))
 "#;
-    let Some(out) = kvik_testkit::run_python(script, &[&s.port.to_string()]) else {
+    let Some(stdout) = kvik_testkit::python_stdout(script, &[&s.port.to_string()]) else {
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "2 5\n6\n[16]\n[True]\n"
-    );
+    assert_eq!(stdout, "2 5\n6\n[16]\n[True]\n");
 }
 
 /// A key (with `prefix`) in the slots node `i` of an even 2-way split owns.
@@ -600,16 +592,8 @@ redis_lock.Lock(r, 'z', expire=10).acquire()
 redis_lock.reset_all(r)
 print(r.exists('lock:z'))
 "#;
-    let Some(out) = kvik_testkit::run_python(script, &[&s.port.to_string()]) else {
+    let Some(stdout) = kvik_testkit::python_stdout(script, &[&s.port.to_string()]) else {
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "100 100\nTrue True\nFalse\nTrue\nFalse\n0\n"
-    );
+    assert_eq!(stdout, "100 100\nTrue True\nFalse\nTrue\nFalse\n0\n");
 }

@@ -400,16 +400,11 @@ def incr(pipe):
     pipe.set('a', v + 1)
 print(r.transaction(incr, 'a'), r.get('a'))
 "#;
-    let Some(out) = kvik_testkit::run_python(script, &[&s.port().to_string()]) else {
+    let Some(stdout) = kvik_testkit::python_stdout(script, &[&s.port().to_string()]) else {
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        stdout,
         "[True, 2, 7, b'7']\n['bool', 'ResponseError', 'bytes']\naborted\n[True] b'101'\n"
     );
 }
