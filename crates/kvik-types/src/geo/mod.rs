@@ -161,9 +161,18 @@ pub fn unit_meters(unit: &[u8]) -> Result<f64, GeoError> {
         .ok_or(GeoError::UnsupportedUnit)
 }
 
-/// A distance as Redis prints it: 4 decimals (`%.4f`).
+/// A distance as Redis 7.0 prints it: 4 decimals, rounded the way its fixed-point printer does
+/// (scale by 10^4 in f64, round half to even, print the integer), not as `%.4f` would: a value
+/// like 48212004.85954999... scales to exactly ...8595.5 and prints as .8596.
 pub fn format_distance(d: f64) -> String {
-    format!("{d:.4}")
+    let scaled = (d * 10_000.0).round_ties_even();
+    if !scaled.is_finite() || scaled.abs() >= 9.0e18 {
+        return format!("{d:.4}");
+    }
+    let n = scaled as i64;
+    let sign = if n < 0 { "-" } else { "" };
+    let a = n.unsigned_abs();
+    format!("{sign}{}.{:04}", a / 10_000, a % 10_000)
 }
 
 /// A coordinate as Redis prints it (GEOPOS, WITHCOORD): 17 decimals, trailing zeros and a
@@ -420,6 +429,18 @@ mod tests {
         assert!(check_lon_lat(180.0, LAT_MAX).is_ok());
         assert_eq!(unit_meters(b"KM"), Ok(1000.0));
         assert_eq!(unit_meters(b"yd"), Err(GeoError::UnsupportedUnit));
+    }
+
+    #[test]
+    fn distance_format_rounds_like_redis_fixed_point_printer() {
+        // 14695019.081190841 m in feet is 48212004.85954999...; times 10^4 it rounds to
+        // ...8595.5 in f64, and half to even gives ...8596 (redis-server 7.0.15 prints that).
+        assert_eq!(
+            format_distance(14695019.081190841 / 0.3048),
+            "48212004.8596"
+        );
+        assert_eq!(format_distance(0.0), "0.0000");
+        assert_eq!(format_distance(166274.1516), "166274.1516");
     }
 
     #[test]
