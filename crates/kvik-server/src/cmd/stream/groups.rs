@@ -350,13 +350,12 @@ fn pending_summary(ctx: &mut Ctx<'_>, s: &Stream<'_, '_>, name: &[u8], g: &Group
     let last = s.last_pending_id(name)?.unwrap_or(first);
     write_id(ctx.out, first);
     write_id(ctx.out, last);
-    let mut owners = Vec::new();
-    s.consumers(name, |c, rec| {
-        if rec.pending > 0 {
-            owners.push((c.to_vec(), rec.pending));
-        }
-        Ok(())
-    })?;
+    let owners: Vec<(Vec<u8>, u64)> = s
+        .consumers(name)?
+        .into_iter()
+        .filter(|(_, rec)| rec.pending > 0)
+        .map(|(c, rec)| (c, rec.pending))
+        .collect();
     ctx.out.array(owners.len());
     for (c, n) in &owners {
         ctx.out.array(2);

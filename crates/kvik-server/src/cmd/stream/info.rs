@@ -131,11 +131,7 @@ pub fn stream(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             ctx.out.int(p.delivery_count as i64);
         }
         ctx.out.bulk(b"consumers");
-        let mut consumers = Vec::new();
-        s.consumers(name, |c, rec| {
-            consumers.push((c.to_vec(), rec));
-            Ok(())
-        })?;
+        let consumers = s.consumers(name)?;
         ctx.out.array(consumers.len());
         for (c, rec) in &consumers {
             ctx.out.map(4);
@@ -200,11 +196,7 @@ pub fn consumers(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if s.group(name)?.is_none() {
         return Err(no_group(key, name));
     }
-    let mut consumers = Vec::new();
-    s.consumers(name, |c, rec| {
-        consumers.push((c.to_vec(), rec));
-        Ok(())
-    })?;
+    let consumers = s.consumers(name)?;
     ctx.out.array(consumers.len());
     for (c, rec) in &consumers {
         ctx.out.map(3);

@@ -301,12 +301,17 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
     )
     .event(Class::Stream, "xgroup-delconsumer")
     .doc("Deletes a consumer from a consumer group.", "5.0.0", "O(1)"),
+    help_spec(groups::help),
+];
+
+/// The HELP subcommand of XGROUP and XINFO.
+const fn help_spec(handler: super::spec::Handler) -> CommandSpec {
     CommandSpec::new(
         "help",
         2,
         Flags::LOADING.union(Flags::STALE),
         KeySpec::NONE,
-        groups::help,
+        handler,
     )
     .acl(&["stream", "slow"])
     .group("stream")
@@ -314,8 +319,8 @@ static XGROUP_SUBCOMMANDS: &[CommandSpec] = &[
         "Returns helpful text about the different subcommands.",
         "5.0.0",
         "O(1)",
-    ),
-];
+    )
+}
 
 static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
     x("stream", -3, READ, SECOND, info::stream, ACL_READ_SLOW).doc(
@@ -333,18 +338,5 @@ static XINFO_SUBCOMMANDS: &[CommandSpec] = &[
         "5.0.0",
         "O(1)",
     ),
-    CommandSpec::new(
-        "help",
-        2,
-        Flags::LOADING.union(Flags::STALE),
-        KeySpec::NONE,
-        info::help,
-    )
-    .acl(&["stream", "slow"])
-    .group("stream")
-    .doc(
-        "Returns helpful text about the different subcommands.",
-        "5.0.0",
-        "O(1)",
-    ),
+    help_spec(info::help),
 ];

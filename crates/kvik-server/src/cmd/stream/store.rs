@@ -316,17 +316,16 @@ impl<'s, 'k> Stream<'s, 'k> {
         Ok(created)
     }
 
-    /// Calls `f(name, consumer)` for every committed consumer of `group`, in name order.
-    pub fn consumers(
-        &self,
-        group: &[u8],
-        mut f: impl FnMut(&[u8], ConsumerRec) -> Result<(), CmdError>,
-    ) -> Result<(), CmdError> {
+    /// Every committed consumer of `group` with its record, in name order (replies need the
+    /// count before the first consumer, so every caller wants them all).
+    pub fn consumers(&self, group: &[u8]) -> Result<Vec<(Vec<u8>, ConsumerRec)>, CmdError> {
         let prefix = consumer_prefix(group);
+        let mut all = Vec::new();
         self.scan(&prefix, &prefix, |m, v| {
-            f(&m[prefix.len()..], ConsumerRec::decode(v))?;
+            all.push((m[prefix.len()..].to_vec(), ConsumerRec::decode(v)));
             Ok(true)
-        })
+        })?;
+        Ok(all)
     }
 
     /// Deletes consumer `name` of `group` and its pending entries; returns how many it had.
