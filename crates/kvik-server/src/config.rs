@@ -75,6 +75,10 @@ pub struct Config {
     pub cache_fill_delay_us: AtomicU64,
     /// Answer cache hits of rtc commands on the I/O thread.
     pub rtc_read: AtomicBool,
+    pub group_commit: AtomicBool,
+    pub rtc_write: AtomicBool,
+    pub cache_write_allocate: AtomicBool,
+    pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
     /// `notify-keyspace-events` and the pubsub output hard limit, shared with the pub/sub
@@ -697,12 +701,56 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-write-allocate",
+        default: "yes",
+        mutable: true,
+        help: "a written string enters the hot cache even if it was not cached (no: writes only update cached keys)",
+        get: |c| if c.cache_write_allocate.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_write_allocate.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
         help: "testing only: delay between a cache miss's disk read and its cache fill",
         get: |c| c.cache_fill_delay_us.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.cache_fill_delay_us, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "group-commit",
+        default: "yes",
+        mutable: true,
+        help: "write the WAL once for all the writes whose replies go out together (no: once per write)",
+        get: |c| if c.group_commit.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.group_commit.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "rtc-write",
+        default: "yes",
+        mutable: true,
+        help: "run simple string writes (SET, INCR, MSET ...) on the I/O thread when nothing would wait",
+        get: |c| if c.rtc_write.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_write.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "wal-flush-hold",
+        default: "no",
+        mutable: true,
+        help: "testing only: WAL flushes wait while yes (replies of writes are held back)",
+        get: |c| if c.wal_flush_hold.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.wal_flush_hold.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
     },
     Setting {
         name: "rtc-read",
@@ -883,6 +931,10 @@ impl Default for Config {
             cache_policy: RwLock::new(crate::cache::Policy::Lfu),
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
+            group_commit: AtomicBool::new(true),
+            rtc_write: AtomicBool::new(true),
+            cache_write_allocate: AtomicBool::new(true),
+            wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
             redis_params: RwLock::new(
@@ -968,6 +1020,7 @@ impl Config {
             max_fields: self.cache_max_hash_fields.load(Relaxed) as usize,
             policy: *self.cache_policy.read(),
             fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
+            write_allocate: self.cache_write_allocate.load(Relaxed),
         }
     }
 }

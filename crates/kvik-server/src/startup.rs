@@ -35,6 +35,7 @@ pub fn run(config: Config) -> Result<(), String> {
     storage.set_fsync_policy(*config.appendfsync.read());
     let commands = crate::cmd::table().names();
     let server = Arc::new(Server::new(config, storage, commands));
+    server.apply_group_commit();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }

@@ -37,7 +37,7 @@ use crate::server::Server;
 use crate::session::Session;
 use blocked::Ready;
 use cached::{CacheCtx, RtcError};
-use ctx::{Args, CmdError, CmdResult, Ctx, Mode, Reply};
+use ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply};
 use spec::{CommandSpec, Flags};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -308,7 +308,11 @@ pub fn execute_cached(
     // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
     // they need no worker (scripts may hold them all).
     let for_scripts = script::on_io_thread(server, entry);
-    if entry.spec.rtc.is_none() && for_scripts.is_none() {
+    let read = entry.spec.rtc.filter(|_| {
+        server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
+    });
+    let write = entry.spec.rtc_write && server.config.rtc_write.load(Ordering::Relaxed);
+    if read.is_none() && !write && for_scripts.is_none() {
         return Outcome::NotServed;
     }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
@@ -339,8 +343,11 @@ pub fn execute_cached(
         }
         None => {}
     }
-    let Some(handler) = entry.spec.rtc else {
-        return Outcome::NotServed;
+    let Some(handler) = read else {
+        if !write {
+            return Outcome::NotServed;
+        }
+        return run_write_here(server, session, out, entry, args, start);
     };
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
@@ -361,6 +368,56 @@ pub fn execute_cached(
             .keyspace_hits
             .fetch_add(hits, Ordering::Relaxed);
     }
+    server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    account(
+        server,
+        session,
+        out,
+        entry,
+        args,
+        mark,
+        result,
+        start,
+        Duration::ZERO,
+    );
+    Outcome::Done
+}
+
+/// Runs a run-to-completion write (`CommandSpec::rtc_write`) on the I/O thread with the worker
+/// handler in [`Mode::NoWait`]. If it would wait it has changed nothing: its half-written reply
+/// is dropped and the pool runs it. Its reply leaves once the I/O thread made its writes
+/// durable (the I/O thread's end of turn, `Storage::make_durable`).
+fn run_write_here(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    start: Instant,
+) -> Outcome {
+    let mark = out.buf.len();
+    let result = {
+        let mut ctx = Ctx {
+            server,
+            session,
+            out,
+            now_ms: crate::clock::unix_ms(),
+            mode: Mode::NoWait,
+            args,
+            blocked_again: false,
+        };
+        (entry.spec.handler)(&mut ctx, args)
+    };
+    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+        out.buf.truncate(mark);
+        return Outcome::NotServed;
+    }
+    debug_assert!(
+        Ready::collect().is_empty(),
+        "{} made keys ready on an I/O thread",
+        entry.full_name
+    );
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
     account(
         server,

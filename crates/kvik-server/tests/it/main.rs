@@ -14,6 +14,7 @@ mod cluster_migration;
 mod config_sort;
 mod differential;
 mod durability;
+mod group_commit;
 mod hashes;
 mod keycount;
 mod keys;
