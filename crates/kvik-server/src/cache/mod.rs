@@ -393,6 +393,11 @@ impl Cache {
         }
     }
 
+    /// True if no write of the token's key began or ended since `token` was taken.
+    pub fn unchanged(&self, token: &FillToken) -> bool {
+        Self::epoch(self.cell(token.hash), token.hash).load(Acquire) == token.epoch
+    }
+
     /// Caches `meta` (read from RocksDB after `token` was taken) unless the key was written since,
     /// is already cached, or does not qualify (type, size, expiry).
     pub fn fill(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta, now_ms: u64) {

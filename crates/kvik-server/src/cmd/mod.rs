@@ -19,6 +19,7 @@ pub mod conn;
 pub mod ctx;
 pub mod hash;
 pub mod hll;
+mod isolation;
 pub mod keys;
 pub mod list;
 pub mod migrate;
@@ -283,6 +284,7 @@ pub fn execute(
         return Ready::default();
     }
     if !multi::intercept(server, session, out, entry, args) {
+        let _reading = isolation::lock_read_keys(server, session.db, entry, args);
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
     Ready::collect()
@@ -349,11 +351,18 @@ pub fn execute_cached(
         }
         return run_write_here(server, session, out, entry, args, start);
     };
-    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let Some(check) = isolation::RtcRead::begin(server, session.db, entry, args) else {
+        return Outcome::NotServed; // a write of its keys is in progress
+    };
     let mark = out.buf.len();
     let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
     let result = handler(&mut ctx, args);
     let hits = ctx.hits();
+    if !check.still_whole(server) {
+        out.buf.truncate(mark);
+        return Outcome::NotServed;
+    }
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let result = match result {
         Ok(()) => Ok(()),
         Err(RtcError::Reply(e)) => Err(e),

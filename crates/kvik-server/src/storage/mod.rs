@@ -3,10 +3,12 @@
 //! Role: the only module that talks to RocksDB. Command handlers read metadata with
 //! [`Storage::get_meta`] (no lock), and write by taking the key's stripe lock
 //! ([`Storage::lock`]), building a [`Batch`], and committing it with [`Storage::commit`], which
-//! writes the WAL and, with `appendfsync always`, syncs it before returning. Every acknowledged
-//! write is therefore in the WAL file before the reply leaves, so a `kill -9` loses nothing in any
-//! mode; `appendfsync` only decides how much an OS crash or power loss can take (always: nothing,
-//! everysec: about a second, no: what the OS had not written).
+//! writes the memtable and the WAL buffer; the thread that releases the reply first calls
+//! [`Storage::make_durable`], which writes the buffer to the WAL file (and, with `appendfsync
+//! always`, syncs it) once for all writes waiting (group commit, see `wal`). Every acknowledged
+//! write is therefore in the WAL file before its reply leaves, so a `kill -9` loses nothing in
+//! any mode; `appendfsync` only decides how much an OS crash or power loss can take (always:
+//! nothing, everysec: about a second, no: what the OS had not written).
 //!
 //! Layout (see `encoding`): `meta` holds one record per user key (a string's value inline), `data`
 //! holds collection members, `score` the sorted-set score index, `expiry` the keys with an expiry
@@ -363,6 +365,11 @@ impl Storage {
     /// Locks `keys` of database `db` for a read-modify-write; see `locks`.
     pub fn lock<K: AsRef<[u8]>>(&self, db: u16, keys: &[K]) -> KeyGuard<'_> {
         self.locks.lock(db, keys)
+    }
+
+    /// True if a writer holds `key`'s stripe lock right now (see `cmd::isolation`).
+    pub fn key_locked(&self, db: u16, key: &[u8]) -> bool {
+        self.locks.is_locked(db, key)
     }
 
     /// Locks keys across databases (MOVE, COPY ... DB).
