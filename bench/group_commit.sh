@@ -13,7 +13,7 @@
 #
 #   bench/group_commit.sh                  # 3 rounds, N=200000 (x4 with -P 16), everysec+always
 #   QUICK=1 bench/group_commit.sh          # 3 rounds, N=30000
-#   FSYNCS=everysec TESTS=set,incr ROUNDS=5 bench/group_commit.sh
+#   FSYNCS=everysec TESTS=set,incr ROUNDS=5 bench/group_commit.sh   (TESTS_ALWAYS for always)
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/group_commit.sh
 source "$(dirname "$0")/lib.sh"
@@ -24,7 +24,9 @@ ensure_redis
 if [ "$QUICK" = 1 ]; then N=${N:-30000}; else N=${N:-200000}; fi
 ROUNDS=${ROUNDS:-3}
 KEYSPACE=${KEYSPACE:-100000}
-TESTS=${TESTS:-set,incr,mset,get}
+TESTS=${TESTS:-set,incr,mset,hset,sadd,get}
+# appendfsync always is bounded by the disk's fsyncs: fewer tests there by default.
+TESTS_ALWAYS=${TESTS_ALWAYS:-set,incr}
 FSYNCS=${FSYNCS:-everysec always}
 HZ=$(getconf CLK_TCK)
 ROWS=$BENCH_TMP/rows.csv
@@ -35,9 +37,10 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # one port pid label fsync pipeline: one redis-benchmark run per test, appending
 # "fsync,label,test,pipeline,rps,cpu_us_per_req" rows.
 one() {
-  local port=$1 pid=$2 label=$3 fsync=$4 pipeline=$5 n=$N test
+  local port=$1 pid=$2 label=$3 fsync=$4 pipeline=$5 n=$N test tests=$TESTS
   [ "$pipeline" = 16 ] && n=$((N * 4))
-  for test in ${TESTS//,/ }; do
+  [ "$fsync" = always ] && tests=$TESTS_ALWAYS
+  for test in ${tests//,/ }; do
     local before after rps
     before=$(cpu_ticks "$pid")
     rps=$(redis-benchmark -p "$port" -t "$test" -n "$n" -r "$KEYSPACE" -c 50 -P "$pipeline" --csv \

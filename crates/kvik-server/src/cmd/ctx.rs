@@ -57,7 +57,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether this command may wait (locks, disk, stalls): not on an I/O thread.
-    fn wait(&self) -> Wait {
+    pub fn wait(&self) -> Wait {
         if self.mode == Mode::NoWait {
             Wait::Never
         } else {

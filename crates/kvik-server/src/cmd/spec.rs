@@ -275,8 +275,9 @@ pub struct CommandSpec {
     /// Run to completion for a write: the I/O thread runs the worker handler itself in
     /// [`super::ctx::Mode::NoWait`] (tried locks, reads from memory, no write stalls), and
     /// hands the command to the pool only if something would wait. For writes whose work is a
-    /// memtable insert (SET, INCR ...); their handlers go through `Ctx::lock_keys`,
-    /// `Ctx::commit` and the `Ctx` reads, and make no key ready for blocked clients.
+    /// memtable insert (SET, INCR, HSET, SADD ...); their handlers go through `Ctx::lock_keys`,
+    /// `Ctx::commit` (or `CollWrite`) and the `Ctx` reads, and make no key ready for blocked
+    /// clients.
     pub rtc_write: bool,
     /// Queued inside MULTI or run at once.
     pub in_multi: InMulti,

@@ -116,7 +116,7 @@ pub enum Wait {
 }
 
 impl Wait {
-    fn read_options(self) -> ReadOptions {
+    pub(crate) fn read_options(self) -> ReadOptions {
         let mut ro = ReadOptions::default();
         if self == Wait::Never {
             ro.set_read_tier(rocksdb::ReadTier::BlockCache);
@@ -328,6 +328,14 @@ impl Storage {
             *floor = v + VERSION_RESERVE;
         }
         Ok(v)
+    }
+
+    /// [`Storage::next_version`] for a caller that must not wait: `None` when the persisted
+    /// floor would have to move first (a synced write, once per `VERSION_RESERVE` versions; the
+    /// version taken is then simply never used).
+    pub fn next_version_reserved(&self) -> Option<u64> {
+        let v = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        (v < *self.version_floor.lock()).then_some(v)
     }
 
     /// Registers an observer of committed writes (see [`WriteObserver`]).

@@ -2,7 +2,7 @@
 //! leaves before the flush that covers it, a pipeline runs as if sent one command at a time, and
 //! a kill -9 loses nothing acknowledged with many pipelining writers.
 
-use crate::common::{read_raw, resp, Endpoint, TestServer};
+use crate::common::{info_field, read_raw, resp, Endpoint, TestServer};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -163,4 +163,51 @@ fn kill9_with_pipelining_writers_loses_nothing_acknowledged() {
             assert_eq!(v, Some(format!("v{i}")), "acknowledged w{w}:{i} lost");
         }
     }
+}
+
+/// String, hash and set writes run on the I/O thread (`rtc-write`), with the replies the pool
+/// gives; `rtc-write no` sends them to the pool.
+#[test]
+fn simple_writes_run_to_completion_on_the_io_thread() {
+    let script: &[&[&str]] = &[
+        &["SET", "s", "1"],
+        &["INCRBY", "s", "41"],
+        &["APPEND", "s", "!"],
+        &["MSET", "m1", "a", "m2", "b"],
+        &["HSET", "h", "f", "1", "g", "2"],
+        &["HINCRBY", "h", "f", "10"],
+        &["HSETNX", "h", "f", "x"],
+        &["HDEL", "h", "g", "nope"],
+        &["SADD", "set", "a", "b", "c", "a"],
+        &["SREM", "set", "b", "zz"],
+        &["SET", "s", "x", "GET"],
+        &["HSET", "s", "f", "v"],
+        &["GET", "s"],
+        &["HGETALL", "h"],
+        &["SMEMBERS", "set"],
+    ];
+    let mut replies = Vec::new();
+    let mut served = Vec::new();
+    for rtc in ["yes", "no"] {
+        let s = TestServer::start_with(&["--rtc-write", rtc]);
+        let mut c = s.client();
+        let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+        let mut got = Vec::new();
+        for args in script {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            got.push(match cmd.query::<redis::Value>(&mut c) {
+                Ok(v) => format!("{v:?}"),
+                Err(e) => format!("error: {e}"),
+            });
+        }
+        served.push(info_field(&mut c, "stats", "rtc_commands").unwrap() - before);
+        replies.push(got);
+    }
+    assert_eq!(replies[0], replies[1]);
+    // The 12 writes ran on the I/O thread (GET s is a cache hit there too), none without it.
+    assert!(served[0] >= 12, "{served:?}");
+    assert!(served[1] <= 3, "{served:?}");
 }
