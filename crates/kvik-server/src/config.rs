@@ -811,10 +811,10 @@ impl Param {
     pub fn help(self) -> String {
         match self {
             Param::Kvik(s) => s.help.to_string(),
-            Param::Redis(i) => format!(
-                "Redis parameter, stored with no effect: {}",
-                redis_params::REDIS_PARAMS[i].no_effect
-            ),
+            Param::Redis(i) => match redis_params::REDIS_PARAMS[i].no_effect {
+                redis_params::IN_EFFECT => "Redis parameter, as in Redis 7.0".to_string(),
+                why => format!("Redis parameter, stored with no effect: {why}"),
+            },
         }
     }
 

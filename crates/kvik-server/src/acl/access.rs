@@ -216,10 +216,16 @@ pub fn channels_of(entry: &Entry) -> Option<Channels> {
 mod tests {
     use super::*;
 
+    /// Catches typos; a subcommand of a container kvik does not have yet (MEMORY) is kept for
+    /// when it comes.
     #[test]
     fn every_exception_names_a_command() {
         let names = table().names();
         for (name, _) in EXCEPTIONS {
+            let container = name.split('|').next().unwrap();
+            if name.contains('|') && table().lookup(container.as_bytes()).is_none() {
+                continue;
+            }
             assert!(names.iter().any(|n| n == name), "{name} is not a command");
         }
     }
