@@ -196,20 +196,36 @@ pub struct Channels {
     pub pattern: bool,
 }
 
-/// The channels of a pub/sub command that ACL rules govern (publishing and subscribing;
-/// unsubscribing is always allowed).
+/// The commands whose arguments name channels that ACL rules govern (publishing and
+/// subscribing; unsubscribing is always allowed): (name, only the first, patterns).
+const CHANNEL_COMMANDS: &[(&str, bool, bool)] = &[
+    ("publish", true, false),
+    ("spublish", true, false),
+    ("subscribe", false, false),
+    ("ssubscribe", false, false),
+    ("psubscribe", false, true),
+];
+
+/// The channels of a command, if it names any (a table lookup: this runs for every command of
+/// a user without `allchannels`).
 pub fn channels_of(entry: &Entry) -> Option<Channels> {
-    let (one, pattern) = match entry.full_name.as_str() {
-        "publish" | "spublish" => (true, false),
-        "subscribe" | "ssubscribe" => (false, false),
-        "psubscribe" => (false, true),
-        _ => return None,
-    };
-    Some(Channels {
-        from: 1,
-        one,
-        pattern,
-    })
+    static BY_ENTRY: OnceLock<Vec<Option<Channels>>> = OnceLock::new();
+    BY_ENTRY.get_or_init(|| {
+        let t = table();
+        (0..t.len())
+            .map(|id| {
+                let name = &t.entry(id).full_name;
+                CHANNEL_COMMANDS
+                    .iter()
+                    .find(|(n, _, _)| n == name)
+                    .map(|&(_, one, pattern)| Channels {
+                        from: 1,
+                        one,
+                        pattern,
+                    })
+            })
+            .collect()
+    })[entry.id]
 }
 
 #[cfg(test)]

@@ -292,9 +292,18 @@ pub fn lua_refusal(denial: Denial) -> &'static str {
     }
 }
 
+/// Whether the session's user may run anything: the whole check on the hot path (one load).
+#[inline]
+fn unrestricted(server: &crate::server::Server, session: &Session) -> bool {
+    user_of(&server.config.acl, session)
+        .unrestricted
+        .load(Relaxed)
+}
+
 /// The ACL check of one command: `Ok` if the session's user may run it; else the refusal is
 /// logged (ACL LOG) and returned with Redis's text for `context`. A client whose user was
 /// deleted is disconnected instead.
+#[inline]
 pub fn admit(
     server: &crate::server::Server,
     session: &Session,
@@ -302,14 +311,20 @@ pub fn admit(
     args: &[bytes::Bytes],
     context: Context,
 ) -> Result<(), CmdError> {
-    check_and_log(server, session, entry, args, context).map_err(|d| {
-        let context = if context == Context::Toplevel && session.multi.is_some() {
-            Context::Multi
-        } else {
-            context
-        };
-        refusal(d, context, entry)
-    })
+    if unrestricted(server, session) {
+        return Ok(());
+    }
+    check_and_log(server, session, entry, args, context)
+        .map_err(|d| refusal(d, in_multi(context, session), entry))
+}
+
+/// A client's command refused while it queues a transaction is logged as `multi`.
+fn in_multi(context: Context, session: &Session) -> Context {
+    if context == Context::Toplevel && session.multi.is_some() {
+        Context::Multi
+    } else {
+        context
+    }
 }
 
 /// [`admit`] without the error text: the refusal, logged.
@@ -320,11 +335,10 @@ pub fn check_and_log(
     args: &[bytes::Bytes],
     context: Context,
 ) -> Result<(), Denial> {
-    let acl = &server.config.acl;
-    let user = user_of(acl, session);
-    if user.unrestricted.load(Relaxed) {
+    if unrestricted(server, session) {
         return Ok(());
     }
+    let user = user_of(&server.config.acl, session);
     let denial = if user.deleted.load(Relaxed) {
         session.client.kill();
         Denial::Command
@@ -334,11 +348,7 @@ pub fn check_and_log(
             Err(d) => d,
         }
     };
-    let context = if context == Context::Toplevel && session.multi.is_some() {
-        Context::Multi
-    } else {
-        context
-    };
+    let context = in_multi(context, session);
     let (reason, object) = match denial {
         Denial::Command => ("command", entry.full_name.clone()),
         Denial::Key(i) => ("key", String::from_utf8_lossy(&args[i]).into_owned()),
