@@ -317,8 +317,8 @@ impl Selector {
         if !self.all_channels {
             if let Some(c) = access::channels_of(entry) {
                 let end = if c.one { c.from + 1 } else { args.len() };
-                for pos in c.from..end.min(args.len()) {
-                    let ch = &args[pos];
+                let named = args.iter().enumerate().take(end).skip(c.from);
+                for (pos, ch) in named {
                     let granted = self.channels.iter().any(|p| {
                         if c.pattern {
                             p[..] == ch[..]
@@ -536,7 +536,7 @@ impl User {
     pub fn password_ok(&self, password: &[u8]) -> bool {
         self.nopass || {
             let hash = super::sha256::hex(password);
-            self.passwords.iter().any(|p| *p == hash)
+            self.passwords.contains(&hash)
         }
     }
 
