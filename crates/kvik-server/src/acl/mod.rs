@@ -110,8 +110,9 @@ impl Context {
 }
 
 impl Acl {
-    pub fn default_user(&self) -> &Arc<UserCell> {
-        &self.default
+    /// Whether the default user needs no password (`nopass`).
+    pub fn default_nopass(&self) -> bool {
+        self.default.rules.read().nopass
     }
 
     /// Whether a new connection starts authenticated (the default user has no password).

@@ -22,7 +22,7 @@ fn is_loopback(peer: IpAddr) -> bool {
 /// The DENIED message for a new client from `peer`, if protected mode refuses it.
 pub fn check(config: &crate::config::Config, peer: IpAddr) -> Option<&'static [u8]> {
     let on = crate::config::redis_params_value(config, "protected-mode").as_deref() == Some("yes");
-    let has_password = !config.acl.default_user().rules().nopass;
+    let has_password = !config.acl.default_nopass();
     refuses(on, has_password, peer).then_some(DENIED)
 }
 

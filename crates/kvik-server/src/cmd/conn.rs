@@ -130,7 +130,7 @@ fn log_in(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8], via: &str) -> CmdResu
 fn auth(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let (user, password): (&[u8], &[u8]) = match args.len() {
         2 => {
-            if ctx.server.config.acl.default_user().rules().nopass {
+            if ctx.server.config.acl.default_nopass() {
                 return Err(CmdError::err(
                     "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                 ));
