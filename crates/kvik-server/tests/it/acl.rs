@@ -634,3 +634,35 @@ fn random_users_are_allowed_and_denied_as_by_redis() {
 fn verdict_full(r: redis::RedisResult<Value>) -> String {
     format!("{r:?}")
 }
+
+/// Every category holds the same commands as in redis-server, among the commands both have
+/// (categories come from the command table, so this checks the table's data).
+#[test]
+fn categories_hold_the_same_commands_as_redis() {
+    use std::collections::BTreeSet;
+    let server = TestServer::start();
+    let redis = RedisServer::start(&[]);
+    let mut k = kvik_testkit::connect(server.port);
+    let mut r = kvik_testkit::connect(redis.port);
+    let categories: Vec<String> = q(&mut r, &["ACL", "CAT"]);
+    let kvik_categories: Vec<String> = q(&mut k, &["ACL", "CAT"]);
+    assert_eq!(kvik_categories, categories);
+    let members = |con: &mut Connection| -> Vec<BTreeSet<String>> {
+        categories
+            .iter()
+            .map(|c| {
+                q::<Vec<String>>(con, &["ACL", "CAT", c])
+                    .into_iter()
+                    .collect()
+            })
+            .collect()
+    };
+    let (km, rm) = (members(&mut k), members(&mut r));
+    let all = |m: &[BTreeSet<String>]| m.iter().flatten().cloned().collect::<BTreeSet<_>>();
+    let both: BTreeSet<String> = all(&km).intersection(&all(&rm)).cloned().collect();
+    for (i, c) in categories.iter().enumerate() {
+        let kc: BTreeSet<_> = km[i].intersection(&both).collect();
+        let rc: BTreeSet<_> = rm[i].intersection(&both).collect();
+        assert_eq!(kc, rc, "@{c}");
+    }
+}
