@@ -79,9 +79,7 @@ pub fn record(
     username: &str,
 ) {
     let now = crate::clock::unix_ms();
-    let user = super::user_of(&server.config.acl, session);
-    let client_info = crate::cmd::client::client_line(&session.client, now)
-        .replace(" user=default ", &format!(" user={} ", user.name));
+    let client_info = crate::cmd::client::client_line(&session.client, now);
     let entry = Entry {
         count: 1,
         reason,

@@ -105,6 +105,7 @@ fn log_in(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8], via: &str) -> CmdResu
     let acl = &ctx.server.config.acl;
     match acl.authenticate(user, password) {
         Some(cell) => {
+            *ctx.session.client.user.lock() = Some(cell.name.clone());
             ctx.session.user = Some(cell);
             ctx.session.authenticated = true;
             Ok(())
@@ -259,6 +260,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     s.db = 0;
     s.proto = Proto::Resp2;
     s.user = None;
+    *s.client.user.lock() = None;
     s.authenticated = ctx.server.config.acl.default_authenticated();
     s.asking = false;
     s.readonly = false;

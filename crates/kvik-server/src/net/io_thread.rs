@@ -211,6 +211,7 @@ impl IoThread {
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             created_ms: crate::clock::unix_ms(),
             name: Default::default(),
+            user: Default::default(),
             db: Default::default(),
             resp: 2.into(),
             last_cmd: NO_CMD.into(),

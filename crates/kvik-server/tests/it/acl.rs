@@ -258,6 +258,17 @@ fn auth_and_hello_auth() {
     let _: () = q(&mut con, &["AUTH", "default", "anything"]); // default is nopass
     let who: String = q(&mut con, &["ACL", "WHOAMI"]);
     assert_eq!(who, "default");
+    // CLIENT LIST shows the user; CLIENT KILL USER picks its clients.
+    let mut u = login(server.port, "u", "pw");
+    let list: String = q(&mut admin, &["CLIENT", "LIST"]);
+    assert!(list.contains(" user=u "), "{list}");
+    let killed: i64 = q(&mut admin, &["CLIENT", "KILL", "USER", "u"]);
+    assert_eq!(killed, 1);
+    assert!(redis::cmd("PING").query::<Value>(&mut u).is_err());
+    assert_eq!(
+        err(&mut admin, &["CLIENT", "KILL", "USER", "nosuch"]),
+        "ERR No such user 'nosuch'"
+    );
     // A deleted user's clients are disconnected.
     let mut u = login(server.port, "u", "pw");
     let n: i64 = q(&mut admin, &["ACL", "DELUSER", "u", "nosuch"]);
