@@ -86,6 +86,8 @@ pub struct Config {
     pub pubsub: std::sync::Arc<crate::pubsub::PubSubSettings>,
     /// The values of the [`redis_params::REDIS_PARAMS`] rows, in table order, canonical.
     pub redis_params: RwLock<Vec<String>>,
+    /// ACL users (`user` lines, `aclfile`, `requirepass`) and the ACL log (see `crate::acl`).
+    pub acl: crate::acl::Acl,
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -403,6 +405,7 @@ pub static SETTINGS: &[Setting] = &[
         get: |c| c.requirepass.read().clone().unwrap_or_default(),
         set: |c, v| {
             *c.requirepass.write() = (!v.is_empty()).then(|| v.to_string());
+            c.acl.set_requirepass(v);
             Ok(())
         },
     },
@@ -856,10 +859,10 @@ impl Param {
     pub fn help(self) -> String {
         match self {
             Param::Kvik(s) => s.help.to_string(),
-            Param::Redis(i) => format!(
-                "Redis parameter, stored with no effect: {}",
-                redis_params::REDIS_PARAMS[i].no_effect
-            ),
+            Param::Redis(i) => match redis_params::REDIS_PARAMS[i].no_effect {
+                redis_params::IN_EFFECT => "Redis parameter, as in Redis 7.0".to_string(),
+                why => format!("Redis parameter, stored with no effect: {why}"),
+            },
         }
     }
 
@@ -943,6 +946,7 @@ impl Default for Config {
                     .map(|p| p.default.to_string())
                     .collect(),
             ),
+            acl: Default::default(),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");
@@ -967,10 +971,26 @@ impl Config {
             let Some((name, rest)) = words.split_first() else {
                 continue;
             };
+            if name.eq_ignore_ascii_case("user") {
+                self.acl_user_line(rest)
+                    .map_err(|e| format!("line {}: {e}\n>>> {line}", n + 1))?;
+                continue;
+            }
             self.apply(name, &rest.join(" "))
                 .map_err(|e| format!("line {}: {e}\n>>> {line}", n + 1))?;
         }
         Ok(())
+    }
+
+    /// A `user <name> <rules...>` line of the config file: ACL SETUSER with those rules.
+    fn acl_user_line(&self, words: &[String]) -> Result<(), String> {
+        let (name, rules) = words.split_first().ok_or("user needs a name and rules")?;
+        let rules: Vec<Vec<u8>> = rules.iter().map(|r| r.as_bytes().to_vec()).collect();
+        let all_channels = crate::cmd::acl::pubsub_default_all(self);
+        self.acl
+            .config_users
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.acl.set_user(name.as_bytes(), &rules, all_channels)
     }
 
     pub fn databases(&self) -> u16 {
@@ -1023,6 +1043,11 @@ impl Config {
             write_allocate: self.cache_write_allocate.load(Relaxed),
         }
     }
+}
+
+/// The current value of parameter `name` (a kvik setting or a Redis parameter), canonical.
+pub fn redis_params_value(c: &Config, name: &str) -> Option<String> {
+    Param::lookup(name).map(|p| p.get(c))
 }
 
 /// Splits a config line into words with the same quoting rules as an inline command.

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 /// Runs the server until it is shut down.
 pub fn run(config: Config) -> Result<(), String> {
+    crate::acl::file::at_startup(&config)?;
     let dir = config.dir.read().clone();
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;

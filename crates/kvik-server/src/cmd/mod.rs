@@ -8,6 +8,7 @@
 //! subcommand, arity), check auth and cluster routing (`admit`), run the handler, render its
 //! error and account stats and slowlog (`account`); the worker path also queues inside MULTI.
 
+pub mod acl;
 pub mod admin;
 pub mod bitmap;
 pub mod blocked;
@@ -226,6 +227,7 @@ pub fn table() -> &'static CommandTable {
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
+            acl::COMMANDS,
         ])
     })
 }
@@ -471,6 +473,11 @@ fn admit<'s>(
 ) -> Admit<'s> {
     if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
         reject(server, session, out, Some(entry.id), &CmdError::noauth());
+        return Admit::Rejected;
+    }
+    let context = crate::acl::Context::Toplevel;
+    if let Err(e) = crate::acl::admit(server, session, entry, args, context) {
+        reject(server, session, out, Some(entry.id), &e);
         return Admit::Rejected;
     }
     let Some(node) = server.cluster.node() else {

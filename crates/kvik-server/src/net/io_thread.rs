@@ -190,6 +190,11 @@ impl IoThread {
 
     /// Registers a new connection on this thread.
     fn adopt(&mut self, mut stream: TcpStream, addr: SocketAddr) {
+        if let Some(denied) = crate::acl::protected::check(&self.server.config, addr.ip()) {
+            // Best effort, as Redis: the client reads why, then the connection closes.
+            let _ = std::io::Write::write(&mut stream, denied);
+            return;
+        }
         let token = Token(self.next_token);
         self.next_token = (self.next_token + 1) % (LISTENER_BASE - 64);
         if let Err(e) = self.poll.registry().register(
@@ -211,6 +216,7 @@ impl IoThread {
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             created_ms: crate::clock::unix_ms(),
             name: Default::default(),
+            user: Default::default(),
             db: Default::default(),
             resp: 2.into(),
             last_cmd: NO_CMD.into(),
@@ -224,7 +230,7 @@ impl IoThread {
         });
         server.clients.add(info.clone());
         self.by_id.insert(info.id, token);
-        let authenticated = server.config.requirepass.read().is_none();
+        let authenticated = server.config.acl.default_authenticated();
         let session = Session::new(info.clone(), authenticated);
         self.conns.insert(token, Conn::new(stream, info, session));
         self.again.push(token);

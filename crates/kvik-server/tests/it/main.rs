@@ -4,6 +4,7 @@
 
 mod common;
 
+mod acl;
 mod admin;
 mod bitmaps_hll_geo;
 mod blocking;
