@@ -613,10 +613,11 @@ fn parse_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u16, CmdError> {
     Ok(n as u16)
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]
+/// COPY source destination [DB destination-db] [REPLACE]. Databases are compared and
+/// notified as the client names them (logical), stored as their on-disk ones.
 fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let src_db = ctx.db();
-    let mut dst_db = src_db;
+    let src_logical = ctx.session.db;
+    let mut dst_logical = src_logical;
     let mut replace = false;
     let mut i = 3;
     while i < args.len() {
@@ -624,13 +625,19 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         match opt.as_slice() {
             b"REPLACE" => replace = true,
             b"DB" if i + 1 < args.len() => {
-                dst_db = parse_db(ctx, &args[i + 1])?;
+                dst_logical = parse_db(ctx, &args[i + 1])?;
                 i += 1;
             }
             _ => return Err(CmdError::syntax()),
         }
         i += 1;
     }
+    if dst_logical != src_logical && ctx.server.cluster.node().is_some() {
+        return Err(CmdError::fixed(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
+    let (src_db, dst_db) = (ctx.db(), ctx.storage().dbs().physical(dst_logical));
     let (src, dst) = (&args[1][..], &args[2][..]);
     if src_db == dst_db && src == dst {
         return Err(CmdError::fixed(
@@ -655,15 +662,19 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let batch = write_copy(storage, src_db, src, dst_db, dst, &meta)?;
     storage.commit(batch)?;
-    ctx.notify_in(dst_db, Class::Generic, "copy_to", dst);
+    ctx.notify_in(dst_logical, Class::Generic, "copy_to", dst);
     ctx.out.int(1);
     Ok(())
 }
 
 /// MOVE key db: 1 if moved, 0 if the key is missing here or already exists there.
 fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let src_db = ctx.db();
-    let dst_db = parse_db(ctx, &args[2])?;
+    if ctx.server.cluster.node().is_some() {
+        return Err(CmdError::fixed("MOVE is not allowed in cluster mode"));
+    }
+    let src_logical = ctx.session.db;
+    let dst_logical = parse_db(ctx, &args[2])?;
+    let (src_db, dst_db) = (ctx.db(), ctx.storage().dbs().physical(dst_logical));
     if dst_db == src_db {
         return Err(CmdError::fixed(
             "source and destination objects are the same",
@@ -683,8 +694,8 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut batch = write_copy(storage, src_db, key, dst_db, key, &meta)?;
     batch.delete_meta(storage, src_db, key);
     storage.commit(batch)?;
-    ctx.notify_in(src_db, Class::Generic, "move_from", key);
-    ctx.notify_in(dst_db, Class::Generic, "move_to", key);
+    ctx.notify_in(src_logical, Class::Generic, "move_from", key);
+    ctx.notify_in(dst_logical, Class::Generic, "move_to", key);
     ctx.out.int(1);
     Ok(())
 }

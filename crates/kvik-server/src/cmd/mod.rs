@@ -31,6 +31,7 @@ pub mod sort;
 pub mod spec;
 pub mod stream;
 pub mod string;
+pub mod swapdb;
 pub mod zset;
 
 use crate::server::Server;
@@ -225,6 +226,7 @@ pub fn table() -> &'static CommandTable {
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
+            swapdb::COMMANDS,
         ])
     })
 }
@@ -459,6 +461,7 @@ pub(crate) fn run_entry(
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let mark = out.buf.len();
     let result = {
+        let db = Ctx::physical_db(server, session);
         let mut ctx = Ctx {
             server,
             session,
@@ -467,6 +470,7 @@ pub(crate) fn run_entry(
             mode,
             args,
             blocked_again: false,
+            db,
         };
         (entry.spec.handler)(&mut ctx, args)
     };

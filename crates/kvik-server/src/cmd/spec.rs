@@ -104,8 +104,11 @@ pub enum CacheEffect {
     Update,
     /// Drops the cached entries of the keys it touches.
     Invalidate,
-    /// Drops the whole cache (FLUSHDB, FLUSHALL, SWAPDB).
+    /// Drops the whole cache (FLUSHDB, FLUSHALL).
     Flush,
+    /// Changes which database the cached entries answer for (SWAPDB): none is touched, since
+    /// entries are keyed by on-disk database and the lookup translates.
+    Remap,
 }
 
 /// Where the keys are in the argument vector, as Redis's legacy (first, last, step) triple:

@@ -565,13 +565,14 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
 fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
     let storage = &server.storage;
     for db in 0..server.config.databases() {
-        let keys = storage.key_count(db);
+        let on_disk = storage.dbs().physical(db);
+        let keys = storage.key_count(on_disk);
         if keys > 0 {
             w.field(
                 &format!("db{db}"),
                 format_args!(
                     "keys={keys},expires={},avg_ttl=0",
-                    storage.expires_count(db)
+                    storage.expires_count(on_disk)
                 ),
             );
         }

@@ -22,6 +22,7 @@ pub mod budget;
 #[cfg(test)]
 mod count_tests;
 pub mod counts;
+pub mod dbmap;
 pub mod encoding;
 pub mod expire;
 pub mod expiry_index;
@@ -77,7 +78,8 @@ const VERSION_RESERVE: u64 = 1 << 24;
 /// transactions dirty, blocked clients learn that a key they wait on got data.
 pub trait WriteObserver: Send + Sync {
     /// `keys`: every key whose meta record the batch put or deleted, as (db, key, kind after the
-    /// write, or `None` if deleted).
+    /// write, or `None` if deleted). Observers see logical (client-visible) databases, here and
+    /// below (see `dbmap`).
     fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]);
     /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`).
     fn db_flushed(&self, db: Option<u16>);
@@ -171,6 +173,8 @@ pub struct Storage {
     commit_gate: RwLock<()>,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,
+    /// Logical (client-visible) database -> on-disk database (SWAPDB).
+    dbs: dbmap::DbMap,
 }
 
 impl Drop for Storage {
@@ -227,7 +231,7 @@ impl Storage {
         ];
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let _ = handle.set(Arc::downgrade(&db));
-        let storage = Storage {
+        let mut storage = Storage {
             db,
             fsync: AtomicU8::new(FsyncPolicy::Everysec as u8),
             locks: KeyLocks::default(),
@@ -239,7 +243,9 @@ impl Storage {
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
             shared,
+            dbs: dbmap::DbMap::default(),
         };
+        storage.dbs = dbmap::DbMap::load(storage.get_internal(dbmap::DB_MAP_KEY)?.as_deref());
         storage.init_versions()?;
         storage.load_counts()?;
         Ok(storage)
@@ -302,6 +308,20 @@ impl Storage {
             *floor = v + VERSION_RESERVE;
         }
         Ok(v)
+    }
+
+    /// Which on-disk database holds each client-visible one (see `dbmap`).
+    pub fn dbs(&self) -> &dbmap::DbMap {
+        &self.dbs
+    }
+
+    /// SWAPDB: logical databases `a` and `b` trade their contents, in O(1) (one synced record;
+    /// no key is rewritten). The hot cache is keyed by on-disk database, so it stays right.
+    /// `then` runs right after, before any EXEC or script of another client can start (WATCH
+    /// and blocked clients are told there).
+    pub fn swap_dbs(&self, a: u16, b: u16, then: impl FnOnce()) -> StorageResult<()> {
+        self.dbs
+            .swap(a, b, |raw| self.put_internal(dbmap::DB_MAP_KEY, Some(raw)), then)
     }
 
     /// Registers an observer of committed writes (see [`WriteObserver`]).
@@ -403,7 +423,7 @@ impl Storage {
                 Some((meta.kind, meta.expire_at_ms, v.slice(META_HEADER_LEN..)))
             });
             if !observers.is_empty() {
-                written.push((db, key, put.as_ref().map(|p| p.0)));
+                written.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0)));
             }
             // A put that did not decode is treated as a delete: the entry is dropped.
             self.cache.apply(db, key, put);
@@ -417,7 +437,7 @@ impl Storage {
                 .filter_map(|&(i, expired, created)| {
                     let (db, _, key) = decode_meta_key(&batch.effects[i].raw_key)?;
                     Some(KeyChange {
-                        db,
+                        db: self.dbs.logical(db),
                         key,
                         expired,
                         created,
@@ -489,6 +509,7 @@ impl Storage {
     }
 
     fn flushed(&self, db: Option<u16>) {
+        let db = db.map(|d| self.dbs.logical(d));
         for o in self.observers.read().iter() {
             o.db_flushed(db);
         }

@@ -22,6 +22,7 @@ mod lists;
 mod protocol;
 mod pubsub;
 mod scripting;
+mod server_admin;
 mod sets;
 mod storage_scale;
 mod streams;

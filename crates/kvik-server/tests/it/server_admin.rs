@@ -1,0 +1,121 @@
+//! Integration tests: the server-admin commands of issue 18: SWAPDB (with WATCH and blocked
+//! clients, and across a restart), and the cluster-mode refusals of SWAPDB, MOVE and COPY ... DB.
+
+use crate::common::*;
+use redis::Connection;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn send(s: &mut TcpStream, args: &[&str]) {
+    s.write_all(&resp_str(args)).unwrap();
+}
+
+fn expect(s: &mut TcpStream, expected: &str) {
+    let (got, _) = read_raw(s, expected.len());
+    assert_eq!(String::from_utf8_lossy(&got), expected);
+}
+
+fn wait_blocked(c: &mut Connection, n: u64) {
+    assert!(eventually(WAIT, || info_field(c, "clients", "blocked_clients") == Some(n)));
+}
+
+#[test]
+fn swapdb_swaps_contents_and_survives_a_restart() {
+    let mut srv = TestServer::start();
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["SET", "k", "zero"]);
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    let _: () = q(&mut c, &["SET", "k", "one"]);
+    let _: () = q(&mut c, &["SET", "only1", "x"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    // Served from the hot cache before the swap: it must not answer for db 0 after it.
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "zero");
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "zero");
+    assert_eq!(q::<String>(&mut c, &["SWAPDB", "0", "1"]), "OK");
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "one");
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 2);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "only1"]), 1);
+    let ks = info(&mut c, "keyspace");
+    assert_eq!(ks["Keyspace"]["db0"], "keys=2,expires=0,avg_ttl=0");
+    assert_eq!(ks["Keyspace"]["db1"], "keys=1,expires=0,avg_ttl=0");
+    // MOVE and COPY ... DB name logical databases.
+    assert_eq!(q::<i64>(&mut c, &["MOVE", "only1", "1"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["COPY", "k", "k2", "DB", "2"]), 1);
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "zero");
+    assert_eq!(q::<String>(&mut c, &["GET", "only1"]), "x");
+    let _: () = q(&mut c, &["SELECT", "2"]);
+    assert_eq!(q::<String>(&mut c, &["GET", "k2"]), "one");
+    // Redis's errors.
+    assert_eq!(err(&mut c, &["SWAPDB", "a", "1"]), "ERR invalid first DB index");
+    assert_eq!(err(&mut c, &["SWAPDB", "1", "b"]), "ERR invalid second DB index");
+    assert_eq!(err(&mut c, &["SWAPDB", "0", "16"]), "ERR DB index is out of range");
+    assert_eq!(err(&mut c, &["SWAPDB", "-1", "0"]), "ERR DB index is out of range");
+    assert_eq!(q::<String>(&mut c, &["SWAPDB", "3", "3"]), "OK");
+    drop(c);
+    // The table of databases is persisted.
+    srv.restart();
+    let mut c = srv.client();
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "one");
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "zero");
+    // FLUSHDB empties the logical database it is run in.
+    let _: () = q(&mut c, &["FLUSHDB"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    assert_eq!(q::<String>(&mut c, &["GET", "k"]), "one");
+}
+
+#[test]
+fn swapdb_serves_a_blocked_blpop_and_touches_watch() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["SELECT", "1"]);
+    let _: i64 = q(&mut c, &["RPUSH", "list", "a", "b"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    // A client blocked in db 0 stays in db 0, and db 0 now has the list.
+    let mut blocked = srv.raw();
+    send(&mut blocked, &["BLPOP", "list", "0"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(q::<String>(&mut c, &["SWAPDB", "1", "0"]), "OK");
+    expect(&mut blocked, "*2\r\n$4\r\nlist\r\n$1\r\na\r\n");
+    wait_blocked(&mut c, 0);
+    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "list", "0", "-1"]), ["b"]);
+
+    // WATCH of a key that exists in one of the two databases: EXEC aborts.
+    let mut w = srv.client();
+    let _: () = q(&mut w, &["WATCH", "list"]);
+    assert_eq!(q::<String>(&mut c, &["SWAPDB", "0", "5"]), "OK");
+    let _: () = q(&mut w, &["MULTI"]);
+    let _: () = q(&mut w, &["PING"]);
+    assert_eq!(qv(&mut w, &["EXEC"]), redis::Value::Nil);
+    // A key in neither database is not touched, as in Redis.
+    let _: () = q(&mut w, &["WATCH", "nothing"]);
+    assert_eq!(q::<String>(&mut c, &["SWAPDB", "0", "5"]), "OK");
+    let _: () = q(&mut w, &["MULTI"]);
+    let _: () = q(&mut w, &["PING"]);
+    assert_eq!(q::<Vec<String>>(&mut w, &["EXEC"]), ["PONG"]);
+}
+
+#[test]
+fn cluster_mode_refuses_swapdb_move_and_copy_to_another_db() {
+    let srv = TestServer::start_with(&["--cluster-enabled", "yes"]);
+    let mut c = srv.client();
+    let id = kvik_testkit::kvik_node_id(srv.port);
+    let node = format!("{id} 127.0.0.1 {} 0-16383", srv.port);
+    q::<()>(&mut c, &["CLUSTER", "SETTOPOLOGY", "2", &node]);
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "0", "1"]),
+        "ERR SWAPDB is not allowed in cluster mode"
+    );
+    assert_eq!(
+        err(&mut c, &["MOVE", "k", "1"]),
+        "ERR MOVE is not allowed in cluster mode"
+    );
+    assert_eq!(
+        err(&mut c, &["COPY", "{k}a", "{k}b", "DB", "1"]),
+        "ERR Copying to another database is not allowed in cluster mode"
+    );
+}
