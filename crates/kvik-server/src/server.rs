@@ -52,6 +52,8 @@ pub struct Server {
     pub cluster: crate::cluster::Cluster,
     /// EVAL's script cache, the function libraries, the running scripts (see `scripting`).
     pub scripts: crate::scripting::Scripts,
+    /// SAVE / BGSAVE state (INFO persistence, LASTSAVE).
+    pub saves: crate::saves::Saves,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -108,7 +110,9 @@ impl Server {
         storage.add_observer(blocking.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::new(config.pubsub.clone()));
         storage.add_observer(pubsub.clone());
+        let saves = crate::saves::Saves::new(&storage);
         Server {
+            saves,
             config,
             storage,
             stats: Stats::new(commands),
@@ -218,6 +222,21 @@ pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String>
         })
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The saver thread: writes the checkpoints BGSAVE asks for (`saves`), one at a time, off the
+/// worker pool. `run` joins it before storage is closed, so a save in progress finishes first.
+pub(crate) fn spawn_saver(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("kvik-saver".into())
+        .spawn(move || loop {
+            match server.saves.next_background(Duration::from_millis(200)) {
+                Some(target) => server.saves.run_background(&server.storage, &target),
+                None if server.is_shutting_down() => break,
+                None => {}
+            }
+        })
+        .expect("spawn saver thread")
 }
 
 /// The compactor thread: runs the compactions FLUSHDB/FLUSHALL ask for, off the worker pool,

@@ -25,6 +25,7 @@ pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 pub mod run;
+pub mod save;
 pub mod script;
 pub mod set;
 pub mod sort;
@@ -227,6 +228,7 @@ pub fn table() -> &'static CommandTable {
             hll::COMMANDS,
             zset::GEO_COMMANDS,
             swapdb::COMMANDS,
+            save::COMMANDS,
         ])
     })
 }

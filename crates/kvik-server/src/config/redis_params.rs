@@ -147,7 +147,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("crash-log-enabled", [], Bool, "yes", true, PROCESS),
     p!("crash-memcheck-enabled", [], Bool, "yes", true, PROCESS),
     p!("daemonize", [], Bool, "no", false, PROCESS),
-    p!("dbfilename", [], Str, "dump.rdb", true, RDB),
+    p!("dbfilename", [], Str, "dump.rdb", true, "names the checkpoint SAVE and BGSAVE write: <dir>/<dbfilename>.checkpoint, not an RDB file"),
     p!("disable-thp", [], Bool, "yes", false, PROCESS),
     p!("dynamic-hz", [], Bool, "yes", true, "kvik's timers run at hz"),
     p!("enable-debug-command", [], Enum(&["no", "yes", "local"]), "no", false, NOT_YET),

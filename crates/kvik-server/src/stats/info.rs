@@ -366,7 +366,6 @@ fn budget_fields(server: &Server, split: &crate::storage::budget::Split, w: &mut
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
-    let started_secs = crate::clock::unix_ms() / 1000 - server.started.elapsed().as_secs();
     w.field("loading", 0);
     w.field("async_loading", 0);
     w.field("current_cow_peak", 0);
@@ -374,13 +373,10 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     w.field("current_fork_perc", "0.00");
     w.field("current_save_keys_processed", 0);
     w.field("current_save_keys_total", 0);
-    w.field("rdb_changes_since_last_save", 0);
-    w.field("rdb_bgsave_in_progress", 0);
-    w.field("rdb_last_save_time", started_secs);
-    w.field("rdb_last_bgsave_status", "ok");
-    w.field("rdb_last_bgsave_time_sec", -1);
-    w.field("rdb_current_bgsave_time_sec", -1);
-    w.field("rdb_saves", 0);
+    // SAVE and BGSAVE write RocksDB checkpoints (`saves`).
+    for (name, value) in server.saves.info_fields(&server.storage) {
+        w.field(name, value);
+    }
     // Every write goes to RocksDB's write-ahead log before it is acknowledged: that log is
     // kvik's append-only file, synced per `appendfsync`.
     w.field("aof_enabled", 1);

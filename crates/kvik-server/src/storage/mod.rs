@@ -19,6 +19,7 @@
 //! in between) and adds the differences to the same WriteBatch. Handlers just write keys.
 
 pub mod budget;
+pub mod checkpoint;
 #[cfg(test)]
 mod count_tests;
 pub mod counts;

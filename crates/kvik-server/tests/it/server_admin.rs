@@ -119,3 +119,81 @@ fn cluster_mode_refuses_swapdb_move_and_copy_to_another_db() {
         "ERR Copying to another database is not allowed in cluster mode"
     );
 }
+
+/// Every key of the current database with its type, value and TTL sign: what a restore must
+/// reproduce.
+fn dump_all(c: &mut Connection) -> Vec<(String, String, String, i64)> {
+    let mut keys: Vec<String> = q(c, &["KEYS", "*"]);
+    keys.sort();
+    keys.into_iter()
+        .map(|k| {
+            let ty: String = q(c, &["TYPE", &k]);
+            let value = match ty.as_str() {
+                "string" => format!("{:?}", qv(c, &["GET", &k])),
+                "hash" => {
+                    let mut v: Vec<String> = q(c, &["HGETALL", &k]);
+                    v.sort();
+                    format!("{v:?}")
+                }
+                "list" => format!("{:?}", qv(c, &["LRANGE", &k, "0", "-1"])),
+                "set" => format!("{:?}", qv(c, &["SMEMBERS", &k])),
+                "zset" => format!("{:?}", qv(c, &["ZRANGE", &k, "0", "-1", "WITHSCORES"])),
+                _ => format!("{:?}", qv(c, &["XRANGE", &k, "-", "+"])),
+            };
+            let ttl: i64 = q(c, &["TTL", &k]);
+            (k, ty, value, ttl.signum())
+        })
+        .collect()
+}
+
+#[test]
+fn save_then_restore_from_gives_the_same_data() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let start: i64 = q(&mut c, &["LASTSAVE"]);
+    assert!(start > 0);
+    let _: () = q(&mut c, &["SET", "s", "v"]);
+    let _: () = q(&mut c, &["SET", "ttl", "v", "EX", "1000"]);
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    let _: i64 = q(&mut c, &["RPUSH", "l", "x", "y", "z"]);
+    let _: i64 = q(&mut c, &["SADD", "set", "m1", "m2"]);
+    let _: i64 = q(&mut c, &["ZADD", "z", "1.5", "a", "-2", "b"]);
+    let _: String = q(&mut c, &["XADD", "x", "1-1", "f", "v"]);
+    let _: () = q(&mut c, &["SELECT", "3"]);
+    let _: () = q(&mut c, &["SET", "in3", "three"]);
+    let _: () = q(&mut c, &["SELECT", "0"]);
+    assert!(info_field(&mut c, "persistence", "rdb_changes_since_last_save").unwrap() > 0);
+    assert_eq!(q::<String>(&mut c, &["SAVE"]), "OK");
+    assert_eq!(info_field(&mut c, "persistence", "rdb_changes_since_last_save"), Some(0));
+    assert_eq!(info_field(&mut c, "persistence", "rdb_saves"), Some(1));
+    assert!(q::<i64>(&mut c, &["LASTSAVE"]) >= start);
+    let saved = dump_all(&mut c);
+    // Written after the save: not in the checkpoint.
+    let _: () = q(&mut c, &["SET", "later", "x"]);
+    let checkpoint = srv.dir.join("dump.rdb.checkpoint");
+    assert!(checkpoint.join("CURRENT").is_file());
+
+    // BGSAVE to another name replaces nothing of the first; INFO shows it finish.
+    let _: () = q(&mut c, &["CONFIG", "SET", "dbfilename", "second"]);
+    assert_eq!(q::<String>(&mut c, &["BGSAVE"]), "Background saving started");
+    assert!(eventually(WAIT, || {
+        info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == Some(0)
+            && srv.dir.join("second.checkpoint").join("CURRENT").is_file()
+    }));
+    assert_eq!(
+        info(&mut c, "persistence")["Persistence"]["rdb_last_bgsave_status"],
+        "ok"
+    );
+    assert_eq!(err(&mut c, &["BGSAVE", "now"]), "ERR syntax error");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let restored_dir = tmp.path().join("restored");
+    let cp = checkpoint.to_str().unwrap();
+    let restored = TestServer::start_in(&restored_dir, &["--restore-from", cp]);
+    let mut r = restored.client();
+    assert_eq!(dump_all(&mut r), saved);
+    assert_eq!(q::<i64>(&mut r, &["EXISTS", "later"]), 0);
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]), 7);
+    let _: () = q(&mut r, &["SELECT", "3"]);
+    assert_eq!(q::<String>(&mut r, &["GET", "in3"]), "three");
+}
