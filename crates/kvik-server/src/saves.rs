@@ -130,11 +130,19 @@ impl Saves {
             .saturating_sub(self.last_sequence.load(Ordering::Relaxed));
         vec![
             ("rdb_changes_since_last_save", changes.to_string()),
-            ("rdb_bgsave_in_progress", u8::from(running.is_some()).to_string()),
+            (
+                "rdb_bgsave_in_progress",
+                u8::from(running.is_some()).to_string(),
+            ),
             ("rdb_last_save_time", self.last_save().to_string()),
             (
                 "rdb_last_bgsave_status",
-                if self.last_ok.load(Ordering::Relaxed) { "ok" } else { "err" }.to_string(),
+                if self.last_ok.load(Ordering::Relaxed) {
+                    "ok"
+                } else {
+                    "err"
+                }
+                .to_string(),
             ),
             (
                 "rdb_last_bgsave_time_sec",
@@ -142,7 +150,9 @@ impl Saves {
             ),
             (
                 "rdb_current_bgsave_time_sec",
-                running.map_or(-1, |s| s.elapsed().as_secs() as i64).to_string(),
+                running
+                    .map_or(-1, |s| s.elapsed().as_secs() as i64)
+                    .to_string(),
             ),
             ("rdb_saves", self.saves.load(Ordering::Relaxed).to_string()),
         ]

@@ -99,7 +99,10 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
     let mut still_waiting = Vec::new();
     loop {
         let physical = server.storage.dbs().physical(db);
-        let kind = match server.storage.get_live(physical, key, crate::clock::unix_ms()) {
+        let kind = match server
+            .storage
+            .get_live(physical, key, crate::clock::unix_ms())
+        {
             Ok(Some(m)) if matches!(m.kind, Kind::List | Kind::ZSet | Kind::Stream) => m.kind,
             _ => break, // ran dry, or no longer a key anyone waits on
         };

@@ -22,6 +22,7 @@ pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod migrate;
+pub mod monitor;
 pub mod multi;
 pub mod pubsub;
 pub mod run;
@@ -229,6 +230,7 @@ pub fn table() -> &'static CommandTable {
             zset::GEO_COMMANDS,
             swapdb::COMMANDS,
             save::COMMANDS,
+            monitor::COMMANDS,
         ])
     })
 }
@@ -326,6 +328,7 @@ pub fn execute_cached(
             return Outcome::Done;
         }
         Some(script::IoServe::Run(run)) => {
+            monitor::feed(server, session, entry, args);
             let mark = out.buf.len();
             let result = run(server, out);
             account(
@@ -366,6 +369,7 @@ pub fn execute_cached(
             .fetch_add(hits, Ordering::Relaxed);
     }
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
     account(
         server,
         session,
@@ -461,6 +465,10 @@ pub(crate) fn run_entry(
     start: Instant,
 ) {
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let exec = entry.spec.in_multi == spec::InMulti::Exec;
+    if !exec {
+        monitor::feed(server, session, entry, args);
+    }
     let mark = out.buf.len();
     let result = {
         let db = Ctx::physical_db(server, session);
@@ -476,6 +484,10 @@ pub(crate) fn run_entry(
         };
         (entry.spec.handler)(&mut ctx, args)
     };
+    if exec {
+        // As Redis: EXEC shows after the commands it ran.
+        monitor::feed(server, session, entry, args);
+    }
     server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
     account(
         server, session, out, entry, args, mark, result, start, queue_wait,

@@ -63,7 +63,9 @@ fn save(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
         }
         Some(Err(e)) => {
             tracing::warn!("SAVE failed: {e}");
-            Err(CmdError::err(format_args!("Failed to save a checkpoint: {e}")))
+            Err(CmdError::err(format_args!(
+                "Failed to save a checkpoint: {e}"
+            )))
         }
     }
 }

@@ -73,7 +73,8 @@ pub fn create(storage: &Storage, target: &Path) -> Result<u64, CheckpointError> 
         std::fs::rename(target, &old)
             .map_err(io(|| format!("cannot move {} aside", target.display())))?;
     }
-    std::fs::rename(&tmp, target).map_err(io(|| format!("cannot rename to {}", target.display())))?;
+    std::fs::rename(&tmp, target)
+        .map_err(io(|| format!("cannot rename to {}", target.display())))?;
     if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         // The rename is durable once the directory is synced.
         if let Ok(d) = std::fs::File::open(parent) {

@@ -140,10 +140,15 @@ mod tests {
         let m = DbMap::default();
         assert_eq!((m.physical(3), m.logical(3)), (3, 3));
         let mut saved = Vec::new();
-        m.swap(0, 2, |raw| {
-            saved = raw.to_vec();
-            Ok::<_, ()>(())
-        }, || {})
+        m.swap(
+            0,
+            2,
+            |raw| {
+                saved = raw.to_vec();
+                Ok::<_, ()>(())
+            },
+            || {},
+        )
         .unwrap();
         assert_eq!((m.physical(0), m.physical(2), m.physical(1)), (2, 0, 1));
         assert_eq!((m.logical(2), m.logical(0), m.logical(9)), (0, 2, 9));

@@ -321,8 +321,12 @@ impl Storage {
     /// `then` runs right after, before any EXEC or script of another client can start (WATCH
     /// and blocked clients are told there).
     pub fn swap_dbs(&self, a: u16, b: u16, then: impl FnOnce()) -> StorageResult<()> {
-        self.dbs
-            .swap(a, b, |raw| self.put_internal(dbmap::DB_MAP_KEY, Some(raw)), then)
+        self.dbs.swap(
+            a,
+            b,
+            |raw| self.put_internal(dbmap::DB_MAP_KEY, Some(raw)),
+            then,
+        )
     }
 
     /// Registers an observer of committed writes (see [`WriteObserver`]).

@@ -19,7 +19,11 @@ fn expect(s: &mut TcpStream, expected: &str) {
 }
 
 fn wait_blocked(c: &mut Connection, n: u64) {
-    assert!(eventually(WAIT, || info_field(c, "clients", "blocked_clients") == Some(n)));
+    assert!(eventually(WAIT, || info_field(
+        c,
+        "clients",
+        "blocked_clients"
+    ) == Some(n)));
 }
 
 #[test]
@@ -50,10 +54,22 @@ fn swapdb_swaps_contents_and_survives_a_restart() {
     let _: () = q(&mut c, &["SELECT", "2"]);
     assert_eq!(q::<String>(&mut c, &["GET", "k2"]), "one");
     // Redis's errors.
-    assert_eq!(err(&mut c, &["SWAPDB", "a", "1"]), "ERR invalid first DB index");
-    assert_eq!(err(&mut c, &["SWAPDB", "1", "b"]), "ERR invalid second DB index");
-    assert_eq!(err(&mut c, &["SWAPDB", "0", "16"]), "ERR DB index is out of range");
-    assert_eq!(err(&mut c, &["SWAPDB", "-1", "0"]), "ERR DB index is out of range");
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "a", "1"]),
+        "ERR invalid first DB index"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "1", "b"]),
+        "ERR invalid second DB index"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "0", "16"]),
+        "ERR DB index is out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["SWAPDB", "-1", "0"]),
+        "ERR DB index is out of range"
+    );
     assert_eq!(q::<String>(&mut c, &["SWAPDB", "3", "3"]), "OK");
     drop(c);
     // The table of databases is persisted.
@@ -82,7 +98,10 @@ fn swapdb_serves_a_blocked_blpop_and_touches_watch() {
     assert_eq!(q::<String>(&mut c, &["SWAPDB", "1", "0"]), "OK");
     expect(&mut blocked, "*2\r\n$4\r\nlist\r\n$1\r\na\r\n");
     wait_blocked(&mut c, 0);
-    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "list", "0", "-1"]), ["b"]);
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["LRANGE", "list", "0", "-1"]),
+        ["b"]
+    );
 
     // WATCH of a key that exists in one of the two databases: EXEC aborts.
     let mut w = srv.client();
@@ -164,7 +183,10 @@ fn save_then_restore_from_gives_the_same_data() {
     let _: () = q(&mut c, &["SELECT", "0"]);
     assert!(info_field(&mut c, "persistence", "rdb_changes_since_last_save").unwrap() > 0);
     assert_eq!(q::<String>(&mut c, &["SAVE"]), "OK");
-    assert_eq!(info_field(&mut c, "persistence", "rdb_changes_since_last_save"), Some(0));
+    assert_eq!(
+        info_field(&mut c, "persistence", "rdb_changes_since_last_save"),
+        Some(0)
+    );
     assert_eq!(info_field(&mut c, "persistence", "rdb_saves"), Some(1));
     assert!(q::<i64>(&mut c, &["LASTSAVE"]) >= start);
     let saved = dump_all(&mut c);
@@ -175,7 +197,10 @@ fn save_then_restore_from_gives_the_same_data() {
 
     // BGSAVE to another name replaces nothing of the first; INFO shows it finish.
     let _: () = q(&mut c, &["CONFIG", "SET", "dbfilename", "second"]);
-    assert_eq!(q::<String>(&mut c, &["BGSAVE"]), "Background saving started");
+    assert_eq!(
+        q::<String>(&mut c, &["BGSAVE"]),
+        "Background saving started"
+    );
     assert!(eventually(WAIT, || {
         info_field(&mut c, "persistence", "rdb_bgsave_in_progress") == Some(0)
             && srv.dir.join("second.checkpoint").join("CURRENT").is_file()
@@ -196,4 +221,111 @@ fn save_then_restore_from_gives_the_same_data() {
     assert_eq!(q::<i64>(&mut r, &["DBSIZE"]), 7);
     let _: () = q(&mut r, &["SELECT", "3"]);
     assert_eq!(q::<String>(&mut r, &["GET", "in3"]), "three");
+}
+
+/// Reads CRLF-terminated lines from `s` until `n` have arrived (bounded by its read timeout).
+fn read_lines(s: &mut TcpStream, n: usize) -> Vec<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while buf.windows(2).filter(|w| w == b"\r\n").count() < n {
+        let got = s.read(&mut chunk).expect("monitor lines arrive");
+        assert!(got > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..got]);
+    }
+    String::from_utf8_lossy(&buf)
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `+<secs>.<6 digits> [`, then the rest of the line.
+fn strip_time(line: &str) -> &str {
+    let rest = line.strip_prefix('+').expect("a status line");
+    let (time, rest) = rest.split_once(' ').expect("time then space");
+    let (secs, micros) = time.split_once('.').expect("secs.micros");
+    assert!(secs.parse::<u64>().unwrap() > 1_600_000_000, "{line}");
+    assert_eq!(micros.len(), 6, "{line}");
+    rest
+}
+
+#[test]
+fn monitor_shows_commands_in_redis_format() {
+    let srv = TestServer::start();
+    let mut mon = srv.raw();
+    send(&mut mon, &["MONITOR"]);
+    expect(&mut mon, "+OK\r\n");
+    let mut c = srv.client();
+    let addr: String = q(&mut c, &["CLIENT", "INFO"]);
+    let addr = addr
+        .split(' ')
+        .find_map(|f| f.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    let _: () = q(&mut c, &["SET", "a b", "x\"y\n\u{1}"]);
+    let _: Option<String> = q(&mut c, &["GET", "a b"]);
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-samples", "5"]); // admin: not shown
+    let _: Option<String> = q(&mut c, &["GET", "nokey"]);
+    let _: i64 = q(
+        &mut c,
+        &["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"],
+    );
+    let _: () = q(&mut c, &["MULTI"]);
+    let _: () = q(&mut c, &["SET", "m", "1"]);
+    let _: Vec<String> = q(&mut c, &["EXEC"]);
+    let _: () = q(&mut c, &["SELECT", "2"]);
+    let _: String = q(&mut c, &["PING"]);
+    let _ = err(&mut c, &["AUTH", "secret"]);
+    // The client library announces itself first (CLIENT SETINFO, shown as any command).
+    let lines = read_lines(&mut mon, 14);
+    let body: Vec<&str> = lines
+        .iter()
+        .map(|l| strip_time(l))
+        .filter(|l| !l.contains("SETINFO"))
+        .collect();
+    let at = |db: u16, rest: &str| format!("[{db} {addr}] {rest}");
+    assert_eq!(
+        body,
+        [
+            at(0, r#""CLIENT" "INFO""#).as_str(),
+            &at(0, r#""SET" "a b" "x\"y\n\x01""#),
+            &at(0, r#""GET" "a b""#),
+            &at(0, r#""GET" "nokey""#),
+            &at(0, r#""EVAL" "return redis.call('incr', KEYS[1])" "1" "n""#),
+            r#"[0 lua] "incr" "n""#,
+            &at(0, r#""MULTI""#),
+            &at(0, r#""SET" "m" "1""#),
+            &at(0, r#""EXEC""#),
+            &at(0, r#""SELECT" "2""#),
+            &at(2, r#""PING""#),
+            &at(2, r#""AUTH" "(redacted)""#),
+        ]
+    );
+}
+
+#[test]
+fn a_monitor_that_never_reads_is_cut_off_at_the_output_limit() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "pubsub 1mb 0 0",
+        ],
+    );
+    let mut mon = srv.raw();
+    send(&mut mon, &["MONITOR"]);
+    expect(&mut mon, "+OK\r\n");
+    assert_eq!(info_field(&mut c, "clients", "connected_clients"), Some(2));
+    let big = "x".repeat(1 << 20);
+    for i in 0..40 {
+        let _: () = q(&mut c, &["SET", &format!("k{i}"), &big]);
+    }
+    assert!(eventually(WAIT, || {
+        info_field(&mut c, "clients", "connected_clients") == Some(1)
+    }));
 }
