@@ -922,28 +922,33 @@ fn collection_encoding(
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let key = &args[2];
+    match encoding_of(ctx, &args[2])? {
+        Some(name) => ctx.out.bulk(name.as_bytes()),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+/// The encoding OBJECT ENCODING reports for `key` (and DEBUG OBJECT shows), `None` if the key
+/// does not exist. Counts a keyspace hit or miss.
+pub(super) fn encoding_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<&'static str>, CmdError> {
     let Some(meta) = ctx.lookup_read(key)? else {
-        ctx.out.null();
-        return Ok(());
+        return Ok(None);
     };
     if meta.kind == Kind::String {
-        ctx.out.bulk(string_encoding(&meta.value).as_bytes());
-        return Ok(());
+        return Ok(Some(string_encoding(&meta.value)));
     }
     // Members and meta from one snapshot, so they agree.
     let db = ctx.db();
     let view = ctx.storage().view();
     let Some(meta) = view.get_live(db, key, ctx.now_ms)? else {
-        ctx.out.null();
-        return Ok(());
+        return Ok(None);
     };
     let coll = Coll::new(db, key, &meta);
     let name = collection_encoding(meta.kind, meta.len, |f| {
         Ok(view.for_each_member(Cf::Data, &coll, f)?)
     })?;
-    ctx.out.bulk(name.as_bytes());
-    Ok(())
+    Ok(Some(name))
 }
 
 /// OBJECT FREQ: kvik has no LFU maxmemory policy (it does not track access frequency), so an

@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod collection;
 pub mod conn;
 pub mod ctx;
+pub mod debug;
 pub mod hash;
 pub mod hll;
 pub mod keys;
@@ -231,6 +232,7 @@ pub fn table() -> &'static CommandTable {
             swapdb::COMMANDS,
             save::COMMANDS,
             monitor::COMMANDS,
+            debug::COMMANDS,
         ])
     })
 }

@@ -150,7 +150,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("dbfilename", [], Str, "dump.rdb", true, "names the checkpoint SAVE and BGSAVE write: <dir>/<dbfilename>.checkpoint, not an RDB file"),
     p!("disable-thp", [], Bool, "yes", false, PROCESS),
     p!("dynamic-hz", [], Bool, "yes", true, "kvik's timers run at hz"),
-    p!("enable-debug-command", [], Enum(&["no", "yes", "local"]), "no", false, NOT_YET),
+    p!("enable-debug-command", [], Enum(&["no", "yes", "local"]), "no", false, "read by DEBUG (cmd/debug.rs): off unless yes or local, as Redis"),
     p!("enable-module-command", [], Enum(&["no", "yes", "local"]), "no", false, "kvik has no modules"),
     p!("enable-protected-configs", [], Enum(&["no", "yes", "local"]), "no", false, "kvik has no protected configs"),
     p!("hash-max-listpack-entries", ["hash-max-ziplist-entries"], Int(0, I64), "512", true, ENCODING),

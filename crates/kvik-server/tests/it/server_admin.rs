@@ -329,3 +329,69 @@ fn a_monitor_that_never_reads_is_cut_off_at_the_output_limit() {
         info_field(&mut c, "clients", "connected_clients") == Some(1)
     }));
 }
+
+#[test]
+fn debug_is_off_by_default_and_answers_as_redis_when_on() {
+    let off = TestServer::start();
+    let mut c = off.client();
+    assert!(err(&mut c, &["DEBUG", "SLEEP", "0"]).starts_with(
+        "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\""
+    ));
+    let local = TestServer::start_with(&["--enable-debug-command", "local"]);
+    let mut c = local.client();
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "0"]), "OK");
+
+    let srv = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = srv.client();
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "0.01"]), "OK");
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "abc"]), "OK");
+    let _: () = q(&mut c, &["SET", "foo", "bar"]);
+    let line: String = q(&mut c, &["DEBUG", "OBJECT", "foo"]);
+    assert!(line.starts_with("Value at:"), "{line}");
+    assert!(line.contains(" encoding:embstr "), "{line}");
+    assert_eq!(
+        err(&mut c, &["DEBUG", "OBJECT", "nokey"]),
+        "ERR no such key"
+    );
+    let _: i64 = q(&mut c, &["RPUSH", "l", "a", "b"]);
+    assert_eq!(
+        err(&mut c, &["DEBUG", "LISTPACK", "l"]),
+        "ERR Not a listpack encoded object."
+    );
+    for ok in [
+        &["DEBUG", "SET-ACTIVE-EXPIRE", "0"][..],
+        &["DEBUG", "SET-ACTIVE-EXPIRE", "1"],
+        &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "100"],
+        &["DEBUG", "CHANGE-REPL-ID"],
+        &["DEBUG", "RELOAD"],
+        &["DEBUG", "set-skip-checksum-validation", "1"],
+    ] {
+        assert_eq!(q::<String>(&mut c, ok), "OK", "{ok:?}");
+    }
+    assert_eq!(
+        err(&mut c, &["DEBUG", "QUICKLIST-PACKED-THRESHOLD", "abc"]),
+        "ERR argument must be a memory value bigger than 1 and smaller than 4gb"
+    );
+    assert_eq!(
+        err(&mut c, &["DEBUG", "jmap"]),
+        "ERR unknown subcommand or wrong number of arguments for 'jmap'. Try DEBUG HELP."
+    );
+    assert_eq!(
+        err(&mut c, &["DEBUG", "set-active-expire"]),
+        "ERR unknown subcommand or wrong number of arguments for 'set-active-expire'. Try DEBUG HELP."
+    );
+    assert_eq!(
+        err(&mut c, &["DEBUG"]),
+        "ERR wrong number of arguments for 'debug' command"
+    );
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "POPULATE", "2500"]), "OK");
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 2502);
+    assert_eq!(q::<String>(&mut c, &["GET", "key:2499"]), "value:2499");
+    assert_eq!(
+        q::<String>(&mut c, &["DEBUG", "POPULATE", "3", "p", "2"]),
+        "OK"
+    );
+    assert_eq!(q::<String>(&mut c, &["GET", "p:1"]), "va");
+    let help: Vec<String> = q(&mut c, &["DEBUG", "HELP"]);
+    assert!(help[0].starts_with("DEBUG <subcommand>"));
+}
