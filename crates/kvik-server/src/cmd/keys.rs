@@ -951,27 +951,63 @@ pub(super) fn encoding_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<&'static s
     Ok(Some(name))
 }
 
-/// OBJECT FREQ: kvik has no LFU maxmemory policy (it does not track access frequency), so an
-/// existing key always gets Redis's error for "no LFU policy selected"; a missing key gets nil.
-fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if ctx.lookup_read(&args[2])?.is_none() {
-        ctx.out.null();
-        return Ok(());
-    }
-    Err(CmdError::fixed(
-        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
-         that when switching between policies at runtime LRU and LFU data will take some time to \
-         adjust.",
-    ))
+/// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ works) or not (OBJECT IDLETIME
+/// works), as Redis decides which of the two it tracks.
+fn lfu_policy(ctx: &Ctx<'_>) -> bool {
+    crate::config::Param::lookup("maxmemory-policy")
+        .map(|p| p.get(&ctx.server.config))
+        .is_some_and(|v| v.contains("lfu"))
 }
 
-/// OBJECT IDLETIME: always 0 for an existing key. kvik does not track when a key was last
-/// accessed (that would turn every read into a write on disk), so every key looks just used.
-fn object_idletime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    match ctx.lookup_read(&args[2])? {
-        Some(_) => ctx.out.int(0),
-        None => ctx.out.null(),
+/// Looks `key` up without counting a hit or touching its access data (Redis's
+/// LOOKUP_NOTOUCH), and returns what the hot cache knows of its use (see
+/// `Cache::peek_access`): `Err` nil reply if the key does not exist.
+fn access_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<Option<(u8, u64)>>, CmdError> {
+    if ctx.lookup_write(key)?.is_none() {
+        return Ok(None);
     }
+    Ok(Some(ctx.storage().cache().peek_access(ctx.db(), key)))
+}
+
+/// OBJECT FREQ: the hot cache's LFU counter of the key (0 when it is not cached: not read
+/// since it left the cache, or never), under an LFU `maxmemory-policy`; Redis's error under
+/// any other.
+fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let Some(access) = access_of(ctx, &args[2])? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if !lfu_policy(ctx) {
+        return Err(CmdError::fixed(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
+             that when switching between policies at runtime LRU and LFU data will take some time to \
+             adjust.",
+        ));
+    }
+    ctx.out.int(access.map_or(0, |(freq, _)| freq as i64));
+    Ok(())
+}
+
+/// OBJECT IDLETIME: seconds since the hot cache last served the key (or filled it). A key the
+/// cache does not hold has not been read since it left the cache, or since the server started:
+/// kvik reports the time since start (reads of disk keys are never written down). Redis's
+/// error under an LFU `maxmemory-policy`.
+fn object_idletime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let Some(access) = access_of(ctx, &args[2])? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if lfu_policy(ctx) {
+        return Err(CmdError::fixed(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
+    }
+    let idle = match access {
+        Some((_, last)) => crate::clock::coarse_secs().saturating_sub(last),
+        None => ctx.server.started.elapsed().as_secs(),
+    };
+    ctx.out.int(idle as i64);
     Ok(())
 }
 

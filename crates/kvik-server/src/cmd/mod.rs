@@ -21,7 +21,9 @@ pub mod debug;
 pub mod hash;
 pub mod hll;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod memory;
 pub mod migrate;
 pub mod monitor;
 pub mod multi;
@@ -233,6 +235,8 @@ pub fn table() -> &'static CommandTable {
             save::COMMANDS,
             monitor::COMMANDS,
             debug::COMMANDS,
+            memory::COMMANDS,
+            latency::COMMANDS,
         ])
     })
 }
@@ -518,6 +522,9 @@ fn account(
     server
         .stats
         .record_call(entry.id, elapsed, result.as_ref().err());
+    server
+        .latency
+        .record_command(entry.id, elapsed, entry.spec.flags.contains(Flags::FAST));
     if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
         server
             .slowlog

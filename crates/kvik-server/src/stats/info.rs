@@ -29,6 +29,7 @@ const ORDER: &[Section] = &[
     Section::Modules,
     Section::Commandstats,
     Section::Errorstats,
+    Section::Latencystats,
     Section::Cluster,
     Section::Keyspace,
     Section::Rocksdb,
@@ -46,6 +47,8 @@ enum Section {
     Modules,
     Commandstats,
     Errorstats,
+    /// Per-command latency percentiles (`latency-tracking`).
+    Latencystats,
     Cluster,
     Keyspace,
     /// kvik's own: RocksDB's caches, compactions and stalls (`INFO rocksdb`, `all`).
@@ -65,6 +68,7 @@ impl Section {
             Section::Modules => "modules",
             Section::Commandstats => "commandstats",
             Section::Errorstats => "errorstats",
+            Section::Latencystats => "latencystats",
             Section::Cluster => "cluster",
             Section::Keyspace => "keyspace",
             Section::Rocksdb => "rocksdb",
@@ -83,6 +87,7 @@ impl Section {
             Section::Modules => "Modules",
             Section::Commandstats => "Commandstats",
             Section::Errorstats => "Errorstats",
+            Section::Latencystats => "Latencystats",
             Section::Cluster => "Cluster",
             Section::Keyspace => "Keyspace",
             Section::Rocksdb => "RocksDB",
@@ -92,7 +97,10 @@ impl Section {
     /// In Redis's "default" set (what INFO without arguments prints). The RocksDB section reads
     /// a few dozen properties, so exporters polling plain INFO do not pay for it.
     fn is_default(self) -> bool {
-        !matches!(self, Section::Commandstats | Section::Rocksdb)
+        !matches!(
+            self,
+            Section::Commandstats | Section::Latencystats | Section::Rocksdb
+        )
     }
 }
 
@@ -146,6 +154,7 @@ pub fn render(server: &Server, args: &[&[u8]]) -> String {
                     w.field(&format!("errorstat_{prefix}"), format_args!("count={n}"));
                 }
             }
+            Section::Latencystats => latencystats_section(server, &mut w),
             Section::Cluster => w.field("cluster_enabled", server.cluster.node().is_some() as u8),
             Section::Keyspace => keyspace_section(server, &mut w),
             Section::Rocksdb => rocksdb_section(server, &mut w),
@@ -243,7 +252,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
 static PEAK: AtomicU64 = AtomicU64::new(0);
 
 /// Resident set size of this process in bytes, from /proc/self/statm.
-fn rss_bytes() -> u64 {
+pub fn rss_bytes() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {
@@ -292,9 +301,14 @@ pub fn bytes_to_human(n: u64) -> String {
     format!("{n}B")
 }
 
-fn memory_section(server: &Server, w: &mut Lines<'_>) {
+/// The process's RSS now and the highest seen (Redis's used_memory and its peak).
+pub fn used_and_peak() -> (u64, u64) {
     let used = rss_bytes();
-    let peak = PEAK.fetch_max(used, Relaxed).max(used);
+    (used, PEAK.fetch_max(used, Relaxed).max(used))
+}
+
+fn memory_section(server: &Server, w: &mut Lines<'_>) {
+    let (used, peak) = used_and_peak();
     let total = total_system_memory();
     let st = &server.storage;
     w.field("used_memory", used);
@@ -554,6 +568,30 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
                 "calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={}",
                 c.failed_calls.load(Relaxed)
             ),
+        );
+    }
+}
+
+/// `latency_percentiles_usec_<command>:p50=...,p99=...` for the commands that ran, at the
+/// percentiles of `latency-tracking-info-percentiles` (each the top of its histogram bucket).
+fn latencystats_section(server: &Server, w: &mut Lines<'_>) {
+    let percentiles: Vec<f64> = crate::config::Param::lookup("latency-tracking-info-percentiles")
+        .map(|p| p.get(&server.config))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for (id, c) in server.stats.commands.iter().enumerate() {
+        let Some(h) = server.latency.histogram(id) else {
+            continue;
+        };
+        let values: Vec<String> = percentiles
+            .iter()
+            .map(|p| format!("p{p}={:.3}", h.percentile(*p) as f64))
+            .collect();
+        w.field(
+            &format!("latency_percentiles_usec_{}", c.name),
+            values.join(","),
         );
     }
 }

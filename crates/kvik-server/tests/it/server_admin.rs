@@ -395,3 +395,98 @@ fn debug_is_off_by_default_and_answers_as_redis_when_on() {
     let help: Vec<String> = q(&mut c, &["DEBUG", "HELP"]);
     assert!(help[0].starts_with("DEBUG <subcommand>"));
 }
+
+#[test]
+fn object_freq_and_idletime_follow_the_policy_and_the_hot_cache() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["SET", "k", "v"]);
+    let lfu_off = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+    assert_eq!(err(&mut c, &["OBJECT", "FREQ", "k"]), lfu_off);
+    assert!(q::<i64>(&mut c, &["OBJECT", "IDLETIME", "k"]) >= 0);
+    assert_eq!(
+        qv(&mut c, &["OBJECT", "IDLETIME", "nokey"]),
+        redis::Value::Nil
+    );
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    assert_eq!(
+        err(&mut c, &["OBJECT", "IDLETIME", "k"]),
+        "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+    );
+    // Read a few times: the hot cache holds it and counts its accesses.
+    for _ in 0..20 {
+        let _: String = q(&mut c, &["GET", "k"]);
+    }
+    assert!(q::<i64>(&mut c, &["OBJECT", "FREQ", "k"]) >= 5);
+    assert_eq!(qv(&mut c, &["OBJECT", "FREQ", "nokey"]), redis::Value::Nil);
+}
+
+#[test]
+fn memory_and_latency_commands_answer_in_redis_shapes() {
+    let srv = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = srv.client();
+    let _: () = q(&mut c, &["SET", "k", "value"]);
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    assert!(q::<i64>(&mut c, &["MEMORY", "USAGE", "k"]) > 6);
+    let all: i64 = q(&mut c, &["MEMORY", "USAGE", "h", "SAMPLES", "0"]);
+    assert!(all > q::<i64>(&mut c, &["MEMORY", "USAGE", "k"]));
+    assert_eq!(qv(&mut c, &["MEMORY", "USAGE", "nokey"]), redis::Value::Nil);
+    assert_eq!(
+        err(&mut c, &["MEMORY", "USAGE", "k", "SAMPLES"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut c, &["MEMORY", "USAGE", "k", "SAMPLES", "-1"]),
+        "ERR syntax error"
+    );
+    let stats: Vec<redis::Value> = q(&mut c, &["MEMORY", "STATS"]);
+    assert!(stats.contains(&redis::Value::BulkString(b"keys.count".to_vec())));
+    assert_eq!(q::<String>(&mut c, &["MEMORY", "PURGE"]), "OK");
+    assert!(!q::<String>(&mut c, &["MEMORY", "DOCTOR"]).is_empty());
+    assert_eq!(
+        q::<String>(&mut c, &["MEMORY", "MALLOC-STATS"]),
+        "Stats not supported for the current allocator"
+    );
+    assert_eq!(
+        err(&mut c, &["MEMORY", "nosuch"]),
+        "ERR unknown subcommand 'nosuch'. Try MEMORY HELP."
+    );
+
+    // The monitor is off until a threshold is set.
+    let _: () = q(&mut c, &["DEBUG", "SLEEP", "0.02"]);
+    assert_eq!(
+        qv(&mut c, &["LATENCY", "LATEST"]),
+        redis::Value::Array(vec![])
+    );
+    let _: () = q(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "5"]);
+    let _: () = q(&mut c, &["DEBUG", "SLEEP", "0.02"]);
+    let latest: Vec<(String, i64, i64, i64)> = q(&mut c, &["LATENCY", "LATEST"]);
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0].0, "command");
+    assert!(latest[0].2 >= 20 && latest[0].3 >= 20);
+    let history: Vec<(i64, i64)> = q(&mut c, &["LATENCY", "HISTORY", "command"]);
+    assert_eq!(history.len(), 1);
+    assert!(!q::<String>(&mut c, &["LATENCY", "DOCTOR"]).is_empty());
+    assert_eq!(
+        err(&mut c, &["LATENCY", "GRAPH", "nosuch"]),
+        "ERR No samples available for event 'nosuch'"
+    );
+    assert_eq!(q::<i64>(&mut c, &["LATENCY", "RESET"]), 1);
+    assert_eq!(
+        qv(&mut c, &["LATENCY", "LATEST"]),
+        redis::Value::Array(vec![])
+    );
+
+    // Histograms and INFO latencystats.
+    let h: Vec<redis::Value> = q(&mut c, &["LATENCY", "HISTOGRAM", "set", "hset"]);
+    assert_eq!(h.len(), 4, "{h:?}");
+    let text: String = q(&mut c, &["INFO", "latencystats"]);
+    assert!(text.starts_with("# Latencystats\r\n"), "{text}");
+    assert!(text.contains("latency_percentiles_usec_set:p50="), "{text}");
+    assert!(text.contains(",p99.9="), "{text}");
+    let default: String = q(&mut c, &["INFO"]);
+    assert!(!default.contains("Latencystats"));
+}
