@@ -130,9 +130,7 @@ fn usage(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             member_bytes += (m.len() + v.len()) as u64 + RECORD_OVERHEAD;
             samples == 0 || seen < samples
         })?;
-        if seen > 0 {
-            bytes += member_bytes * meta.len / seen;
-        }
+        bytes += (member_bytes * meta.len).checked_div(seen).unwrap_or(0);
     }
     ctx.out.int(bytes as i64);
     Ok(())

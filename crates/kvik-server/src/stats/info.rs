@@ -715,7 +715,8 @@ mod tests {
     fn sections_follow_redis_selection_rules() {
         assert!(!selected(&[]).contains(&Section::Commandstats));
         assert!(!selected(&[]).contains(&Section::Rocksdb));
-        assert_eq!(selected(&[]).len(), ORDER.len() - 2);
+        assert!(!selected(&[]).contains(&Section::Latencystats));
+        assert_eq!(selected(&[]).len(), ORDER.len() - 3);
         assert_eq!(selected(&[b"RocksDB"]), vec![Section::Rocksdb]);
         assert_eq!(selected(&[b"ALL"]).len(), ORDER.len());
         assert_eq!(selected(&[b"everything"]).len(), ORDER.len());
@@ -726,7 +727,7 @@ mod tests {
         assert!(selected(&[b"nosuch"]).is_empty());
         assert_eq!(
             selected(&[b"default", b"commandstats"]).len(),
-            ORDER.len() - 1
+            ORDER.len() - 2
         );
     }
 
