@@ -11,6 +11,8 @@
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CommandSpec, Flags, KeySpec};
 use crate::config::Param;
+use crate::server::Server;
+use crate::session::Session;
 use crate::storage::encoding::Meta;
 use crate::storage::Batch;
 use std::time::Duration;
@@ -21,7 +23,8 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec::new(
     Flags::ADMIN
         .union(Flags::NOSCRIPT)
         .union(Flags::LOADING)
-        .union(Flags::STALE),
+        .union(Flags::STALE)
+        .union(Flags::PROTECTED),
     KeySpec::NONE,
     debug,
 )
@@ -55,27 +58,26 @@ const SUBCOMMANDS: &[(&str, i32, Sub)] = &[
     ("reload", -2, reload),
 ];
 
-const NOT_ALLOWED: &str = "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+/// The dispatcher's refusal of a PROTECTED command `enable-debug-command` does not allow.
+pub(super) const NOT_ALLOWED: CmdError = CmdError::fixed("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
 
 /// Whether `enable-debug-command` lets this client run DEBUG.
-fn allowed(ctx: &Ctx<'_>) -> bool {
+pub(super) fn allowed(server: &Server, session: &Session) -> bool {
     let setting = Param::lookup("enable-debug-command")
-        .map(|p| p.get(&ctx.server.config))
+        .map(|p| p.get(&server.config))
         .unwrap_or_default();
     match setting.as_str() {
         "yes" => true,
         "local" => {
-            let addr = &ctx.session.client.addr;
+            let addr = &session.client.addr;
             addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1")
         }
         _ => false,
     }
 }
 
+/// DEBUG subcommand ...: the dispatcher already checked `enable-debug-command` (PROTECTED).
 fn debug(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if !allowed(ctx) {
-        return Err(CmdError::fixed(NOT_ALLOWED));
-    }
     let name = String::from_utf8_lossy(&args[1]).into_owned();
     let argc = args.len() as i32;
     let sub = SUBCOMMANDS.iter().find(|(n, arity, _)| {

@@ -421,6 +421,10 @@ fn admit<'s>(
         reject(server, session, out, Some(entry.id), &CmdError::noauth());
         return Admit::Rejected;
     }
+    if entry.spec.flags.contains(Flags::PROTECTED) && !debug::allowed(server, session) {
+        reject(server, session, out, Some(entry.id), &debug::NOT_ALLOWED);
+        return Admit::Rejected;
+    }
     let Some(node) = server.cluster.node() else {
         return Admit::Run(None);
     };

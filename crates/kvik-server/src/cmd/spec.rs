@@ -60,6 +60,9 @@ bitflags::bitflags! {
         /// Changes no key but is propagated (PUBLISH, EVAL, FCALL): refused from read-only
         /// scripts like a write.
         const MAY_REPLICATE = 1 << 16;
+        /// Refused unless `enable-debug-command` allows it (DEBUG), when it arrives, so inside
+        /// MULTI at queueing time (Redis's internal CMD_PROTECTED; COMMAND INFO does not show it).
+        const PROTECTED = 1 << 17;
     }
 }
 

@@ -329,7 +329,11 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     let split = server.config.memory_split();
     w.field("maxmemory", split.total);
     w.field("maxmemory_human", bytes_to_human(split.total));
-    w.field("maxmemory_policy", "noeviction");
+    // Stored and reported; kvik never evicts (it decides OBJECT FREQ vs IDLETIME).
+    let policy = crate::config::Param::lookup("maxmemory-policy")
+        .map(|p| p.get(&server.config))
+        .unwrap_or_default();
+    w.field("maxmemory_policy", policy);
     w.field("mem_fragmentation_ratio", "1.00");
     w.field("mem_allocator", "libc");
     w.field("lazyfree_pending_objects", 0);

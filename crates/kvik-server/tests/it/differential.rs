@@ -78,6 +78,11 @@ const TEMPLATES: &[&str] = &[
     "SWAPDB 0 abc|99|-1",
     "MOVE K 1|2",
     "COPY K K DB 1|2 ?REPLACE",
+    // server-admin commands whose replies do not depend on timing: errors and empty answers
+    "OBJECT FREQ K",
+    "MEMORY USAGE K SAMPLES -1|abc",
+    "DEBUG SLEEP 0",
+    "LATENCY HISTORY command",
     // hashes
     "HSET K FV+",
     "HSETNX K F V",
