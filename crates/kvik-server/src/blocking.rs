@@ -75,7 +75,7 @@ pub(crate) struct Waiter {
 #[derive(Default)]
 struct Inner {
     next_id: u64,
-    /// (db, key) -> waiter ids in arrival order.
+    /// (logical db, key) -> waiter ids in arrival order.
     keys: HashMap<(u16, Vec<u8>), VecDeque<u64>>,
     waiters: HashMap<u64, Waiter>,
     /// Client id -> its waiter id (CLIENT UNBLOCK).
@@ -237,6 +237,25 @@ impl Blocking {
         } else if let Some(w) = inner.waiters.get_mut(&id) {
             w.claimed = false;
         }
+    }
+}
+
+impl Blocking {
+    /// SWAPDB: every key waited on in logical databases `dbs` may now hold data; notes them
+    /// ready for this thread's command to return (the re-run decides, as after any write).
+    pub fn wake_dbs(&self, dbs: &[u16]) {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let inner = self.inner.lock();
+        READY.with(|r| {
+            let mut r = r.borrow_mut();
+            for slot in inner.keys.keys().filter(|(db, _)| dbs.contains(db)) {
+                if !r.contains(slot) {
+                    r.push(slot.clone());
+                }
+            }
+        });
     }
 }
 

@@ -19,7 +19,8 @@
 //! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
 //! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
 //! registry of blocked clients), [`slot`] (cluster key slots), [`scripting`] (the script cache,
-//! function libraries and running scripts every thread shares).
+//! function libraries and running scripts every thread shares), [`saves`] (SAVE / BGSAVE
+//! checkpoints and their INFO fields).
 
 pub mod acl;
 pub mod blocking;
@@ -36,6 +37,7 @@ pub mod net;
 pub mod pool;
 pub mod pubsub;
 pub mod reply;
+pub mod saves;
 pub mod scripting;
 pub mod server;
 pub mod session;

@@ -17,6 +17,16 @@ fn cli() -> Command {
             Arg::new("config-file")
                 .help("redis.conf-style file: one `name value` per line")
                 .value_name("CONFIG-FILE"),
+        )
+        .arg(
+            Arg::new("restore-from")
+                .long("restore-from")
+                .value_name("CHECKPOINT")
+                .help(
+                    "start from a copy of this checkpoint (a directory SAVE or BGSAVE wrote); \
+                     `dir` must not hold a database yet",
+                )
+                .action(ArgAction::Set),
         );
     for (name, p) in Param::all() {
         cmd = cmd.arg(
@@ -31,7 +41,8 @@ fn cli() -> Command {
     cmd
 }
 
-fn load_config() -> Result<Config, String> {
+/// The configuration, and the checkpoint to start from (`--restore-from`).
+fn load_config() -> Result<(Config, Option<String>), String> {
     let matches = cli().get_matches();
     let config = Config::default();
     if let Some(path) = matches.get_one::<String>("config-file") {
@@ -46,11 +57,11 @@ fn load_config() -> Result<Config, String> {
             config.apply(name, v)?;
         }
     }
-    Ok(config)
+    Ok((config, matches.get_one::<String>("restore-from").cloned()))
 }
 
 fn main() -> ExitCode {
-    let config = match load_config() {
+    let (config, restore_from) = match load_config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kvik-server: {e}");
@@ -60,6 +71,15 @@ fn main() -> ExitCode {
     if let Err(e) = kvik_server::logging::init(&config.loglevel.read(), &config.logfile.read()) {
         eprintln!("kvik-server: {e}");
         return ExitCode::from(1);
+    }
+    if let Some(from) = restore_from {
+        let dir = config.dir.read().clone();
+        if let Err(e) = kvik_server::storage::checkpoint::restore(from.as_ref(), &dir) {
+            tracing::error!("cannot restore from {from}: {e}");
+            eprintln!("kvik-server: cannot restore from {from}: {e}");
+            return ExitCode::from(1);
+        }
+        tracing::info!("restored {} from checkpoint {from}", dir.display());
     }
     match kvik_server::startup::run(config) {
         Ok(()) => ExitCode::SUCCESS,

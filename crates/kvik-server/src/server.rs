@@ -52,6 +52,10 @@ pub struct Server {
     pub cluster: crate::cluster::Cluster,
     /// EVAL's script cache, the function libraries, the running scripts (see `scripting`).
     pub scripts: crate::scripting::Scripts,
+    /// SAVE / BGSAVE state (INFO persistence, LASTSAVE).
+    pub saves: crate::saves::Saves,
+    /// The latency monitor and the per-command latency histograms.
+    pub latency: crate::stats::latency::Latency,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -108,7 +112,12 @@ impl Server {
         storage.add_observer(blocking.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::new(config.pubsub.clone()));
         storage.add_observer(pubsub.clone());
-        Server {
+        let saves = crate::saves::Saves::new(&storage);
+        let commands: Vec<String> = commands.into_iter().collect();
+        let latency = crate::stats::latency::Latency::new(commands.len());
+        let server = Server {
+            saves,
+            latency,
             config,
             storage,
             stats: Stats::new(commands),
@@ -128,7 +137,21 @@ impl Server {
             scripts: Default::default(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
-        }
+        };
+        server.apply_latency_settings();
+        server
+    }
+
+    /// Mirrors `latency-monitor-threshold` and `latency-tracking` into the latency monitor.
+    fn apply_latency_settings(&self) {
+        let value = |name: &str| {
+            crate::config::Param::lookup(name)
+                .map(|p| p.get(&self.config))
+                .unwrap_or_default()
+        };
+        let threshold = value("latency-monitor-threshold").parse().unwrap_or(0);
+        self.latency
+            .configure(threshold, value("latency-tracking") == "yes");
     }
 
     /// Starts an orderly shutdown; returns at once.
@@ -192,6 +215,9 @@ impl Server {
         if lower.starts_with("cache-") {
             self.apply_cache_settings();
         }
+        if lower.starts_with("latency-") {
+            self.apply_latency_settings();
+        }
         if lower == "maxmemory" || lower == "cache-maxmemory" {
             self.apply_memory_budget();
         }
@@ -232,6 +258,21 @@ pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String>
     Ok(())
 }
 
+/// The saver thread: writes the checkpoints BGSAVE asks for (`saves`), one at a time, off the
+/// worker pool. `run` joins it before storage is closed, so a save in progress finishes first.
+pub(crate) fn spawn_saver(server: Arc<Server>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("kvik-saver".into())
+        .spawn(move || loop {
+            match server.saves.next_background(Duration::from_millis(200)) {
+                Some(target) => server.saves.run_background(&server.storage, &target),
+                None if server.is_shutting_down() => break,
+                None => {}
+            }
+        })
+        .expect("spawn saver thread")
+}
+
 /// The compactor thread: runs the compactions FLUSHDB/FLUSHALL ask for, off the worker pool,
 /// one at a time. `run` joins it before storage is closed.
 pub(crate) fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()> {
@@ -270,13 +311,19 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 let hz = server.config.hz.load(Ordering::Relaxed).max(1);
                 std::thread::sleep(Duration::from_millis(1000 / hz));
                 let now = crate::clock::unix_ms();
+                crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
                 if server.config.active_expire.load(Ordering::Relaxed) {
-                    match expiry.run(
+                    let started = Instant::now();
+                    let ran = expiry.run(
                         &server.storage,
                         server.config.databases(),
                         ACTIVE_EXPIRE_BUDGET,
-                    ) {
+                    );
+                    server
+                        .latency
+                        .record_event("expire-cycle", started.elapsed());
+                    match ran {
                         Ok(n) => {
                             server.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
                         }

@@ -36,6 +36,8 @@ pub struct Session {
     pub readonly: bool,
     /// Pub/sub subscriptions; dropping the session (disconnect) unsubscribes them.
     pub subs: crate::pubsub::Subscriptions,
+    /// Set by MONITOR; dropping it (disconnect, RESET) stops the feed.
+    pub monitor: Option<crate::pubsub::monitor::MonitorGuard>,
 }
 
 impl Session {
@@ -55,6 +57,7 @@ impl Session {
             asking: false,
             readonly: false,
             subs: Default::default(),
+            monitor: None,
         }
     }
 

@@ -6,7 +6,7 @@ use crate::clients::ClientIo;
 use crate::config::Config;
 use crate::net;
 use crate::pool::Pool;
-use crate::server::{install_signal_handlers, spawn_compactor, spawn_timer, Server};
+use crate::server::{install_signal_handlers, spawn_compactor, spawn_saver, spawn_timer, Server};
 use crate::storage::Storage;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -51,6 +51,7 @@ pub fn run(config: Config) -> Result<(), String> {
     install_signal_handlers(server.clone())?;
     let timer = spawn_timer(server.clone());
     let compactor = spawn_compactor(server.clone());
+    let saver = spawn_saver(server.clone());
 
     tracing::info!(
         "kvik {} ready to accept connections on port {} (data in {})",
@@ -62,6 +63,7 @@ pub fn run(config: Config) -> Result<(), String> {
     pool.shutdown();
     let _ = timer.join();
     let _ = compactor.join();
+    let _ = saver.join();
     server
         .storage
         .sync_wal()

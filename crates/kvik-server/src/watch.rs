@@ -15,6 +15,9 @@
 //! or active expiry, DEL) is no change either. FLUSHDB/FLUSHALL mark only the watchers of keys
 //! that existed (`touchAllWatchedKeysInDb`): as every write since WATCH already marked its
 //! watchers, "existed at flush" is "was live when watched" for a client still clean.
+//! SWAPDB touches the watchers of both databases as Redis's `touchAllWatchedKeysInDb` does
+//! ([`WatchRegistry::dbs_swapped`]). Databases here are logical (what SELECT chose); storage is
+//! asked through `Storage::dbs`.
 
 use crate::storage::encoding::Kind;
 use crate::storage::{Storage, StorageResult, WriteObserver};
@@ -81,6 +84,53 @@ impl WatchRegistry {
                 dbw.remove(&key[..]);
                 if dbw.is_empty() {
                     map.remove(db);
+                }
+            }
+        }
+    }
+}
+
+/// What SWAPDB found of one watched key (see [`WatchRegistry::dbs_swapped`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    Absent,
+    /// Stored but logically expired.
+    Expired,
+    Live,
+}
+
+impl WatchRegistry {
+    /// SWAPDB of logical databases `a` and `b`, after the swap: for each key watched in either,
+    /// `stored(db, key)` says what the database now holds (`db` logical) and what it held
+    /// before is what the other one holds now. Marks the watchers dirty as Redis 7.0 does: the
+    /// key existed before or exists now, except an expired key that stays expired or is gone
+    /// (no logical change) and an absent key replaced by an expired one.
+    pub fn dbs_swapped(&self, a: u16, b: u16, stored: impl Fn(u16, &[u8]) -> Stored) {
+        if self.count.load(Ordering::Relaxed) == 0 || a == b {
+            return;
+        }
+        let map = self.map.lock();
+        for (db, other) in [(a, b), (b, a)] {
+            let Some(dbw) = map.get(&db) else { continue };
+            for (key, list) in dbw {
+                let before = stored(other, key);
+                let now = stored(db, key);
+                if before == Stored::Absent && now == Stored::Absent {
+                    continue;
+                }
+                for w in list {
+                    if w.expired.load(Ordering::Relaxed) {
+                        if now == Stored::Absent {
+                            w.expired.store(false, Ordering::Relaxed);
+                            continue;
+                        } else if now == Stored::Expired {
+                            continue;
+                        }
+                    } else if before == Stored::Absent && now == Stored::Expired {
+                        w.expired.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    w.dirty.store(true, Ordering::Relaxed);
                 }
             }
         }
@@ -167,7 +217,7 @@ impl Watches {
             .flat_map(|s| s.keys.iter().map(|(db, k, _)| (*db, &k[..])))
     }
 
-    /// Watches `keys` of database `db` (a key already watched there is skipped, as in Redis).
+    /// Watches `keys` of logical database `db` (a key already watched there is skipped, as in Redis).
     /// Each key is registered under its stripe lock, so no write of it can fall between reading
     /// its state and registering.
     pub fn watch(
@@ -187,8 +237,9 @@ impl Watches {
             if set.keys.iter().any(|(d, k, _)| *d == db && k == key) {
                 continue;
             }
-            let _guard = storage.lock(db, &[key]);
-            let meta = storage.get_meta(db, key)?;
+            let physical = storage.dbs().physical(db);
+            let _guard = storage.lock(physical, &[key]);
+            let meta = storage.get_meta(physical, key)?;
             let w = Arc::new(WatchedKey {
                 dirty: set.dirty.clone(),
                 expired: AtomicBool::new(meta.as_ref().is_some_and(|m| m.is_expired(now_ms))),
@@ -212,7 +263,9 @@ impl Watches {
         for (db, key, w) in &set.keys {
             if w.existed
                 && !w.expired.load(Ordering::Relaxed)
-                && storage.get_live(*db, key, now_ms)?.is_none()
+                && storage
+                    .get_live(storage.dbs().physical(*db), key, now_ms)?
+                    .is_none()
             {
                 return Ok(true);
             }

@@ -131,6 +131,8 @@ struct Entry {
     tick: u32,
     /// LFU counter.
     freq: u8,
+    /// Unix seconds (coarse) of the last access (OBJECT IDLETIME).
+    last_s: u64,
     /// A write of this key is between its RocksDB write and its cache update: not served.
     pending: bool,
 }
@@ -351,6 +353,7 @@ impl Cache {
                         e.freq = lfu_incr(e.freq, draw);
                     }
                     e.tick = clock;
+                    e.last_s = crate::clock::coarse_secs();
                     Some(e.hit.clone())
                 }
             }
@@ -377,6 +380,20 @@ impl Cache {
         let i = s.find(db, key)?;
         let e = &s.entries[i];
         (!e.pending).then_some(e.hit.expire_at_ms)
+    }
+
+    /// What the cache knows of `key`'s use, without counting it as one (OBJECT FREQ and
+    /// IDLETIME): its LFU counter, decayed to now (meaningful under the LFU policy), and the
+    /// Unix seconds of its last access (or fill). `None` if it is not cached.
+    pub fn peek_access(&self, db: u16, key: &[u8]) -> Option<(u8, u64)> {
+        if !self.enabled() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let e = &s.entries[s.find(db, key)?];
+        let decay = decay_period(s.entries.len());
+        Some((lfu_decayed(e.freq, e.tick, s.clock, decay), e.last_s))
     }
 
     /// Whether the cache may hold `key` at all (enabled, key short enough).
@@ -633,6 +650,7 @@ impl Shard {
             size,
             tick: self.clock,
             freq: LFU_INIT,
+            last_s: crate::clock::coarse_secs(),
             pending: false,
         });
         self.used += size;

@@ -597,6 +597,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     // As Redis: counters, command and error statistics are reset; the slowlog is not.
     ctx.server.stats.reset();
+    ctx.server.latency.reset_histograms();
     ctx.storage().cache().stats.reset();
     ctx.out.ok();
     Ok(())

@@ -98,7 +98,11 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
     let mut made_ready = Vec::new();
     let mut still_waiting = Vec::new();
     loop {
-        let kind = match server.storage.get_live(db, key, crate::clock::unix_ms()) {
+        let physical = server.storage.dbs().physical(db);
+        let kind = match server
+            .storage
+            .get_live(physical, key, crate::clock::unix_ms())
+        {
             Ok(Some(m)) if matches!(m.kind, Kind::List | Kind::ZSet | Kind::Stream) => m.kind,
             _ => break, // ran dry, or no longer a key anyone waits on
         };
@@ -148,7 +152,9 @@ fn rerun(server: &Server, id: u64, w: &Claimed) -> Option<Vec<u8>> {
     });
     let mut out = Reply::new(w.proto);
     let (result, blocked_again) = {
+        let db = Ctx::physical_db(server, &session);
         let mut ctx = Ctx {
+            db,
             server,
             session: &mut session,
             out: &mut out,

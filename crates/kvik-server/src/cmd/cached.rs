@@ -108,16 +108,17 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     }
 }
 
-/// Everything a run-to-completion handler may touch: the session (read only), its reply, the
-/// hot cache. No storage.
+/// Everything a run-to-completion handler may touch: its reply, the hot cache (under the
+/// session's database). No storage.
 pub struct CacheCtx<'a> {
     server: &'a Server,
-    session: &'a Session,
     out: &'a mut Reply,
     now_ms: u64,
     /// Keyspace hits, added to the stats only if the command completes (a command that misses
     /// is counted once, by the worker that runs it).
     hits: Cell<u64>,
+    /// The on-disk database of the session's (the hot cache is keyed by it; see `Ctx::db`).
+    db: u16,
 }
 
 impl<'a> CacheCtx<'a> {
@@ -128,8 +129,8 @@ impl<'a> CacheCtx<'a> {
         now_ms: u64,
     ) -> CacheCtx<'a> {
         CacheCtx {
+            db: server.storage.dbs().physical(session.db),
             server,
-            session,
             out,
             now_ms,
             hits: Cell::new(0),
@@ -159,7 +160,7 @@ impl<'a> CacheCtx<'a> {
             .server
             .storage
             .cache()
-            .get(self.session.db, key, self.now_ms)
+            .get(self.db, key, self.now_ms)
             .ok_or(RtcError::Miss)?;
         self.hits.set(self.hits.get() + 1);
         Ok(hit)
@@ -175,7 +176,7 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         self.now_ms
     }
     fn db(&self) -> u16 {
-        self.session.db
+        self.db
     }
     fn max_bulk_len(&self) -> u64 {
         self.server

@@ -257,6 +257,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     s.multi = None;
     s.watches.clear();
     s.subs.clear();
+    s.monitor = None;
     s.db = 0;
     s.proto = Proto::Resp2;
     s.user = None;

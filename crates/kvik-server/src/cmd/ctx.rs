@@ -42,6 +42,10 @@ pub struct Ctx<'a> {
     pub args: &'a Args,
     /// Set by [`Ctx::block_on`] in a waiter's re-run: still nothing to take.
     pub blocked_again: bool,
+    /// The on-disk database of the session's database, read once when the command starts
+    /// ([`Ctx::physical_db`]), so the whole command runs against one database even if a
+    /// SWAPDB races it.
+    pub db: u16,
 }
 
 impl<'a> Ctx<'a> {
@@ -51,9 +55,15 @@ impl<'a> Ctx<'a> {
         &self.server.storage
     }
 
-    /// The session's selected database.
+    /// The on-disk database of the session's selected database: what storage, the hot cache
+    /// and the key locks take (see `storage::dbmap`).
     pub fn db(&self) -> u16 {
-        self.session.db
+        self.db
+    }
+
+    /// The on-disk database that holds `session`'s selected database right now.
+    pub fn physical_db(server: &Server, session: &Session) -> u16 {
+        server.storage.dbs().physical(session.db)
     }
 
     /// Whether this command may wait (locks, disk, stalls): not on an I/O thread.
@@ -97,10 +107,10 @@ impl<'a> Ctx<'a> {
     /// the key's lock is still held, so events of one key come in commit order. The command's
     /// spec must declare the event (`CommandSpec::event`).
     pub fn notify(&self, class: super::spec::Class, name: &'static str, key: &[u8]) {
-        self.notify_in(self.db(), class, name, key);
+        self.notify_in(self.session.db, class, name, key);
     }
 
-    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    /// [`Ctx::notify`] for a key of logical database `db` (MOVE, COPY ... DB).
     pub fn notify_in(&self, db: u16, class: super::spec::Class, name: &'static str, key: &[u8]) {
         self.server.pubsub.notify_key(class, name, db, key);
     }

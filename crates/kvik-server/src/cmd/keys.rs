@@ -613,10 +613,11 @@ fn parse_db(ctx: &Ctx<'_>, arg: &[u8]) -> Result<u16, CmdError> {
     Ok(n as u16)
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]
+/// COPY source destination [DB destination-db] [REPLACE]. Databases are compared and
+/// notified as the client names them (logical), stored as their on-disk ones.
 fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let src_db = ctx.db();
-    let mut dst_db = src_db;
+    let src_logical = ctx.session.db;
+    let mut dst_logical = src_logical;
     let mut replace = false;
     let mut i = 3;
     while i < args.len() {
@@ -624,13 +625,19 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         match opt.as_slice() {
             b"REPLACE" => replace = true,
             b"DB" if i + 1 < args.len() => {
-                dst_db = parse_db(ctx, &args[i + 1])?;
+                dst_logical = parse_db(ctx, &args[i + 1])?;
                 i += 1;
             }
             _ => return Err(CmdError::syntax()),
         }
         i += 1;
     }
+    if dst_logical != src_logical && ctx.server.cluster.node().is_some() {
+        return Err(CmdError::fixed(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
+    let (src_db, dst_db) = (ctx.db(), ctx.storage().dbs().physical(dst_logical));
     let (src, dst) = (&args[1][..], &args[2][..]);
     if src_db == dst_db && src == dst {
         return Err(CmdError::fixed(
@@ -655,15 +662,19 @@ fn copy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let batch = write_copy(storage, src_db, src, dst_db, dst, &meta)?;
     storage.commit(batch)?;
-    ctx.notify_in(dst_db, Class::Generic, "copy_to", dst);
+    ctx.notify_in(dst_logical, Class::Generic, "copy_to", dst);
     ctx.out.int(1);
     Ok(())
 }
 
 /// MOVE key db: 1 if moved, 0 if the key is missing here or already exists there.
 fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let src_db = ctx.db();
-    let dst_db = parse_db(ctx, &args[2])?;
+    if ctx.server.cluster.node().is_some() {
+        return Err(CmdError::fixed("MOVE is not allowed in cluster mode"));
+    }
+    let src_logical = ctx.session.db;
+    let dst_logical = parse_db(ctx, &args[2])?;
+    let (src_db, dst_db) = (ctx.db(), ctx.storage().dbs().physical(dst_logical));
     if dst_db == src_db {
         return Err(CmdError::fixed(
             "source and destination objects are the same",
@@ -683,8 +694,8 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut batch = write_copy(storage, src_db, key, dst_db, key, &meta)?;
     batch.delete_meta(storage, src_db, key);
     storage.commit(batch)?;
-    ctx.notify_in(src_db, Class::Generic, "move_from", key);
-    ctx.notify_in(dst_db, Class::Generic, "move_to", key);
+    ctx.notify_in(src_logical, Class::Generic, "move_from", key);
+    ctx.notify_in(dst_logical, Class::Generic, "move_to", key);
     ctx.out.int(1);
     Ok(())
 }
@@ -911,51 +922,92 @@ fn collection_encoding(
 }
 
 fn object_encoding(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let key = &args[2];
+    match encoding_of(ctx, &args[2])? {
+        Some(name) => ctx.out.bulk(name.as_bytes()),
+        None => ctx.out.null(),
+    }
+    Ok(())
+}
+
+/// The encoding OBJECT ENCODING reports for `key` (and DEBUG OBJECT shows), `None` if the key
+/// does not exist. Counts a keyspace hit or miss.
+pub(super) fn encoding_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<&'static str>, CmdError> {
     let Some(meta) = ctx.lookup_read(key)? else {
-        ctx.out.null();
-        return Ok(());
+        return Ok(None);
     };
     if meta.kind == Kind::String {
-        ctx.out.bulk(string_encoding(&meta.value).as_bytes());
-        return Ok(());
+        return Ok(Some(string_encoding(&meta.value)));
     }
     // Members and meta from one snapshot, so they agree.
     let db = ctx.db();
     let view = ctx.storage().view();
     let Some(meta) = view.get_live(db, key, ctx.now_ms)? else {
-        ctx.out.null();
-        return Ok(());
+        return Ok(None);
     };
     let coll = Coll::new(db, key, &meta);
     let name = collection_encoding(meta.kind, meta.len, |f| {
         Ok(view.for_each_member(Cf::Data, &coll, f)?)
     })?;
-    ctx.out.bulk(name.as_bytes());
+    Ok(Some(name))
+}
+
+/// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ works) or not (OBJECT IDLETIME
+/// works), as Redis decides which of the two it tracks.
+fn lfu_policy(ctx: &Ctx<'_>) -> bool {
+    crate::config::Param::lookup("maxmemory-policy")
+        .map(|p| p.get(&ctx.server.config))
+        .is_some_and(|v| v.contains("lfu"))
+}
+
+/// Looks `key` up without counting a hit or touching its access data (Redis's
+/// LOOKUP_NOTOUCH), and returns what the hot cache knows of its use (see
+/// `Cache::peek_access`): `Err` nil reply if the key does not exist.
+fn access_of(ctx: &Ctx<'_>, key: &[u8]) -> Result<Option<Option<(u8, u64)>>, CmdError> {
+    if ctx.lookup_write(key)?.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(ctx.storage().cache().peek_access(ctx.db(), key)))
+}
+
+/// OBJECT FREQ: the hot cache's LFU counter of the key (0 when it is not cached: not read
+/// since it left the cache, or never), under an LFU `maxmemory-policy`; Redis's error under
+/// any other.
+fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let Some(access) = access_of(ctx, &args[2])? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    if !lfu_policy(ctx) {
+        return Err(CmdError::fixed(
+            "An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
+             that when switching between policies at runtime LRU and LFU data will take some time to \
+             adjust.",
+        ));
+    }
+    ctx.out.int(access.map_or(0, |(freq, _)| freq as i64));
     Ok(())
 }
 
-/// OBJECT FREQ: kvik has no LFU maxmemory policy (it does not track access frequency), so an
-/// existing key always gets Redis's error for "no LFU policy selected"; a missing key gets nil.
-fn object_freq(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if ctx.lookup_read(&args[2])?.is_none() {
+/// OBJECT IDLETIME: seconds since the hot cache last served the key (or filled it). A key the
+/// cache does not hold has not been read since it left the cache, or since the server started:
+/// kvik reports the time since start (reads of disk keys are never written down). Redis's
+/// error under an LFU `maxmemory-policy`.
+fn object_idletime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let Some(access) = access_of(ctx, &args[2])? else {
         ctx.out.null();
         return Ok(());
+    };
+    if lfu_policy(ctx) {
+        return Err(CmdError::fixed(
+            "An LFU maxmemory policy is selected, idle time not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ));
     }
-    Err(CmdError::fixed(
-        "An LFU maxmemory policy is not selected, access frequency not tracked. Please note \
-         that when switching between policies at runtime LRU and LFU data will take some time to \
-         adjust.",
-    ))
-}
-
-/// OBJECT IDLETIME: always 0 for an existing key. kvik does not track when a key was last
-/// accessed (that would turn every read into a write on disk), so every key looks just used.
-fn object_idletime(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    match ctx.lookup_read(&args[2])? {
-        Some(_) => ctx.out.int(0),
-        None => ctx.out.null(),
-    }
+    let idle = match access {
+        Some((_, last)) => crate::clock::coarse_secs().saturating_sub(last),
+        None => ctx.server.started.elapsed().as_secs(),
+    };
+    ctx.out.int(idle as i64);
     Ok(())
 }
 

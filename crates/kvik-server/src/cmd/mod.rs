@@ -18,21 +18,27 @@ pub mod cluster;
 pub mod collection;
 pub mod conn;
 pub mod ctx;
+pub mod debug;
 pub mod hash;
 pub mod hll;
 mod isolation;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod memory;
 pub mod migrate;
+pub mod monitor;
 pub mod multi;
 pub mod pubsub;
 pub mod run;
+pub mod save;
 pub mod script;
 pub mod set;
 pub mod sort;
 pub mod spec;
 pub mod stream;
 pub mod string;
+pub mod swapdb;
 pub mod zset;
 
 use crate::server::Server;
@@ -228,6 +234,12 @@ pub fn table() -> &'static CommandTable {
             hll::COMMANDS,
             zset::GEO_COMMANDS,
             acl::COMMANDS,
+            swapdb::COMMANDS,
+            save::COMMANDS,
+            monitor::COMMANDS,
+            debug::COMMANDS,
+            memory::COMMANDS,
+            latency::COMMANDS,
         ])
     })
 }
@@ -286,7 +298,8 @@ pub fn execute(
         return Ready::default();
     }
     if !multi::intercept(server, session, out, entry, args) {
-        let _reading = isolation::lock_read_keys(server, session.db, entry, args);
+        let db = Ctx::physical_db(server, session);
+        let _reading = isolation::lock_read_keys(server, db, entry, args);
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
     Ready::collect()
@@ -330,6 +343,7 @@ pub fn execute_cached(
             return Outcome::Done;
         }
         Some(script::IoServe::Run(run)) => {
+            monitor::feed(server, session, entry, args);
             let mark = out.buf.len();
             let result = run(server, out);
             account(
@@ -353,7 +367,8 @@ pub fn execute_cached(
         }
         return run_write_here(server, session, out, entry, args, start);
     };
-    let Some(check) = isolation::RtcRead::begin(server, session.db, entry, args) else {
+    let db = Ctx::physical_db(server, session);
+    let Some(check) = isolation::RtcRead::begin(server, db, entry, args) else {
         return Outcome::NotServed; // a write of its keys is in progress
     };
     let mark = out.buf.len();
@@ -380,6 +395,7 @@ pub fn execute_cached(
             .fetch_add(hits, Ordering::Relaxed);
     }
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
     account(
         server,
         session,
@@ -407,18 +423,7 @@ fn run_write_here(
     start: Instant,
 ) -> Outcome {
     let mark = out.buf.len();
-    let result = {
-        let mut ctx = Ctx {
-            server,
-            session,
-            out,
-            now_ms: crate::clock::unix_ms(),
-            mode: Mode::NoWait,
-            args,
-            blocked_again: false,
-        };
-        (entry.spec.handler)(&mut ctx, args)
-    };
+    let result = call_handler(server, session, out, entry, args, Mode::NoWait);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return Outcome::NotServed;
@@ -429,6 +434,7 @@ fn run_write_here(
         entry.full_name
     );
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
     account(
         server,
@@ -478,6 +484,10 @@ fn admit<'s>(
     let context = crate::acl::Context::Toplevel;
     if let Err(e) = crate::acl::admit(server, session, entry, args, context) {
         reject(server, session, out, Some(entry.id), &e);
+        return Admit::Rejected;
+    }
+    if entry.spec.flags.contains(Flags::PROTECTED) && !debug::allowed(server, session) {
+        reject(server, session, out, Some(entry.id), &debug::NOT_ALLOWED);
         return Admit::Rejected;
     }
     let Some(node) = server.cluster.node() else {
@@ -530,23 +540,45 @@ pub(crate) fn run_entry(
     start: Instant,
 ) {
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let exec = entry.spec.in_multi == spec::InMulti::Exec;
+    if !exec {
+        monitor::feed(server, session, entry, args);
+    }
     let mark = out.buf.len();
-    let result = {
-        let mut ctx = Ctx {
-            server,
-            session,
-            out,
-            now_ms: crate::clock::unix_ms(),
-            mode,
-            args,
-            blocked_again: false,
-        };
-        (entry.spec.handler)(&mut ctx, args)
-    };
+    let result = call_handler(server, session, out, entry, args, mode);
+    if exec {
+        // As Redis: EXEC shows after the commands it ran.
+        monitor::feed(server, session, entry, args);
+    }
     server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
     account(
         server, session, out, entry, args, mark, result, start, queue_wait,
     );
+}
+
+/// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
+/// holds the session's selected one (see `storage::dbmap`): the one place both the pool
+/// ([`run_entry`]) and a run-to-completion write ([`run_write_here`]) call a handler.
+fn call_handler(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mode: Mode,
+) -> CmdResult {
+    let db = Ctx::physical_db(server, session);
+    let mut ctx = Ctx {
+        server,
+        session,
+        out,
+        now_ms: crate::clock::unix_ms(),
+        mode,
+        args,
+        blocked_again: false,
+        db,
+    };
+    (entry.spec.handler)(&mut ctx, args)
 }
 
 /// After a command ran, on either path: its error reply replaces anything it half-wrote
@@ -571,6 +603,9 @@ fn account(
     server
         .stats
         .record_call(entry.id, elapsed, result.as_ref().err());
+    server
+        .latency
+        .record_command(entry.id, elapsed, entry.spec.flags.contains(Flags::FAST));
     if !entry.spec.flags.contains(Flags::SKIP_SLOWLOG) {
         server
             .slowlog

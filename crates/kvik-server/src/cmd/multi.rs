@@ -189,7 +189,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Err(CmdError::fixed("WATCH inside MULTI is not allowed"));
     }
     let server = ctx.server;
-    let db = ctx.db();
+    let db = ctx.session.db; // watches are kept by logical database
     let now = ctx.now_ms;
     ctx.session
         .watches
@@ -204,7 +204,7 @@ fn unwatch(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// The (db, key) pairs EXEC locks for the queued commands: each command's keys in the database
+/// The (logical db, key) pairs EXEC locks for the queued commands: each command's keys in the database
 /// it will run in (a queued SELECT changes it for the commands after it), plus the keys a
 /// command names in another database (MOVE, COPY ... DB): the spec's [`DbRef`]s.
 pub(super) fn lock_set(queue: &[Queued], mut db: u16, databases: u16) -> Vec<(u16, Bytes)> {
@@ -257,14 +257,17 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     }
     let server = ctx.server;
     let storage = ctx.storage();
-    let mut keys = lock_set(&state.queue, ctx.db(), server.config.databases());
+    // No SWAPDB of another client falls between the queued commands.
+    let _pin = storage.dbs().pin();
+    let mut keys = lock_set(&state.queue, ctx.session.db, server.config.databases());
     keys.extend(
         ctx.session
             .watches
             .keys()
             .map(|(db, k)| (db, Bytes::copy_from_slice(k))),
     );
-    let _guard = storage.lock_in(keys.iter().map(|(db, k)| (*db, &k[..])));
+    let dbs = storage.dbs();
+    let _guard = storage.lock_in(keys.iter().map(|(db, k)| (dbs.physical(*db), &k[..])));
     let dirty = ctx.session.watches.is_dirty(storage, ctx.now_ms);
     ctx.session.watches.clear();
     if dirty? {

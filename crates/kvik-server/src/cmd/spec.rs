@@ -60,6 +60,9 @@ bitflags::bitflags! {
         /// Changes no key but is propagated (PUBLISH, EVAL, FCALL): refused from read-only
         /// scripts like a write.
         const MAY_REPLICATE = 1 << 16;
+        /// Refused unless `enable-debug-command` allows it (DEBUG), when it arrives, so inside
+        /// MULTI at queueing time (Redis's internal CMD_PROTECTED; COMMAND INFO does not show it).
+        const PROTECTED = 1 << 17;
     }
 }
 
@@ -104,8 +107,11 @@ pub enum CacheEffect {
     Update,
     /// Drops the cached entries of the keys it touches.
     Invalidate,
-    /// Drops the whole cache (FLUSHDB, FLUSHALL, SWAPDB).
+    /// Drops the whole cache (FLUSHDB, FLUSHALL).
     Flush,
+    /// Changes which database the cached entries answer for (SWAPDB): none is touched, since
+    /// entries are keyed by on-disk database and the lookup translates.
+    Remap,
 }
 
 /// Where the keys are in the argument vector, as Redis's legacy (first, last, step) triple:

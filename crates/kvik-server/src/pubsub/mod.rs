@@ -18,6 +18,7 @@
 
 pub mod forward;
 pub mod mailbox;
+pub mod monitor;
 pub mod notify;
 
 use crate::clients::ClientInfo;
@@ -90,6 +91,9 @@ pub struct PubSub {
     /// the peers it forwards to, with the topology generation they were read at.
     forwarder: OnceLock<forward::Forwarder>,
     peers: Mutex<(u64, Arc<forward::Peers>)>,
+    /// MONITOR clients (see [`monitor`]), and their number (the fast path).
+    monitors: RwLock<Vec<Arc<ClientInfo>>>,
+    monitor_count: AtomicUsize,
 }
 
 /// One message encoded for both protocols (only the array header differs).
@@ -243,6 +247,15 @@ impl PubSub {
         } else {
             &msg.resp2
         };
+        self.push_limited(client, bytes);
+    }
+
+    /// Appends `bytes` to `client`'s mailbox unless that takes its unsent output past the
+    /// `pubsub` hard limit, which disconnects it instead (published messages, MONITOR lines).
+    fn push_limited(&self, client: &ClientInfo, bytes: &[u8]) {
+        if client.killed.load(Relaxed) {
+            return;
+        }
         let hard = self.settings.hard_limit.load(Relaxed) as usize;
         let pending = client.mailbox.len() + client.obuf.load(Relaxed);
         if hard > 0 && pending + bytes.len() > hard {

@@ -29,6 +29,7 @@ const ORDER: &[Section] = &[
     Section::Modules,
     Section::Commandstats,
     Section::Errorstats,
+    Section::Latencystats,
     Section::Cluster,
     Section::Keyspace,
     Section::Rocksdb,
@@ -46,6 +47,8 @@ enum Section {
     Modules,
     Commandstats,
     Errorstats,
+    /// Per-command latency percentiles (`latency-tracking`).
+    Latencystats,
     Cluster,
     Keyspace,
     /// kvik's own: RocksDB's caches, compactions and stalls (`INFO rocksdb`, `all`).
@@ -65,6 +68,7 @@ impl Section {
             Section::Modules => "modules",
             Section::Commandstats => "commandstats",
             Section::Errorstats => "errorstats",
+            Section::Latencystats => "latencystats",
             Section::Cluster => "cluster",
             Section::Keyspace => "keyspace",
             Section::Rocksdb => "rocksdb",
@@ -83,6 +87,7 @@ impl Section {
             Section::Modules => "Modules",
             Section::Commandstats => "Commandstats",
             Section::Errorstats => "Errorstats",
+            Section::Latencystats => "Latencystats",
             Section::Cluster => "Cluster",
             Section::Keyspace => "Keyspace",
             Section::Rocksdb => "RocksDB",
@@ -92,7 +97,10 @@ impl Section {
     /// In Redis's "default" set (what INFO without arguments prints). The RocksDB section reads
     /// a few dozen properties, so exporters polling plain INFO do not pay for it.
     fn is_default(self) -> bool {
-        !matches!(self, Section::Commandstats | Section::Rocksdb)
+        !matches!(
+            self,
+            Section::Commandstats | Section::Latencystats | Section::Rocksdb
+        )
     }
 }
 
@@ -146,6 +154,7 @@ pub fn render(server: &Server, args: &[&[u8]]) -> String {
                     w.field(&format!("errorstat_{prefix}"), format_args!("count={n}"));
                 }
             }
+            Section::Latencystats => latencystats_section(server, &mut w),
             Section::Cluster => w.field("cluster_enabled", server.cluster.node().is_some() as u8),
             Section::Keyspace => keyspace_section(server, &mut w),
             Section::Rocksdb => rocksdb_section(server, &mut w),
@@ -243,7 +252,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
 static PEAK: AtomicU64 = AtomicU64::new(0);
 
 /// Resident set size of this process in bytes, from /proc/self/statm.
-fn rss_bytes() -> u64 {
+pub fn rss_bytes() -> u64 {
     let pages = std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {
@@ -292,9 +301,14 @@ pub fn bytes_to_human(n: u64) -> String {
     format!("{n}B")
 }
 
-fn memory_section(server: &Server, w: &mut Lines<'_>) {
+/// The process's RSS now and the highest seen (Redis's used_memory and its peak).
+pub fn used_and_peak() -> (u64, u64) {
     let used = rss_bytes();
-    let peak = PEAK.fetch_max(used, Relaxed).max(used);
+    (used, PEAK.fetch_max(used, Relaxed).max(used))
+}
+
+fn memory_section(server: &Server, w: &mut Lines<'_>) {
+    let (used, peak) = used_and_peak();
     let total = total_system_memory();
     let st = &server.storage;
     w.field("used_memory", used);
@@ -315,7 +329,11 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
     let split = server.config.memory_split();
     w.field("maxmemory", split.total);
     w.field("maxmemory_human", bytes_to_human(split.total));
-    w.field("maxmemory_policy", "noeviction");
+    // Stored and reported; kvik never evicts (it decides OBJECT FREQ vs IDLETIME).
+    let policy = crate::config::Param::lookup("maxmemory-policy")
+        .map(|p| p.get(&server.config))
+        .unwrap_or_default();
+    w.field("maxmemory_policy", policy);
     w.field("mem_fragmentation_ratio", "1.00");
     w.field("mem_allocator", "libc");
     w.field("lazyfree_pending_objects", 0);
@@ -366,7 +384,6 @@ fn budget_fields(server: &Server, split: &crate::storage::budget::Split, w: &mut
 }
 
 fn persistence_section(server: &Server, w: &mut Lines<'_>) {
-    let started_secs = crate::clock::unix_ms() / 1000 - server.started.elapsed().as_secs();
     w.field("loading", 0);
     w.field("async_loading", 0);
     w.field("current_cow_peak", 0);
@@ -374,13 +391,10 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     w.field("current_fork_perc", "0.00");
     w.field("current_save_keys_processed", 0);
     w.field("current_save_keys_total", 0);
-    w.field("rdb_changes_since_last_save", 0);
-    w.field("rdb_bgsave_in_progress", 0);
-    w.field("rdb_last_save_time", started_secs);
-    w.field("rdb_last_bgsave_status", "ok");
-    w.field("rdb_last_bgsave_time_sec", -1);
-    w.field("rdb_current_bgsave_time_sec", -1);
-    w.field("rdb_saves", 0);
+    // SAVE and BGSAVE write RocksDB checkpoints (`saves`).
+    for (name, value) in server.saves.info_fields(&server.storage) {
+        w.field(name, value);
+    }
     // Every write goes to RocksDB's write-ahead log before it is acknowledged: that log is
     // kvik's append-only file, synced per `appendfsync`.
     w.field("aof_enabled", 1);
@@ -562,16 +576,41 @@ fn commandstats_section(server: &Server, w: &mut Lines<'_>) {
     }
 }
 
+/// `latency_percentiles_usec_<command>:p50=...,p99=...` for the commands that ran, at the
+/// percentiles of `latency-tracking-info-percentiles` (each the top of its histogram bucket).
+fn latencystats_section(server: &Server, w: &mut Lines<'_>) {
+    let percentiles: Vec<f64> = crate::config::Param::lookup("latency-tracking-info-percentiles")
+        .map(|p| p.get(&server.config))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for (id, c) in server.stats.commands.iter().enumerate() {
+        let Some(h) = server.latency.histogram(id) else {
+            continue;
+        };
+        let values: Vec<String> = percentiles
+            .iter()
+            .map(|p| format!("p{p}={:.3}", h.percentile(*p) as f64))
+            .collect();
+        w.field(
+            &format!("latency_percentiles_usec_{}", c.name),
+            values.join(","),
+        );
+    }
+}
+
 fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
     let storage = &server.storage;
     for db in 0..server.config.databases() {
-        let keys = storage.key_count(db);
+        let on_disk = storage.dbs().physical(db);
+        let keys = storage.key_count(on_disk);
         if keys > 0 {
             w.field(
                 &format!("db{db}"),
                 format_args!(
                     "keys={keys},expires={},avg_ttl=0",
-                    storage.expires_count(db)
+                    storage.expires_count(on_disk)
                 ),
             );
         }
@@ -680,7 +719,8 @@ mod tests {
     fn sections_follow_redis_selection_rules() {
         assert!(!selected(&[]).contains(&Section::Commandstats));
         assert!(!selected(&[]).contains(&Section::Rocksdb));
-        assert_eq!(selected(&[]).len(), ORDER.len() - 2);
+        assert!(!selected(&[]).contains(&Section::Latencystats));
+        assert_eq!(selected(&[]).len(), ORDER.len() - 3);
         assert_eq!(selected(&[b"RocksDB"]), vec![Section::Rocksdb]);
         assert_eq!(selected(&[b"ALL"]).len(), ORDER.len());
         assert_eq!(selected(&[b"everything"]).len(), ORDER.len());
@@ -691,7 +731,7 @@ mod tests {
         assert!(selected(&[b"nosuch"]).is_empty());
         assert_eq!(
             selected(&[b"default", b"commandstats"]).len(),
-            ORDER.len() - 1
+            ORDER.len() - 2
         );
     }
 

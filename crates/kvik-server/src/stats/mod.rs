@@ -3,6 +3,7 @@
 //! reporting only, never to make a decision another thread depends on.
 
 pub mod info;
+pub mod latency;
 pub mod slowlog;
 
 use crate::error::CmdError;

@@ -21,9 +21,11 @@
 //! in between) and adds the differences to the same WriteBatch. Handlers just write keys.
 
 pub mod budget;
+pub mod checkpoint;
 #[cfg(test)]
 mod count_tests;
 pub mod counts;
+pub mod dbmap;
 pub mod encoding;
 pub mod expire;
 pub mod expiry_index;
@@ -80,7 +82,8 @@ const VERSION_RESERVE: u64 = 1 << 24;
 /// transactions dirty, blocked clients learn that a key they wait on got data.
 pub trait WriteObserver: Send + Sync {
     /// `keys`: every key whose meta record the batch put or deleted, as (db, key, kind after the
-    /// write, or `None` if deleted).
+    /// write, or `None` if deleted). Observers see logical (client-visible) databases, here and
+    /// below (see `dbmap`).
     fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]);
     /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`).
     fn db_flushed(&self, db: Option<u16>);
@@ -196,6 +199,8 @@ pub struct Storage {
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
     wal: wal::WalGroup,
+    /// Logical (client-visible) database -> on-disk database (SWAPDB).
+    dbs: dbmap::DbMap,
 }
 
 impl Drop for Storage {
@@ -252,7 +257,7 @@ impl Storage {
         ];
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let _ = handle.set(Arc::downgrade(&db));
-        let storage = Storage {
+        let mut storage = Storage {
             db,
             fsync: AtomicU8::new(FsyncPolicy::Everysec as u8),
             locks: KeyLocks::default(),
@@ -265,7 +270,9 @@ impl Storage {
             commit_gate: RwLock::new(()),
             shared,
             wal: wal::WalGroup::default(),
+            dbs: dbmap::DbMap::default(),
         };
+        storage.dbs = dbmap::DbMap::load(storage.get_internal(dbmap::DB_MAP_KEY)?.as_deref());
         storage.init_versions()?;
         storage.load_counts()?;
         Ok(storage)
@@ -336,6 +343,24 @@ impl Storage {
     pub fn next_version_reserved(&self) -> Option<u64> {
         let v = self.version.fetch_add(1, Ordering::SeqCst) + 1;
         (v < *self.version_floor.lock()).then_some(v)
+    }
+
+    /// Which on-disk database holds each client-visible one (see `dbmap`).
+    pub fn dbs(&self) -> &dbmap::DbMap {
+        &self.dbs
+    }
+
+    /// SWAPDB: logical databases `a` and `b` trade their contents, in O(1) (one synced record;
+    /// no key is rewritten). The hot cache is keyed by on-disk database, so it stays right.
+    /// `then` runs right after, before any EXEC or script of another client can start (WATCH
+    /// and blocked clients are told there).
+    pub fn swap_dbs(&self, a: u16, b: u16, then: impl FnOnce()) -> StorageResult<()> {
+        self.dbs.swap(
+            a,
+            b,
+            |raw| self.put_internal(dbmap::DB_MAP_KEY, Some(raw)),
+            then,
+        )
     }
 
     /// Registers an observer of committed writes (see [`WriteObserver`]).
@@ -457,7 +482,7 @@ impl Storage {
                 Some((meta.kind, meta.expire_at_ms, v.slice(META_HEADER_LEN..)))
             });
             if !observers.is_empty() {
-                written.push((db, key, put.as_ref().map(|p| p.0)));
+                written.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0)));
             }
             // A put that did not decode is treated as a delete: the entry is dropped.
             self.cache.apply(db, key, put);
@@ -471,7 +496,7 @@ impl Storage {
                 .filter_map(|&(i, expired, created)| {
                     let (db, _, key) = decode_meta_key(&batch.effects[i].raw_key)?;
                     Some(KeyChange {
-                        db,
+                        db: self.dbs.logical(db),
                         key,
                         expired,
                         created,
@@ -559,6 +584,7 @@ impl Storage {
     }
 
     fn flushed(&self, db: Option<u16>) {
+        let db = db.map(|d| self.dbs.logical(d));
         for o in self.observers.read().iter() {
             o.db_flushed(db);
         }

@@ -72,6 +72,17 @@ const TEMPLATES: &[&str] = &[
     "COPY K K ?REPLACE",
     "OBJECT ENCODING K",
     "DBSIZE",
+    // databases: SWAPDB is O(1) in kvik (a table of on-disk databases), MOVE and COPY ... DB
+    // go through it; the final dataset is read in whatever database 0 now holds
+    "SWAPDB 0|1|2 0|1|2",
+    "SWAPDB 0 abc|99|-1",
+    "MOVE K 1|2",
+    "COPY K K DB 1|2 ?REPLACE",
+    // server-admin commands whose replies do not depend on timing: errors and empty answers
+    "OBJECT FREQ K",
+    "MEMORY USAGE K SAMPLES -1|abc",
+    "DEBUG SLEEP 0",
+    "LATENCY HISTORY command",
     // hashes
     "HSET K FV+",
     "HSETNX K F V",

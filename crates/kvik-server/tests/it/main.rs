@@ -24,6 +24,7 @@ mod lists;
 mod protocol;
 mod pubsub;
 mod scripting;
+mod server_admin;
 mod sets;
 mod storage_scale;
 mod streams;

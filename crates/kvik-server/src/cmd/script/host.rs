@@ -143,7 +143,8 @@ impl<'a> ServerHost<'a> {
         let storage: &'a crate::storage::Storage = &self.server.storage;
         let guard = storage
             .try_lock_in_for(
-                keys.iter().map(|(db, k)| (*db, &k[..])),
+                keys.iter()
+                    .map(|(db, k)| (storage.dbs().physical(*db), &k[..])),
                 UNDECLARED_LOCK_WAIT,
             )
             .ok_or(UNDECLARED_BUSY)?;

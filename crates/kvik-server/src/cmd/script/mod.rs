@@ -279,7 +279,11 @@ fn run(
         ..
     } = ctx;
     let server: &Server = server;
-    let _declared = server.storage.lock(session.db, keys);
+    // No SWAPDB of another client falls inside the script (re-entrant under EXEC).
+    let _pin = server.storage.dbs().pin();
+    let _declared = server
+        .storage
+        .lock(server.storage.dbs().physical(session.db), keys);
     let slot = server
         .cluster
         .node()
