@@ -34,6 +34,7 @@ pub mod logging;
 pub mod net;
 pub mod pool;
 pub mod pubsub;
+pub mod replication;
 pub mod reply;
 pub mod scripting;
 pub mod server;

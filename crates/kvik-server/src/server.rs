@@ -52,6 +52,10 @@ pub struct Server {
     pub cluster: crate::cluster::Cluster,
     /// EVAL's script cache, the function libraries, the running scripts (see `scripting`).
     pub scripts: crate::scripting::Scripts,
+    /// Replication role, ids, offsets and links (see `crate::replication`).
+    pub repl: crate::replication::Replication,
+    /// This server itself, for commands that start threads holding it (REPLICAOF).
+    me: OnceLock<std::sync::Weak<Server>>,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -126,9 +130,21 @@ impl Server {
             pool: OnceLock::new(),
             cluster: Default::default(),
             scripts: Default::default(),
+            repl: Default::default(),
+            me: OnceLock::new(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
         }
+    }
+
+    /// Remembers the `Arc` this server lives in (startup calls it once).
+    pub fn set_self(self: &Arc<Server>) {
+        let _ = self.me.set(Arc::downgrade(self));
+    }
+
+    /// The `Arc` this server lives in (set at startup; `None` in tests that build a bare one).
+    pub fn arc(&self) -> Option<Arc<Server>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Starts an orderly shutdown; returns at once.
@@ -259,7 +275,9 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 std::thread::sleep(Duration::from_millis(1000 / hz));
                 let now = crate::clock::unix_ms();
                 server.stats.sample_ops(now);
-                if server.config.active_expire.load(Ordering::Relaxed) {
+                // A replica applies its primary's expirations and counts; it writes none.
+                let replica = server.repl.is_replica();
+                if !replica && server.config.active_expire.load(Ordering::Relaxed) {
                     match expiry.run(
                         &server.storage,
                         server.config.databases(),
@@ -272,7 +290,12 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     }
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
-                    if let Err(e) = server.storage.fold_counts() {
+                    let folded = if replica {
+                        Ok(())
+                    } else {
+                        server.storage.fold_counts()
+                    };
+                    if let Err(e) = folded {
                         tracing::warn!(error = %e, "folding the key counts failed");
                     }
                     if server.storage.fsync_policy() == FsyncPolicy::Everysec {

@@ -34,6 +34,20 @@ pub struct Session {
     pub readonly: bool,
     /// Pub/sub subscriptions; dropping the session (disconnect) unsubscribes them.
     pub subs: crate::pubsub::Subscriptions,
+    /// REPLCONF listening-port: the port a replica on this connection serves clients on.
+    pub repl_port: Option<u16>,
+    /// Set by PSYNC: once the replies are sent, the I/O thread gives the socket (blocking
+    /// mode) to this and forgets the connection (see `crate::replication::primary`).
+    pub handoff: Option<Handoff>,
+}
+
+/// Takes over a connection's socket.
+pub struct Handoff(pub Box<dyn FnOnce(std::net::TcpStream) + Send>);
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handoff")
+    }
 }
 
 impl Session {
@@ -52,6 +66,8 @@ impl Session {
             asking: false,
             readonly: false,
             subs: Default::default(),
+            repl_port: None,
+            handoff: None,
         }
     }
 

@@ -35,6 +35,8 @@ pub fn run(config: Config) -> Result<(), String> {
     storage.set_fsync_policy(*config.appendfsync.read());
     let commands = crate::cmd::table().names();
     let server = Arc::new(Server::new(config, storage, commands));
+    server.set_self();
+    crate::replication::checkpoint::clean(&server);
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }
@@ -47,6 +49,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let io: Vec<Arc<dyn ClientIo>> = net.handles.iter().map(|h| h.clone() as _).collect();
     let _ = server.io_handles.set(io);
     install_signal_handlers(server.clone())?;
+    crate::replication::Replication::init(&server)
+        .map_err(|e| format!("cannot read the replication state: {e}"))?;
     let timer = spawn_timer(server.clone());
     let compactor = spawn_compactor(server.clone());
 

@@ -24,6 +24,7 @@ pub mod list;
 pub mod migrate;
 pub mod multi;
 pub mod pubsub;
+pub mod repl;
 pub mod run;
 pub mod script;
 pub mod set;
@@ -225,9 +226,16 @@ pub fn table() -> &'static CommandTable {
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
+            repl::COMMANDS,
         ])
     })
 }
+
+/// A write command on a read-only replica (`replica-read-only yes`).
+pub(crate) const READONLY_REPLICA: CmdError = CmdError::new(
+    crate::error::ErrorKind::ReadOnly,
+    "You can't write against a read only replica.",
+);
 
 /// The reply of a command that panicked (the connection lives on).
 pub(crate) const INTERNAL_ERROR: CmdError =
@@ -405,6 +413,13 @@ fn admit<'s>(
 ) -> Admit<'s> {
     if !session.authenticated && !entry.spec.flags.contains(Flags::NO_AUTH) {
         reject(server, session, out, Some(entry.id), &CmdError::noauth());
+        return Admit::Rejected;
+    }
+    if entry.spec.flags.contains(Flags::WRITE)
+        && server.config.repl.read_only.load(Ordering::Relaxed)
+        && server.repl.is_replica()
+    {
+        reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
         return Admit::Rejected;
     }
     let Some(node) = server.cluster.node() else {

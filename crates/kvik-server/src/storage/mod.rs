@@ -29,6 +29,7 @@ mod introspect;
 pub mod locks;
 pub mod members;
 pub mod options;
+pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;
