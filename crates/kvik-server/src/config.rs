@@ -108,7 +108,8 @@ fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
         [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => Ok(None),
         [host, port] => Ok(Some((
             host.to_string(),
-            port.parse().map_err(|_| "Invalid master port".to_string())?,
+            port.parse()
+                .map_err(|_| "Invalid master port".to_string())?,
         ))),
         _ => Err("replicaof takes a host and a port".into()),
     }

@@ -90,10 +90,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let Some(me) = server.arc() else {
         return Err(CmdError::fixed("replication is not available"));
     };
-    let position = server
-        .storage
-        .repl_position()
-        .map_err(CmdError::storage)?;
+    let position = server.storage.repl_position().map_err(CmdError::storage)?;
     *server.config.repl.replicaof.write() = Some((host.clone(), port));
     server.repl.follow(&me, host, port, position);
     ctx.out.ok();
@@ -145,15 +142,13 @@ fn wait(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let offset = server.storage.latest_seq();
     let timeout = (timeout > 0).then(|| Duration::from_millis(timeout as u64));
-    let acked = server
-        .repl
-        .wait_acks(offset, n.max(0) as usize, timeout);
+    let acked = server.repl.wait_acks(offset, n.max(0) as usize, timeout);
     ctx.out.int(acked as i64);
     Ok(())
 }
 
 fn replconf(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::syntax());
     }
     for pair in args[1..].chunks(2) {

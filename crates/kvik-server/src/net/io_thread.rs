@@ -592,7 +592,9 @@ impl IoThread {
         self.by_id.remove(&conn.client.id);
         let (stream, pending) = conn.into_parts();
         let mut stream = std::net::TcpStream::from(stream);
-        if stream.set_nonblocking(false).is_ok() && std::io::Write::write_all(&mut stream, &pending).is_ok() {
+        if stream.set_nonblocking(false).is_ok()
+            && std::io::Write::write_all(&mut stream, &pending).is_ok()
+        {
             (handoff.0)(stream);
         }
     }

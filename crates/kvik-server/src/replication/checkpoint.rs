@@ -38,7 +38,10 @@ pub fn make(server: &Server) -> io::Result<Made> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let base = base_dir(server);
     fs::create_dir_all(&base)?;
-    let dir = base.join(format!("checkpoint-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let dir = base.join(format!(
+        "checkpoint-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = fs::remove_dir_all(&dir);
     server.storage.checkpoint(&dir).map_err(io::Error::other)?;
     let mut made = Made { dir, seq: 0 };
@@ -97,9 +100,9 @@ pub fn receive(r: &mut impl Read, dir: &Path, mut progress: impl FnMut(u64)) -> 
                 file = Some((File::create(dir.join(name))?, size));
             }
             CHUNK => {
-                let (f, left) = file
-                    .as_mut()
-                    .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "chunk outside a file"))?;
+                let (f, left) = file.as_mut().ok_or_else(|| {
+                    io::Error::new(io::ErrorKind::InvalidData, "chunk outside a file")
+                })?;
                 if payload.len() as u64 > *left {
                     return Err(io::Error::new(io::ErrorKind::InvalidData, "file overrun"));
                 }

@@ -100,6 +100,9 @@ pub struct Replication {
     /// Notified on every replica acknowledgement (WAIT waits on it).
     acked: Condvar,
     next_link: AtomicU64,
+    /// Held by the link thread while it applies (a batch, a full sync) and by role changes, so
+    /// nothing is applied once a promotion or a new REPLICAOF has begun.
+    pub apply_gate: Mutex<()>,
     /// Full syncs served, partial resyncs accepted, partial resyncs refused (INFO stats).
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
@@ -120,6 +123,7 @@ impl Default for Replication {
             }),
             acked: Condvar::new(),
             next_link: AtomicU64::new(1),
+            apply_gate: Mutex::new(()),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
@@ -178,6 +182,7 @@ impl Replication {
         position: Option<Position>,
     ) {
         let generation = {
+            let _applying = self.apply_gate.lock();
             let mut s = self.state.lock();
             let position = position.or_else(|| {
                 s.following.is_none().then(|| Position {
@@ -209,19 +214,16 @@ impl Replication {
     /// Becomes a primary (REPLICAOF NO ONE, or a start without `replicaof` after following):
     /// the link stops, a new id is drawn, the old history stays continuable at exactly its end.
     pub fn promote(&self, storage: &Storage) -> StorageResult<()> {
+        let _applying = self.apply_gate.lock();
         let position = storage.repl_position()?;
         let mut s = self.state.lock();
-        let old = s
-            .following
-            .take()
-            .and_then(|f| f.position)
-            .or(position);
+        let old = s.following.take().and_then(|f| f.position).or(position);
         s.generation += 1;
         if let Some(p) = old {
             s.replid2 = p.replid;
             s.second_offset = p.offset as i64 + 1;
         } else {
-            s.replid2 = std::mem::replace(&mut s.replid, String::new());
+            s.replid2 = std::mem::take(&mut s.replid);
             s.second_offset = storage.latest_seq() as i64 + 1;
         }
         s.switch_seq = storage.latest_seq();
@@ -255,8 +257,7 @@ impl Replication {
         let s = self.state.lock();
         let from = if replid == s.replid {
             offset.checked_sub(1)
-        } else if replid == s.replid2 && s.second_offset >= 0 && offset == s.second_offset as u64
-        {
+        } else if replid == s.replid2 && s.second_offset >= 0 && offset == s.second_offset as u64 {
             Some(s.switch_seq)
         } else {
             None
@@ -310,7 +311,9 @@ impl Replication {
                 return count;
             }
             let step = Duration::from_millis(100);
-            let wait = deadline.map_or(step, |d| d.saturating_duration_since(Instant::now()).min(step));
+            let wait = deadline.map_or(step, |d| {
+                d.saturating_duration_since(Instant::now()).min(step)
+            });
             self.acked.wait_for(&mut s, wait);
         }
     }

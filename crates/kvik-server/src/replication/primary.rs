@@ -115,7 +115,9 @@ fn serve(server: &Arc<Server>, stream: TcpStream, req: Request) -> io::Result<()
     let after = match partial {
         Some(after) => {
             repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
-            write!(out, "+CONTINUE {replid}\r\n")?;
+            // The offset after which the stream continues: a replica that asked with this
+            // node's previous history continues in this node's own numbering.
+            write!(out, "+CONTINUE {replid} {after}\r\n")?;
             repl.replica_synced(link);
             after
         }

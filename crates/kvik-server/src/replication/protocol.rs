@@ -24,7 +24,10 @@ pub const CHUNK_SIZE: usize = 256 * 1024;
 pub fn write_frame(w: &mut impl Write, tag: u8, parts: &[&[u8]]) -> io::Result<()> {
     let len: usize = parts.iter().map(|p| p.len()).sum();
     if len > MAX_FRAME {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame too large"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "frame too large",
+        ));
     }
     w.write_all(&[tag])?;
     w.write_all(&(len as u32).to_le_bytes())?;
@@ -40,7 +43,10 @@ pub fn read_frame(r: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<u8> {
     r.read_exact(&mut head)?;
     let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
     if len > MAX_FRAME {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "frame too large"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
     }
     payload.clear();
     payload.resize(len, 0);

@@ -6,7 +6,8 @@
 use super::protocol::{self, ACK, BATCH, PING};
 use super::{checkpoint, LinkState};
 use crate::server::Server;
-use crate::storage::replica::Position;
+use crate::storage::replica::{append_batch, group_marks, Position};
+use std::collections::HashSet;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -20,6 +21,9 @@ const IDLE_POLL: Duration = Duration::from_millis(5);
 const ACK_EVERY: Duration = Duration::from_millis(50);
 /// Silence (the primary pings every second) after which the link is considered dead.
 const LINK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most bytes of batches held back waiting for the end of an atomic group; beyond it they are
+/// applied anyway (a group that never closes, e.g. its primary crashed in the middle).
+const HOLD_LIMIT: usize = 64 << 20;
 /// Pause before reconnecting.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -70,7 +74,10 @@ fn command(w: &mut TcpStream, r: &mut impl BufRead, args: &[&str]) -> io::Result
     r.read_line(&mut line)?;
     let line = line.trim_end().to_string();
     if line.is_empty() {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "primary closed the link"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "primary closed the link",
+        ));
     }
     Ok(line)
 }
@@ -94,7 +101,10 @@ fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> 
             return Err(io::Error::other(format!("AUTH refused: {reply}")));
         }
     }
-    let my_port = server.port.load(std::sync::atomic::Ordering::Relaxed).to_string();
+    let my_port = server
+        .port
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .to_string();
     let reply = command(&mut w, &mut r, &["REPLCONF", "listening-port", &my_port])?;
     if !reply.starts_with('+') {
         return Err(io::Error::other(format!("REPLCONF refused: {reply}")));
@@ -112,9 +122,12 @@ fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> 
             let replid = replid.to_string();
             full_sync(server, &mut r, generation, &replid)?
         }
-        ["+CONTINUE", replid] => {
+        ["+CONTINUE", replid, after] => {
             let mut p = position.ok_or_else(|| io::Error::other("CONTINUE without a position"))?;
             p.replid = replid.to_string();
+            p.offset = after
+                .parse()
+                .map_err(|_| io::Error::other(format!("bad CONTINUE: {reply}")))?;
             tracing::info!(replid = %p.replid, offset = p.offset, "partial resynchronization accepted");
             p
         }
@@ -147,10 +160,16 @@ fn full_sync(
         replid: replid.to_string(),
         offset: seq,
     };
-    let copied = server
-        .storage
-        .load_checkpoint(&dir, &position)
-        .map_err(io::Error::other)?;
+    let copied = {
+        let _applying = repl.apply_gate.lock();
+        if !repl.current(generation) {
+            return Err(io::Error::other("role changed during the full sync"));
+        }
+        server
+            .storage
+            .load_checkpoint(&dir, &position)
+            .map_err(io::Error::other)?
+    };
     let _ = std::fs::remove_dir_all(&dir);
     tracing::info!(
         records = copied,
@@ -179,6 +198,10 @@ fn stream_batches(
         protocol::write_frame(w, ACK, &[&offset.to_le_bytes()])
     };
     send_ack(w, position.offset)?;
+    let mut expected = position.offset + 1;
+    // Batches held back while an atomic group (EXEC, a script) is open, merged into one.
+    let mut held: Vec<u8> = Vec::new();
+    let mut open: HashSet<Vec<u8>> = HashSet::new();
     while repl.current(generation) && !server.is_shutting_down() {
         // A frame is read whole once its first byte is in: the timeout only applies while idle.
         let tag = match wait_readable(r) {
@@ -207,20 +230,41 @@ fn stream_batches(
                 let seq = protocol::u64_at(&payload)?;
                 let data = &payload[8..];
                 let count = rocksdb::WriteBatch::from_data(data).len() as u64;
-                if seq != position.offset + 1 {
+                if seq != expected {
                     return Err(io::Error::other(format!(
-                        "batch at {seq}, expected {}",
-                        position.offset + 1
+                        "batch at {seq}, expected {expected}"
                     )));
+                }
+                expected = seq + count.max(1);
+                let (opens, closes) = group_marks(data);
+                if held.is_empty() && opens.is_empty() {
+                    held.extend_from_slice(data);
+                } else {
+                    append_batch(&mut held, data);
+                    open.extend(opens);
+                    for c in &closes {
+                        open.remove(c);
+                    }
+                    if !open.is_empty() && held.len() < HOLD_LIMIT {
+                        continue; // part of a transaction: applied with the rest of it
+                    }
+                    open.clear();
                 }
                 let next = Position {
                     replid: position.replid.clone(),
-                    offset: seq + count.max(1) - 1,
+                    offset: expected - 1,
                 };
-                server
-                    .storage
-                    .apply_replicated(data, &next)
-                    .map_err(io::Error::other)?;
+                {
+                    let _applying = repl.apply_gate.lock();
+                    if !repl.current(generation) {
+                        break;
+                    }
+                    server
+                        .storage
+                        .apply_replicated(&held, &next)
+                        .map_err(io::Error::other)?;
+                }
+                held.clear();
                 *position = next;
                 let p = position.clone();
                 repl.set_link(generation, |f, _| {
@@ -243,9 +287,17 @@ fn stream_batches(
 /// True once a byte is buffered or readable; false when the idle poll timed out.
 fn wait_readable(r: &mut BufReader<TcpStream>) -> io::Result<bool> {
     match r.fill_buf() {
-        Ok([]) => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "primary closed the link")),
+        Ok([]) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "primary closed the link",
+        )),
         Ok(_) => Ok(true),
-        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
             Ok(false)
         }
         Err(e) => Err(e),

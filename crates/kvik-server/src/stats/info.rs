@@ -421,7 +421,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.field("rejected_connections", s.rejected_connections.load(Relaxed));
     w.field("sync_full", server.repl.sync_full.load(Relaxed));
     w.field("sync_partial_ok", server.repl.sync_partial_ok.load(Relaxed));
-    w.field("sync_partial_err", server.repl.sync_partial_err.load(Relaxed));
+    w.field(
+        "sync_partial_err",
+        server.repl.sync_partial_err.load(Relaxed),
+    );
     w.field("expired_keys", s.expired_keys.load(Relaxed));
     w.field("expired_stale_perc", "0.00");
     w.field("expired_time_cap_reached_count", 0);

@@ -7,8 +7,8 @@
 //! the write observers, [`Storage::apply_replicated`] does from the batch's own contents.
 
 use super::encoding::{decode_meta_key, meta_key, Meta};
-use super::{Storage, StorageResult, CF_COUNTS, CF_DATA, CF_EXPIRY, CF_META, CF_SCORE};
 use super::{FsyncPolicy, INTERNAL_DB};
+use super::{Storage, StorageResult, CF_COUNTS, CF_DATA, CF_EXPIRY, CF_META, CF_SCORE};
 use rocksdb::{DBWALIterator, Options, WriteBatch, WriteBatchIteratorCf, WriteOptions, DB};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -21,6 +21,91 @@ const REPL_ID_KEY: &[u8] = b"repl-id";
 const COPIED_CFS: [&str; 5] = [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS];
 /// Bytes per write batch while loading a checkpoint.
 const LOAD_BATCH_BYTES: usize = 4 << 20;
+
+/// The INTERNAL_DB key prefix of an atomic group's mark (see [`AtomicGroup`]).
+pub const GROUP_TAG: &[u8] = b"repl-group:";
+
+thread_local! {
+    /// The atomic group this thread's commits belong to, and whether one was committed.
+    static GROUP: std::cell::Cell<Option<(u64, bool)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Marks the commits of one atomic unit of several commits (EXEC, a script) so a replica
+/// applies them as one write: each of its batches puts the group's mark record, and the end of
+/// the group deletes it in a batch of its own. A replica holds back every batch from the first
+/// open mark until no mark is open (`replication::replica`), so readers there never see part
+/// of a transaction. Nested groups join the outer one.
+pub struct AtomicGroup<'a> {
+    storage: &'a Storage,
+    id: Option<u64>,
+}
+
+impl Drop for AtomicGroup<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id else {
+            return;
+        };
+        let wrote = GROUP.with(|g| g.replace(None)).is_some_and(|(_, w)| w);
+        if wrote {
+            let mut b = WriteBatch::default();
+            b.delete_cf(self.storage.meta_cf(), group_key(id));
+            let mut wo = WriteOptions::default();
+            wo.set_sync(self.storage.fsync_policy() == FsyncPolicy::Always);
+            if let Err(e) = self.storage.db.write_opt(b, &wo) {
+                tracing::warn!(error = %e, "closing an atomic group's mark failed");
+            }
+        }
+    }
+}
+
+fn group_key(id: u64) -> Vec<u8> {
+    let mut k = GROUP_TAG.to_vec();
+    k.extend_from_slice(&id.to_be_bytes());
+    meta_key(INTERNAL_DB, &k)
+}
+
+/// The group marks a replicated batch opens and closes (their keys), if it has any.
+pub fn group_marks(data: &[u8]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    if memchr::memmem::find(data, GROUP_TAG).is_none() {
+        return (Vec::new(), Vec::new());
+    }
+    struct Marks(Vec<Vec<u8>>, Vec<Vec<u8>>);
+    impl WriteBatchIteratorCf for Marks {
+        fn put_cf(&mut self, _: u32, key: &[u8], _: &[u8]) {
+            if is_group_key(key) {
+                self.0.push(key.to_vec());
+            }
+        }
+        fn delete_cf(&mut self, _: u32, key: &[u8]) {
+            if is_group_key(key) {
+                self.1.push(key.to_vec());
+            }
+        }
+        fn merge_cf(&mut self, _: u32, _: &[u8], _: &[u8]) {}
+    }
+    let mut m = Marks(Vec::new(), Vec::new());
+    WriteBatch::from_data(data).iterate_cf(&mut m);
+    (m.0, m.1)
+}
+
+fn is_group_key(raw: &[u8]) -> bool {
+    decode_meta_key(raw).is_some_and(|(db, _, key)| db == INTERNAL_DB && key.starts_with(GROUP_TAG))
+}
+
+/// Concatenates two raw write batches into one (the first's sequence number, both counts), as
+/// RocksDB's own `WriteBatchInternal::Append` does.
+pub fn append_batch(into: &mut Vec<u8>, next: &[u8]) {
+    const HEADER: usize = 12;
+    if into.len() < HEADER {
+        into.clear();
+        into.extend_from_slice(next);
+        return;
+    }
+    let count = |d: &[u8]| u32::from_le_bytes(d[8..12].try_into().unwrap_or_default());
+    let total = count(into) + next.get(..HEADER).map_or(0, count);
+    into[8..12].copy_from_slice(&total.to_le_bytes());
+    into.extend_from_slice(next.get(HEADER..).unwrap_or_default());
+}
 
 /// A replica's position in its primary's history.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +184,34 @@ pub fn checkpoint_seq(dir: &Path) -> StorageResult<u64> {
 }
 
 impl Storage {
+    /// Starts an atomic group for this thread (see [`AtomicGroup`]); it ends when dropped.
+    pub fn atomic_group(&self) -> AtomicGroup<'_> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = GROUP.with(|g| {
+            if g.get().is_some() {
+                return None;
+            }
+            let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            g.set(Some((id, false)));
+            Some(id)
+        });
+        AtomicGroup { storage: self, id }
+    }
+
+    /// Adds this thread's open group's mark to a batch being committed, if a group is open.
+    pub(super) fn mark_group(&self, batch: &mut WriteBatch) {
+        GROUP.with(|g| {
+            if let Some((id, _)) = g.get() {
+                batch.put_cf(
+                    self.meta_cf(),
+                    group_key(id),
+                    Meta::string(Vec::new(), 0).encode(),
+                );
+                g.set(Some((id, true)));
+            }
+        });
+    }
+
     /// The sequence number of the last write (a primary's replication offset).
     pub fn latest_seq(&self) -> u64 {
         self.db.latest_sequence_number()
@@ -269,8 +382,7 @@ impl Storage {
                 b.put_cf(cf, k, v);
                 copied += 1;
                 if b.size_in_bytes() >= LOAD_BATCH_BYTES {
-                    self.db
-                        .write_opt(std::mem::take(&mut b), &no_wal)?;
+                    self.db.write_opt(std::mem::take(&mut b), &no_wal)?;
                 }
                 it.next();
             }

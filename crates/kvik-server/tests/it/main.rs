@@ -21,6 +21,7 @@ mod keys_collections;
 mod lists;
 mod protocol;
 mod pubsub;
+mod replication;
 mod scripting;
 mod sets;
 mod storage_scale;

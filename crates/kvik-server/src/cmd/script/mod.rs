@@ -280,6 +280,8 @@ fn run(
     } = ctx;
     let server: &Server = server;
     let _declared = server.storage.lock(session.db, keys);
+    // Its commits reach replicas as one write.
+    let _atomic = server.storage.atomic_group();
     let slot = server
         .cluster
         .node()
