@@ -42,6 +42,10 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     crate::cmd::script::load_persisted(&server)?;
 
+    // The role is set before clients can connect, so a replica never takes a write.
+    crate::replication::Replication::init(&server)
+        .map_err(|e| format!("cannot read the replication state: {e}"))?;
+
     let workers = server.config.workers.load(Ordering::Relaxed) as usize;
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);
     let _ = server.pool.set(pool.clone());
@@ -49,8 +53,6 @@ pub fn run(config: Config) -> Result<(), String> {
     let io: Vec<Arc<dyn ClientIo>> = net.handles.iter().map(|h| h.clone() as _).collect();
     let _ = server.io_handles.set(io);
     install_signal_handlers(server.clone())?;
-    crate::replication::Replication::init(&server)
-        .map_err(|e| format!("cannot read the replication state: {e}"))?;
     let timer = spawn_timer(server.clone());
     let compactor = spawn_compactor(server.clone());
 

@@ -415,6 +415,9 @@ fn admit<'s>(
         reject(server, session, out, Some(entry.id), &CmdError::noauth());
         return Admit::Rejected;
     }
+    if entry.spec.flags.contains(Flags::WRITE) && !rtc {
+        server.repl.failover.wait_if_paused();
+    }
     if entry.spec.flags.contains(Flags::WRITE)
         && server.config.repl.read_only.load(Ordering::Relaxed)
         && server.repl.is_replica()

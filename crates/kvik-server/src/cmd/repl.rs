@@ -3,6 +3,7 @@
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CommandSpec, Flags, KeySpec};
+use crate::replication::failover::{Failover, Request};
 use crate::replication::{primary, LinkState};
 use std::time::Duration;
 
@@ -38,6 +39,10 @@ pub static COMMANDS: &[CommandSpec] = &[
             "3.0.0",
             "O(1)",
         ),
+    CommandSpec::new("failover", -1, ADMIN, KeySpec::NONE, failover)
+        .acl(&["admin", "slow", "dangerous"])
+        .group("server")
+        .doc("Starts a coordinated failover from a server to one of its replicas.", "6.2.0", "O(1)"),
     CommandSpec::new(
         "replconf",
         -1,
@@ -186,5 +191,59 @@ fn psync(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     ctx.session.handoff = Some(crate::session::Handoff(Box::new(move |stream| {
         primary::spawn(me, stream, req)
     })));
+    Ok(())
+}
+
+/// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]
+fn failover(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let server = ctx.server;
+    let mut req = Request {
+        target: None,
+        timeout: None,
+        force: false,
+    };
+    let mut abort = false;
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"to") && i + 2 < args.len() && req.target.is_none() {
+            let host = String::from_utf8_lossy(&args[i + 1]).into_owned();
+            let port = std::str::from_utf8(&args[i + 2])
+                .ok()
+                .and_then(|p| p.parse::<u16>().ok())
+                .ok_or(CmdError::not_integer())?;
+            req.target = Some((host, port));
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"force") && !req.force {
+            req.force = true;
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"abort") && !abort {
+            abort = true;
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"timeout") && i + 1 < args.len() && req.timeout.is_none()
+        {
+            let ms = kvik_resp::parse_i64(&args[i + 1]).ok_or(CmdError::not_integer())?;
+            if ms <= 0 {
+                return Err(CmdError::fixed("FAILOVER timeout must be greater than 0"));
+            }
+            req.timeout = Some(Duration::from_millis(ms as u64));
+            i += 2;
+        } else {
+            return Err(CmdError::syntax());
+        }
+    }
+    if abort {
+        if req.target.is_some() || req.force || req.timeout.is_some() {
+            return Err(CmdError::syntax());
+        }
+        server.repl.failover.abort().map_err(CmdError::fixed)?;
+        ctx.out.ok();
+        return Ok(());
+    }
+    let Some(me) = server.arc() else {
+        return Err(CmdError::fixed("replication is not available"));
+    };
+    Failover::start(&me, req).map_err(CmdError::fixed)?;
+    ctx.out.ok();
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! latest sequence number, a replica's the last one it applied.
 
 pub mod checkpoint;
+pub mod failover;
 pub mod primary;
 pub mod protocol;
 pub mod replica;
@@ -103,6 +104,8 @@ pub struct Replication {
     /// Held by the link thread while it applies (a batch, a full sync) and by role changes, so
     /// nothing is applied once a promotion or a new REPLICAOF has begun.
     pub apply_gate: Mutex<()>,
+    /// FAILOVER's state and its pause of writes.
+    pub failover: failover::Failover,
     /// Full syncs served, partial resyncs accepted, partial resyncs refused (INFO stats).
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
@@ -124,6 +127,7 @@ impl Default for Replication {
             acked: Condvar::new(),
             next_link: AtomicU64::new(1),
             apply_gate: Mutex::new(()),
+            failover: Default::default(),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),

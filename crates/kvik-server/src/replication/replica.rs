@@ -101,6 +101,12 @@ fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> 
             return Err(io::Error::other(format!("AUTH refused: {reply}")));
         }
     }
+    // At start the link may run before the listener is bound.
+    let port_known = Instant::now() + HANDSHAKE_TIMEOUT;
+    while server.port.load(std::sync::atomic::Ordering::Relaxed) == 0 && Instant::now() < port_known
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let my_port = server
         .port
         .load(std::sync::atomic::Ordering::Relaxed)

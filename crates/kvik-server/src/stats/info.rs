@@ -551,7 +551,7 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
             ),
         );
     }
-    w.field("master_failover_state", "no-failover");
+    w.field("master_failover_state", server.repl.failover.state_name());
     w.field("master_replid", &snap.replid);
     w.field("master_replid2", &snap.replid2);
     w.field("master_repl_offset", snap.offset);

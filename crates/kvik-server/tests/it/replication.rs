@@ -288,6 +288,21 @@ fn replica_is_read_only_and_role_info_and_wait_have_redis_shapes() {
     let _ = err(&mut r, &["INCR", "n"]);
     assert!(err(&mut r, &["EXEC"]).starts_with("EXECABORT"));
     assert_eq!(q::<String>(&mut r, &["GET", "k"]), "v");
+    let script = err(
+        &mut r,
+        &["EVAL", "return redis.call('SET', KEYS[1], 'x')", "1", "k"],
+    );
+    assert!(
+        script.contains("READONLY You can't write against a read only replica."),
+        "{script}"
+    );
+    assert_eq!(
+        q::<String>(
+            &mut r,
+            &["EVAL", "return redis.call('GET', KEYS[1])", "1", "k"]
+        ),
+        "v"
+    );
 
     // WAIT on the primary: the replica acknowledges.
     let _: () = q(&mut p, &["SET", "k2", "v2"]);
@@ -465,4 +480,58 @@ fn the_old_primary_continues_without_a_full_sync_when_it_did_not_diverge() {
     converged(&mut n, &mut o);
     assert_eq!(stat(&mut n, "sync_full"), 0);
     assert_eq!(stat(&mut n, "sync_partial_ok"), 1);
+}
+
+#[test]
+fn a_replica_authenticates_with_masterauth() {
+    let primary = TestServer::start_with(&["--requirepass", "s3cret"]);
+    let replica = start_replica_of(&primary, &["--masterauth", "s3cret"]);
+    let stranger = start_replica_of(&primary, &["--masterauth", "wrong"]);
+    let mut p = primary.client();
+    let _: () = q(&mut p, &["AUTH", "s3cret"]);
+    let _: () = q(&mut p, &["SET", "k", "v"]);
+    let mut r = replica.client();
+    assert!(caught_up(&mut p, &mut r));
+    assert_eq!(q::<String>(&mut r, &["GET", "k"]), "v");
+    let mut s = stranger.client();
+    assert_eq!(field(&mut s, "master_link_status"), "down");
+    assert_eq!(q::<Option<String>>(&mut s, &["GET", "k"]), None);
+}
+
+#[test]
+fn failover_swaps_roles_without_a_full_sync() {
+    let a = TestServer::start();
+    let b = start_replica_of(&a, &[]);
+    let lone = TestServer::start();
+    let (mut ca, mut cb) = (a.client(), b.client());
+    assert_eq!(
+        err(&mut lone.client(), &["FAILOVER"]),
+        "ERR FAILOVER requires connected replicas."
+    );
+    assert_eq!(
+        err(&mut cb, &["FAILOVER"]),
+        "ERR FAILOVER is not valid when server is a replica."
+    );
+    assert_eq!(
+        err(&mut ca, &["FAILOVER", "ABORT"]),
+        "ERR No failover in progress."
+    );
+    mixed_load(&mut ca, 0);
+    assert!(caught_up(&mut ca, &mut cb));
+    let _: () = q(&mut ca, &["FAILOVER", "TIMEOUT", "20000"]);
+    assert!(kvik_testkit::eventually(CONVERGE, || {
+        field(&mut ca, "role") == "slave"
+            && field(&mut ca, "master_link_status") == "up"
+            && field(&mut cb, "role") == "master"
+    }));
+    assert_eq!(field(&mut ca, "master_failover_state"), "no-failover");
+    assert_eq!(
+        err(&mut ca, &["SET", "k", "v"]),
+        "READONLY You can't write against a read only replica."
+    );
+    let _: () = q(&mut cb, &["SET", "k", "v"]);
+    assert!(caught_up(&mut cb, &mut ca));
+    converged(&mut cb, &mut ca);
+    assert_eq!(stat(&mut cb, "sync_full"), 0, "the old primary continued");
+    assert_eq!(stat(&mut cb, "sync_partial_ok"), 1);
 }
