@@ -12,7 +12,7 @@ use super::checkpoint;
 use super::protocol::{self, BATCH, PING};
 use crate::server::Server;
 use crate::storage::Storage;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -223,7 +223,5 @@ fn spawn_ack_reader(server: Arc<Server>, stream: TcpStream, link: u64, alive: Ar
                 }
             }
             alive.store(false, Ordering::SeqCst);
-            // Drains what may still arrive, so the peer's close is not a reset.
-            let _ = r.read(&mut [0u8; 64]);
         });
 }

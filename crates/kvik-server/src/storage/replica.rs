@@ -6,9 +6,10 @@
 //! the primary's count deltas and expiry index changes. What commit does for the hot cache and
 //! the write observers, [`Storage::apply_replicated`] does from the batch's own contents.
 
-use super::encoding::{decode_meta_key, meta_key, Meta};
+use super::encoding::{decode_meta_key, meta_key, Kind, Meta, META_HEADER_LEN};
 use super::{FsyncPolicy, INTERNAL_DB};
 use super::{Storage, StorageResult, CF_COUNTS, CF_DATA, CF_EXPIRY, CF_META, CF_SCORE};
+use bytes::Bytes;
 use rocksdb::{DBWALIterator, Options, WriteBatch, WriteBatchIteratorCf, WriteOptions, DB};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -143,8 +144,8 @@ struct Walk {
     ids: Option<(u32, u32)>,
     /// Operations seen; fewer than the batch's count means a range delete stopped the walk.
     ops: usize,
-    /// Raw meta keys put or deleted.
-    meta_keys: Vec<Vec<u8>>,
+    /// Raw meta keys put (with the value) or deleted, in batch order.
+    meta_keys: Vec<(Vec<u8>, Option<Bytes>)>,
     /// Count delta records put (key, value).
     deltas: Vec<(Vec<u8>, Vec<u8>)>,
     /// The first column family id seen (used to learn the ids).
@@ -157,7 +158,8 @@ impl WriteBatchIteratorCf for Walk {
         self.first_cf.get_or_insert(cf_id);
         if let Some((meta, counts)) = self.ids {
             if cf_id == meta {
-                self.meta_keys.push(key.to_vec());
+                self.meta_keys
+                    .push((key.to_vec(), Some(Bytes::copy_from_slice(value))));
             } else if cf_id == counts {
                 self.deltas.push((key.to_vec(), value.to_vec()));
             }
@@ -167,7 +169,7 @@ impl WriteBatchIteratorCf for Walk {
     fn delete_cf(&mut self, cf_id: u32, key: &[u8]) {
         self.ops += 1;
         if self.ids.is_some_and(|(meta, _)| meta == cf_id) {
-            self.meta_keys.push(key.to_vec());
+            self.meta_keys.push((key.to_vec(), None));
         }
     }
 
@@ -299,12 +301,22 @@ impl Storage {
         };
         batch.iterate_cf(&mut walk);
         let whole = walk.ops >= batch.len();
-        let keys: Vec<(u16, &[u8])> = walk
+        // (db, key, what the cache and the observers learn: kind, expiry and payload of a put)
+        type Put = Option<(Kind, u64, Bytes)>;
+        let keys: Vec<(u16, &[u8], Put)> = walk
             .meta_keys
             .iter()
-            .filter_map(|k| decode_meta_key(k).map(|(db, _, key)| (db, key)))
+            .filter_map(|(k, v)| {
+                let (db, _, key) = decode_meta_key(k)?;
+                let put = v.as_ref().and_then(|v| {
+                    let kind = Kind::from_byte(*v.first()?)?;
+                    let expire_at = u64::from_be_bytes(v.get(1..9)?.try_into().ok()?);
+                    Some((kind, expire_at, v.slice(META_HEADER_LEN..)))
+                });
+                Some((db, key, put))
+            })
             .collect();
-        for &(db, key) in &keys {
+        for &(db, key, _) in &keys {
             self.cache.begin_write(db, key);
         }
         batch.put_cf(
@@ -315,17 +327,16 @@ impl Storage {
         let mut wo = WriteOptions::default();
         wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
         let result = self.db.write_opt(batch, &wo);
-        for &(db, key) in &keys {
-            self.cache.apply(db, key, None);
+        // As commit: a cached entry takes the new value, a delete (or a failed write) drops it.
+        for (db, key, put) in &keys {
+            self.cache
+                .apply(*db, key, put.clone().filter(|_| result.is_ok()));
         }
         let observers = self.observers.read();
         if !keys.is_empty() && !observers.is_empty() {
-            let written: Vec<(u16, &[u8], Option<super::encoding::Kind>)> = keys
+            let written: Vec<(u16, &[u8], Option<Kind>)> = keys
                 .iter()
-                .map(|&(db, key)| {
-                    let kind = self.get_meta(db, key).ok().flatten().map(|m| m.kind);
-                    (db, key, kind)
-                })
+                .map(|(db, key, put)| (*db, *key, put.as_ref().map(|p| p.0)))
                 .collect();
             for o in observers.iter() {
                 o.keys_written(&written);
