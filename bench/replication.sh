@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 19: what a replica costs its primary, and how long a full sync takes.
 #
-# 1. SET throughput on the primary with 0 and with 1 replica attached, alternating (0 1 0 1 ...)
-#    on fresh servers, -P 1 and -P 16; prints the medians and the ratio.
+# 1. SET throughput on the primary with 0 and with 1 replica attached, alternating (kvik 0, kvik
+#    1, redis 0, redis 1, ...) on fresh servers, -P 1 and -P 16, and how far behind (ms) the
+#    replica is when the load ends; prints the medians and the ratios. redis-server runs
+#    without persistence (lib.sh); kvik with its WAL (appendfsync everysec).
 # 2. Full sync: loads SYNC_MB of 1 KB values into a primary, starts a replica, and times until
 #    the replica's link is up and its offset reached the primary's; prints seconds per GB.
 #
-#   bench/replication.sh                       # ~3 min
+#   bench/replication.sh                       # ~4 min
 #   ROUNDS=5 N=200000 SYNC_MB=1024 bench/replication.sh
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/replication.sh
@@ -28,35 +30,56 @@ run() { # label port pipeline
   echo "$1,SET -P $3,$rps" >>"$RESULTS"
 }
 
+caught_up_ms() { # primary-port replica-port: ms until the replica's offset reached the primary's
+  local t0 t1 target
+  t0=$(date +%s%N)
+  target=$(field "$1" master_repl_offset)
+  until [ "$(field "$2" slave_repl_offset)" -ge "$target" ]; do sleep 0.005; done
+  t1=$(date +%s%N)
+  echo $(((t1 - t0) / 1000000))
+}
+
 echo "machine: $(nproc) cores; load: $(uptime | sed 's/.*load average/load average/')"
 for round in $(seq 1 "$ROUNDS"); do
-  for replicas in 0 1; do
-    port=$(free_port)
-    start_kvik "$port" "p$replicas-$round"
-    ppid=${PIDS[-1]}
-    rpid=
-    if [ "$replicas" = 1 ]; then
-      rport=$(free_port)
-      start_kvik "$rport" "r$round" --replicaof "127.0.0.1 $port"
-      rpid=${PIDS[-1]}
-      until [ "$(field "$rport" master_link_status)" = up ]; do sleep 0.1; done
-    fi
-    for p in 1 16; do
-      run "$replicas replica(s)" "$port" "$p"
+  for kind in kvik redis; do
+    for replicas in 0 1; do
+      port=$(free_port)
+      start_$kind "$port" "$kind-p$replicas-$round"
+      ppid=${PIDS[-1]}
+      rpid=
+      if [ "$replicas" = 1 ]; then
+        rport=$(free_port)
+        if [ "$kind" = kvik ]; then
+          start_kvik "$rport" "$kind-r$round" --replicaof "127.0.0.1 $port"
+        else
+          start_redis "$rport" "$kind-r$round" --replicaof 127.0.0.1 "$port"
+        fi
+        rpid=${PIDS[-1]}
+        until [ "$(field "$rport" master_link_status)" = up ]; do sleep 0.1; done
+      fi
+      for p in 1 16; do
+        run "$kind $replicas" "$port" "$p"
+        if [ "$replicas" = 1 ]; then
+          echo "$kind $replicas,catch-up ms after SET -P $p,$(caught_up_ms "$port" "$rport")" >>"$RESULTS"
+        fi
+      done
+      kill "$ppid" $rpid; wait "$ppid" $rpid 2>/dev/null || true
     done
-    kill "$ppid" $rpid; wait "$ppid" $rpid 2>/dev/null || true
   done
 done
 python3 - "$RESULTS" <<'PY'
 import csv, statistics, sys
 rows = {}
-for side, test, rps in csv.reader(open(sys.argv[1])):
-    rows.setdefault((test, side), []).append(float(rps))
-print("| test | 0 replicas rps | 1 replica rps | 1/0 |")
-print("|---|---|---|---|")
-for test in sorted({t for t, _ in rows}):
-    a, b = statistics.median(rows[(test, "0 replica(s)")]), statistics.median(rows[(test, "1 replica(s)")])
-    print(f"| {test} | {a:,.0f} | {b:,.0f} | {b / a:.2f} |")
+for side, test, v in csv.reader(open(sys.argv[1])):
+    rows.setdefault((test, side), []).append(float(v))
+m = lambda t, s: statistics.median(rows[(t, s)])
+print("| test | kvik 0 replicas | kvik 1 replica | kvik 1/0 | redis 0 replicas | redis 1 replica | redis 1/0 |")
+print("|---|---|---|---|---|---|---|")
+for t in sorted({t for t, _ in rows if t.startswith("SET")}):
+    k0, k1, r0, r1 = m(t, "kvik 0"), m(t, "kvik 1"), m(t, "redis 0"), m(t, "redis 1")
+    print(f"| {t} rps | {k0:,.0f} | {k1:,.0f} | {k1 / k0:.2f} | {r0:,.0f} | {r1:,.0f} | {r1 / r0:.2f} |")
+for t in sorted({t for t, _ in rows if t.startswith("catch-up")}):
+    print(f"| {t} (replica behind when the load ends) | | {m(t, 'kvik 1'):.0f} | | | {m(t, 'redis 1'):.0f} | |")
 PY
 
 keys=$((SYNC_MB * 1024))
