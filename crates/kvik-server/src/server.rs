@@ -275,8 +275,9 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 std::thread::sleep(Duration::from_millis(1000 / hz));
                 let now = crate::clock::unix_ms();
                 server.stats.sample_ops(now);
-                // A replica applies its primary's expirations and counts; it writes none.
-                let replica = server.repl.is_replica();
+                // A replica applies its primary's expirations and counts; it writes none. Nor
+                // does a primary whose writes FAILOVER paused.
+                let replica = server.repl.is_replica() || server.repl.failover.writes_paused();
                 if !replica && server.config.active_expire.load(Ordering::Relaxed) {
                     match expiry.run(
                         &server.storage,

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 /// become a replica meanwhile, gets READONLY).
 pub const MAX_PAUSE: Duration = Duration::from_secs(10);
 
+/// How long the offset must stay unchanged before the replica is promoted.
+const SETTLE: Duration = Duration::from_millis(100);
+
 const NONE: u8 = 0;
 const WAITING: u8 = 1;
 const IN_PROGRESS: u8 = 2;
@@ -53,6 +56,12 @@ impl Failover {
         while self.paused.load(Ordering::Acquire) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Whether writes are paused: the timer's own writes (active expiry, the counts' fold)
+    /// pause too, so the offset the replica must reach stays put.
+    pub fn writes_paused(&self) -> bool {
+        self.paused.load(Ordering::Acquire)
     }
 
     /// FAILOVER ABORT.
@@ -118,11 +127,18 @@ fn run(server: &Arc<Server>, req: Request) -> Result<(), String> {
     let deadline = req.timeout.map(|t| Instant::now() + t);
     // Wait until a replica acknowledged every write (writes already admitted may still
     // commit after the pause began, so the offset is read again each round).
+    // The offset must also have stopped moving for a while (a timer write that began before
+    // the pause may still land).
+    let mut last = (server.storage.latest_seq(), Instant::now());
     let target = loop {
         if f.abort.load(Ordering::SeqCst) {
             return Err("FAILOVER ABORT".into());
         }
         let offset = server.storage.latest_seq();
+        if offset != last.0 {
+            last = (offset, Instant::now());
+        }
+        let settled = last.1.elapsed() >= SETTLE;
         let replicas = repl.snapshot(&server.storage).replicas;
         let caught_up = replicas.iter().find(|r| {
             r.ack >= offset
@@ -131,7 +147,7 @@ fn run(server: &Arc<Server>, req: Request) -> Result<(), String> {
                     .as_ref()
                     .is_none_or(|(h, p)| &r.ip == h && r.port == *p)
         });
-        if let Some(r) = caught_up {
+        if let (Some(r), true) = (caught_up, settled) {
             break (r.ip.clone(), r.port);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -24,6 +24,8 @@ const LINK_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most bytes of batches held back waiting for the end of an atomic group; beyond it they are
 /// applied anyway (a group that never closes, e.g. its primary crashed in the middle).
 const HOLD_LIMIT: usize = 64 << 20;
+/// Most bytes of batches merged into one write while catching up.
+const MERGE_LIMIT: usize = 4 << 20;
 /// Pause before reconnecting.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -186,6 +188,42 @@ fn full_sync(
     Ok(position)
 }
 
+/// Batches received but not applied yet, merged into one write: the rest of an open atomic
+/// group (EXEC, a script), or, while more frames are already buffered, the next batches
+/// (a replica behind its primary catches up in large writes instead of one per batch).
+struct Pending {
+    data: Vec<u8>,
+    /// Mark keys of the atomic groups opened and not closed yet.
+    open: HashSet<Vec<u8>>,
+    /// The sequence number the next batch must start at.
+    expected: u64,
+}
+
+impl Pending {
+    /// Adds one batch; false if it does not start where the previous one ended.
+    fn add(&mut self, seq: u64, data: &[u8]) -> bool {
+        if seq != self.expected {
+            return false;
+        }
+        self.expected = seq + (rocksdb::WriteBatch::from_data(data).len() as u64).max(1);
+        let (opens, closes) = group_marks(data);
+        append_batch(&mut self.data, data);
+        self.open.extend(opens);
+        for c in &closes {
+            self.open.remove(c);
+        }
+        if self.data.len() >= HOLD_LIMIT {
+            self.open.clear(); // a group that never closes is applied anyway
+        }
+        true
+    }
+
+    /// Whether what is held may be applied now (no atomic group left open).
+    fn ready(&self) -> bool {
+        !self.data.is_empty() && self.open.is_empty()
+    }
+}
+
 /// Applies the primary's batches in order until the link fails or the role changes.
 fn stream_batches(
     server: &Arc<Server>,
@@ -204,90 +242,106 @@ fn stream_batches(
         protocol::write_frame(w, ACK, &[&offset.to_le_bytes()])
     };
     send_ack(w, position.offset)?;
-    let mut expected = position.offset + 1;
-    // Batches held back while an atomic group (EXEC, a script) is open, merged into one.
-    let mut held: Vec<u8> = Vec::new();
-    let mut open: HashSet<Vec<u8>> = HashSet::new();
+    let mut pending = Pending {
+        data: Vec::new(),
+        open: HashSet::new(),
+        expected: position.offset + 1,
+    };
     while repl.current(generation) && !server.is_shutting_down() {
-        // A frame is read whole once its first byte is in: the timeout only applies while idle.
-        let tag = match wait_readable(r) {
-            Ok(true) => {
-                r.get_ref().set_read_timeout(Some(LINK_TIMEOUT))?;
-                let t = protocol::read_frame(r, &mut payload);
-                r.get_ref().set_read_timeout(Some(IDLE_POLL))?;
-                t?
+        let tag = if frame_buffered(r) {
+            protocol::read_frame(r, &mut payload)?
+        } else {
+            // Nothing (whole) buffered: apply what is held, acknowledge, then wait.
+            if pending.ready() && !apply(server, generation, &mut pending, position)? {
+                break;
             }
-            Ok(false) => {
-                if acked != Some(position.offset) {
-                    send_ack(w, position.offset)?;
-                    acked = Some(position.offset);
-                    last_ack = Instant::now();
-                }
-                if last_io.elapsed() > LINK_TIMEOUT {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "primary silent"));
-                }
-                continue;
+            if acked != Some(position.offset)
+                && (last_ack.elapsed() >= ACK_EVERY || r.buffer().is_empty())
+            {
+                send_ack(w, position.offset)?;
+                acked = Some(position.offset);
+                last_ack = Instant::now();
             }
-            Err(e) => return Err(e),
+            match wait_readable(r)? {
+                true => {
+                    // A frame is read whole once its first byte is in: the long timeout.
+                    r.get_ref().set_read_timeout(Some(LINK_TIMEOUT))?;
+                    let t = protocol::read_frame(r, &mut payload);
+                    r.get_ref().set_read_timeout(Some(IDLE_POLL))?;
+                    t?
+                }
+                false => {
+                    if last_io.elapsed() > LINK_TIMEOUT {
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, "primary silent"));
+                    }
+                    continue;
+                }
+            }
         };
         last_io = Instant::now();
         match tag {
             BATCH => {
                 let seq = protocol::u64_at(&payload)?;
-                let data = &payload[8..];
-                let count = rocksdb::WriteBatch::from_data(data).len() as u64;
-                if seq != expected {
+                if !pending.add(seq, &payload[8..]) {
                     return Err(io::Error::other(format!(
-                        "batch at {seq}, expected {expected}"
+                        "batch at {seq}, expected {}",
+                        pending.expected
                     )));
                 }
-                expected = seq + count.max(1);
-                let (opens, closes) = group_marks(data);
-                if held.is_empty() && opens.is_empty() {
-                    held.extend_from_slice(data);
-                } else {
-                    append_batch(&mut held, data);
-                    open.extend(opens);
-                    for c in &closes {
-                        open.remove(c);
-                    }
-                    if !open.is_empty() && held.len() < HOLD_LIMIT {
-                        continue; // part of a transaction: applied with the rest of it
-                    }
-                    open.clear();
-                }
-                let next = Position {
-                    replid: position.replid.clone(),
-                    offset: expected - 1,
-                };
-                {
-                    let _applying = repl.apply_gate.lock();
-                    if !repl.current(generation) {
-                        break;
-                    }
-                    server
-                        .storage
-                        .apply_replicated(&held, &next)
-                        .map_err(io::Error::other)?;
-                }
-                held.clear();
-                *position = next;
-                let p = position.clone();
-                repl.set_link(generation, |f, _| {
-                    f.position = Some(p);
-                    f.last_io = Some(Instant::now());
-                });
-                if last_ack.elapsed() >= ACK_EVERY {
-                    send_ack(w, position.offset)?;
-                    acked = Some(position.offset);
-                    last_ack = Instant::now();
+                // Merged with the next ones while they are already here (up to MERGE_LIMIT).
+                let now = pending.data.len() >= MERGE_LIMIT || !frame_buffered(r);
+                if pending.ready() && now && !apply(server, generation, &mut pending, position)? {
+                    break;
                 }
             }
             PING => repl.set_link(generation, |f, _| f.last_io = Some(Instant::now())),
             t => return Err(io::Error::other(format!("unexpected frame {t}"))),
         }
+        if acked != Some(position.offset) && last_ack.elapsed() >= ACK_EVERY {
+            send_ack(w, position.offset)?;
+            acked = Some(position.offset);
+            last_ack = Instant::now();
+        }
     }
     Ok(())
+}
+
+/// Applies what `pending` holds and moves `position`; false if the role changed first.
+fn apply(
+    server: &Server,
+    generation: u64,
+    pending: &mut Pending,
+    position: &mut Position,
+) -> io::Result<bool> {
+    let repl = &server.repl;
+    let next = Position {
+        replid: position.replid.clone(),
+        offset: pending.expected - 1,
+    };
+    {
+        let _applying = repl.apply_gate.lock();
+        if !repl.current(generation) {
+            return Ok(false);
+        }
+        server
+            .storage
+            .apply_replicated(&pending.data, &next)
+            .map_err(io::Error::other)?;
+    }
+    pending.data.clear();
+    *position = next;
+    let p = position.clone();
+    repl.set_link(generation, |f, _| {
+        f.position = Some(p);
+        f.last_io = Some(Instant::now());
+    });
+    Ok(true)
+}
+
+/// True if a whole frame is already in the reader's buffer.
+fn frame_buffered(r: &BufReader<TcpStream>) -> bool {
+    let b = r.buffer();
+    b.len() >= 5 && b.len() - 5 >= u32::from_le_bytes([b[1], b[2], b[3], b[4]]) as usize
 }
 
 /// True once a byte is buffered or readable; false when the idle poll timed out.

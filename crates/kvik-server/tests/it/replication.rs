@@ -535,3 +535,72 @@ fn failover_swaps_roles_without_a_full_sync() {
     assert_eq!(stat(&mut cb, "sync_full"), 0, "the old primary continued");
     assert_eq!(stat(&mut cb, "sync_partial_ok"), 1);
 }
+
+#[test]
+fn redis_py_sees_a_replica_as_redis_shows_one() {
+    let primary = TestServer::start();
+    let replica = start_replica_of(&primary, &[]);
+    let mut p = primary.client();
+    let _: () = q(&mut p, &["SET", "k", "v"]);
+    assert!(caught_up(&mut p, &mut replica.client()));
+    let script = r#"
+import sys, redis
+r = redis.Redis(port=int(sys.argv[1]), socket_timeout=20)
+role = r.role()
+print(role[0], role[3])
+info = r.info("replication")
+print(info["role"], info["master_link_status"], info["connected_slaves"])
+try:
+    r.set("k", "w")
+except redis.exceptions.ReadOnlyError as e:
+    print("ReadOnlyError", e)
+print(r.get("k"))
+"#;
+    let Some(out) = kvik_testkit::python_stdout(script, &[&replica.port.to_string()]) else {
+        return;
+    };
+    assert_eq!(
+        out,
+        "b'slave' b'connected'\nslave up 0\nReadOnlyError You can't write against a read only replica.\nb'v'\n"
+    );
+}
+
+#[test]
+fn writes_acknowledged_by_wait_survive_the_primary_being_killed() {
+    let mut primary = TestServer::start();
+    let replica = start_replica_of(&primary, &[]);
+    let mut r = replica.client();
+    assert!(caught_up(&mut primary.client(), &mut r));
+    // A writer: SETs, and every 20 a WAIT 1; what it saw acknowledged by the replica counts.
+    let mut p = primary.client();
+    let writer = std::thread::spawn(move || {
+        let mut confirmed = 0;
+        for i in 0.. {
+            let set = redis::cmd("SET")
+                .arg(format!("w{i}"))
+                .arg(i)
+                .query::<()>(&mut p);
+            if set.is_err() {
+                break;
+            }
+            if i % 20 == 19 {
+                match redis::cmd("WAIT").arg(1).arg(5000).query::<i64>(&mut p) {
+                    Ok(1) => confirmed = i + 1,
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        confirmed
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    primary.kill9();
+    let confirmed = writer.join().unwrap();
+    assert!(confirmed > 0, "no WAIT succeeded before the kill");
+    let _: () = q(&mut r, &["REPLICAOF", "NO", "ONE"]);
+    for i in 0..confirmed {
+        let v: Option<String> = q(&mut r, &["GET", &format!("w{i}")]);
+        assert_eq!(v, Some(i.to_string()), "w{i} was acknowledged by WAIT 1");
+    }
+    let _: () = q(&mut r, &["SET", "writable", "yes"]);
+}
