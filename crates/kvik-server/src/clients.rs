@@ -20,6 +20,8 @@ pub struct ClientInfo {
     pub fd: i32,
     pub created_ms: u64,
     pub name: Mutex<Option<Vec<u8>>>,
+    /// The ACL user it authenticated as (CLIENT LIST `user=`); `None` is `default`.
+    pub user: Mutex<Option<String>>,
     pub db: AtomicU16,
     /// 2 or 3.
     pub resp: AtomicU8,
@@ -58,6 +60,13 @@ impl ClientInfo {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.io.notify_kill(self.id);
+    }
+
+    pub fn user_name(&self) -> String {
+        self.user
+            .lock()
+            .clone()
+            .unwrap_or_else(|| "default".to_string())
     }
 
     pub fn name_string(&self) -> String {

@@ -75,6 +75,10 @@ pub struct Config {
     pub cache_fill_delay_us: AtomicU64,
     /// Answer cache hits of rtc commands on the I/O thread.
     pub rtc_read: AtomicBool,
+    pub group_commit: AtomicBool,
+    pub rtc_write: AtomicBool,
+    pub cache_write_allocate: AtomicBool,
+    pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
     /// `notify-keyspace-events` and the pubsub output hard limit, shared with the pub/sub
@@ -85,6 +89,8 @@ pub struct Config {
     pub repl: ReplSettings,
     /// The values of the [`redis_params::REDIS_PARAMS`] rows, in table order, canonical.
     pub redis_params: RwLock<Vec<String>>,
+    /// ACL users (`user` lines, `aclfile`, `requirepass`) and the ACL log (see `crate::acl`).
+    pub acl: crate::acl::Acl,
 }
 
 /// Replication settings.
@@ -439,6 +445,7 @@ pub static SETTINGS: &[Setting] = &[
         get: |c| c.requirepass.read().clone().unwrap_or_default(),
         set: |c, v| {
             *c.requirepass.write() = (!v.is_empty()).then(|| v.to_string());
+            c.acl.set_requirepass(v);
             Ok(())
         },
     },
@@ -811,12 +818,56 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-write-allocate",
+        default: "yes",
+        mutable: true,
+        help: "a written string enters the hot cache even if it was not cached (no: writes only update cached keys)",
+        get: |c| if c.cache_write_allocate.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_write_allocate.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
         help: "testing only: delay between a cache miss's disk read and its cache fill",
         get: |c| c.cache_fill_delay_us.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.cache_fill_delay_us, v, 0, 1_000_000),
+    },
+    Setting {
+        name: "group-commit",
+        default: "yes",
+        mutable: true,
+        help: "write the WAL once for all the writes whose replies go out together (no: once per write)",
+        get: |c| if c.group_commit.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.group_commit.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "rtc-write",
+        default: "yes",
+        mutable: true,
+        help: "run simple string writes (SET, INCR, MSET ...) on the I/O thread when nothing would wait",
+        get: |c| if c.rtc_write.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_write.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "wal-flush-hold",
+        default: "no",
+        mutable: true,
+        help: "testing only: WAL flushes wait while yes (replies of writes are held back)",
+        get: |c| if c.wal_flush_hold.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.wal_flush_hold.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
     },
     Setting {
         name: "rtc-read",
@@ -922,10 +973,10 @@ impl Param {
     pub fn help(self) -> String {
         match self {
             Param::Kvik(s) => s.help.to_string(),
-            Param::Redis(i) => format!(
-                "Redis parameter, stored with no effect: {}",
-                redis_params::REDIS_PARAMS[i].no_effect
-            ),
+            Param::Redis(i) => match redis_params::REDIS_PARAMS[i].no_effect {
+                redis_params::IN_EFFECT => "Redis parameter, as in Redis 7.0".to_string(),
+                why => format!("Redis parameter, stored with no effect: {why}"),
+            },
         }
     }
 
@@ -997,6 +1048,10 @@ impl Default for Config {
             cache_policy: RwLock::new(crate::cache::Policy::Lfu),
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
+            group_commit: AtomicBool::new(true),
+            rtc_write: AtomicBool::new(true),
+            cache_write_allocate: AtomicBool::new(true),
+            wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
             repl: ReplSettings::default(),
@@ -1006,6 +1061,7 @@ impl Default for Config {
                     .map(|p| p.default.to_string())
                     .collect(),
             ),
+            acl: Default::default(),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");
@@ -1030,10 +1086,26 @@ impl Config {
             let Some((name, rest)) = words.split_first() else {
                 continue;
             };
+            if name.eq_ignore_ascii_case("user") {
+                self.acl_user_line(rest)
+                    .map_err(|e| format!("line {}: {e}\n>>> {line}", n + 1))?;
+                continue;
+            }
             self.apply(name, &rest.join(" "))
                 .map_err(|e| format!("line {}: {e}\n>>> {line}", n + 1))?;
         }
         Ok(())
+    }
+
+    /// A `user <name> <rules...>` line of the config file: ACL SETUSER with those rules.
+    fn acl_user_line(&self, words: &[String]) -> Result<(), String> {
+        let (name, rules) = words.split_first().ok_or("user needs a name and rules")?;
+        let rules: Vec<Vec<u8>> = rules.iter().map(|r| r.as_bytes().to_vec()).collect();
+        let all_channels = crate::cmd::acl::pubsub_default_all(self);
+        self.acl
+            .config_users
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.acl.set_user(name.as_bytes(), &rules, all_channels)
     }
 
     pub fn databases(&self) -> u16 {
@@ -1085,8 +1157,14 @@ impl Config {
             max_fields: self.cache_max_hash_fields.load(Relaxed) as usize,
             policy: *self.cache_policy.read(),
             fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
+            write_allocate: self.cache_write_allocate.load(Relaxed),
         }
     }
+}
+
+/// The current value of parameter `name` (a kvik setting or a Redis parameter), canonical.
+pub fn redis_params_value(c: &Config, name: &str) -> Option<String> {
+    Param::lookup(name).map(|p| p.get(c))
 }
 
 /// Splits a config line into words with the same quoting rules as an inline command.

@@ -38,13 +38,17 @@ pub enum ErrorKind {
     BusyGroup,
     /// RocksDB failed; sent as an `ERR storage error: ...` reply (and logged).
     Storage,
+    /// A command run on an I/O thread ([`crate::cmd::ctx::Mode::NoWait`]) would have to wait
+    /// (a lock, a disk read, a write stall): it stopped before any effect and runs in the pool
+    /// instead. Never sent to a client.
+    WouldBlock,
 }
 
 impl ErrorKind {
     /// The code written on the wire before the message.
     pub const fn prefix(self) -> &'static str {
         match self {
-            ErrorKind::Err | ErrorKind::Storage => "ERR",
+            ErrorKind::Err | ErrorKind::Storage | ErrorKind::WouldBlock => "ERR",
             ErrorKind::WrongType => "WRONGTYPE",
             ErrorKind::Moved => "MOVED",
             ErrorKind::Ask => "ASK",
@@ -138,6 +142,9 @@ impl CmdError {
         ))
     }
     /// A storage failure (logged here, once).
+    /// See [`ErrorKind::WouldBlock`].
+    pub const WOULD_BLOCK: CmdError = CmdError::new(ErrorKind::WouldBlock, "would block");
+
     pub fn storage(e: impl fmt::Display) -> CmdError {
         tracing::error!(error = %e, "storage error");
         CmdError::with(ErrorKind::Storage, format_args!("storage error: {e}"))
@@ -171,8 +178,13 @@ impl CmdError {
     }
 }
 
+/// RocksDB's `Incomplete` is what a read limited to memory or a write refused to stall
+/// returns: the command must wait, which [`ErrorKind::WouldBlock`] says.
 impl From<StorageError> for CmdError {
     fn from(e: StorageError) -> CmdError {
+        if e.kind() == rocksdb::ErrorKind::Incomplete {
+            return CmdError::WOULD_BLOCK;
+        }
         CmdError::storage(e)
     }
 }

@@ -21,6 +21,7 @@
 //! registry of blocked clients), [`slot`] (cluster key slots), [`scripting`] (the script cache,
 //! function libraries and running scripts every thread shares).
 
+pub mod acl;
 pub mod blocking;
 pub mod cache;
 pub mod clients;

@@ -177,10 +177,18 @@ impl Server {
         cache.set_max_fields(s.max_fields);
         cache.set_policy(s.policy);
         cache.set_fill_delay_us(s.fill_delay_us);
+        cache.set_write_allocate(s.write_allocate);
         cache.set_max_bytes(s.max_bytes);
         if cache.enabled() != s.enabled {
             cache.set_enabled(s.enabled);
         }
+    }
+
+    /// Pushes the group commit settings into the storage's WAL group.
+    pub fn apply_group_commit(&self) {
+        let wal = self.storage.wal();
+        wal.set_grouped(self.config.group_commit.load(Ordering::Relaxed));
+        wal.set_hold(self.config.wal_flush_hold.load(Ordering::Relaxed));
     }
 
     /// Applies a setting's side effects after CONFIG SET changed it.
@@ -188,6 +196,10 @@ impl Server {
         if name.eq_ignore_ascii_case("appendfsync") {
             self.storage
                 .set_fsync_policy(*self.config.appendfsync.read());
+        }
+        if name.eq_ignore_ascii_case("group-commit") || name.eq_ignore_ascii_case("wal-flush-hold")
+        {
+            self.apply_group_commit();
         }
         if name.eq_ignore_ascii_case("loglevel") {
             crate::logging::set_level(&self.config.loglevel.read());

@@ -13,6 +13,8 @@ pub struct Session {
     pub db: u16,
     pub proto: Proto,
     pub authenticated: bool,
+    /// The ACL user the client authenticated as; `None` is the default user.
+    pub user: Option<std::sync::Arc<crate::acl::UserCell>>,
     /// Set by QUIT (and protocol errors): send what is queued, then close.
     pub close_after_reply: bool,
     /// The shared, observable side of this client (CLIENT LIST, CLIENT KILL).
@@ -56,6 +58,7 @@ impl Session {
             db: 0,
             proto: Proto::Resp2,
             authenticated,
+            user: None,
             close_after_reply: false,
             client,
             multi: None,

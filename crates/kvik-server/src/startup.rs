@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 /// Runs the server until it is shut down.
 pub fn run(config: Config) -> Result<(), String> {
+    crate::acl::file::at_startup(&config)?;
     let dir = config.dir.read().clone();
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot create dir {}: {e}", dir.display()))?;
@@ -37,6 +38,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let server = Arc::new(Server::new(config, storage, commands));
     server.set_self();
     crate::replication::checkpoint::clean(&server);
+    server.apply_group_commit();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }

@@ -186,6 +186,8 @@ pub struct CacheSettings {
     pub max_fields: usize,
     pub policy: Policy,
     pub fill_delay_us: u64,
+    /// A written string enters the cache even if it was not cached (`cache-write-allocate`).
+    pub write_allocate: bool,
 }
 
 impl Default for CacheSettings {
@@ -198,6 +200,7 @@ impl Default for CacheSettings {
             max_fields: 512,
             policy: Policy::Lfu,
             fill_delay_us: 0,
+            write_allocate: true,
         }
     }
 }
@@ -212,6 +215,7 @@ pub struct Cache {
     /// Testing only (`cache-fill-delay-us`): sleep between a miss's RocksDB read and its fill,
     /// widening the window in which a racing write must be noticed.
     fill_delay_us: AtomicU64,
+    write_allocate: AtomicBool,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -236,6 +240,7 @@ impl Cache {
             max_fields: AtomicUsize::new(s.max_fields),
             policy: AtomicU8::new(s.policy as u8),
             fill_delay_us: AtomicU64::new(s.fill_delay_us),
+            write_allocate: AtomicBool::new(s.write_allocate),
             seed,
             stats: CacheStats::default(),
         }
@@ -276,6 +281,10 @@ impl Cache {
 
     pub fn max_fields(&self) -> usize {
         self.max_fields.load(Relaxed)
+    }
+
+    pub fn set_write_allocate(&self, on: bool) {
+        self.write_allocate.store(on, Relaxed);
     }
 
     pub fn set_fill_delay_us(&self, us: u64) {
@@ -362,6 +371,21 @@ impl Cache {
         found
     }
 
+    /// The expiry (0: none) of `key`'s entry, if the cache holds one and no write of it is in
+    /// flight. A writer holding the key's lock may take it as the key's stored state instead
+    /// of reading RocksDB: entries change only under that lock ([`Cache::begin_write`] and
+    /// [`Cache::apply`]) or by fills that a write since their read refuses. Counts nothing.
+    pub fn cached_expiry(&self, db: u16, key: &[u8]) -> Option<u64> {
+        if !self.enabled() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let i = s.find(db, key)?;
+        let e = &s.entries[i];
+        (!e.pending).then_some(e.hit.expire_at_ms)
+    }
+
     /// Whether the cache may hold `key` at all (enabled, key short enough).
     pub fn admits_key(&self, key: &[u8]) -> bool {
         self.enabled() && key.len() <= self.max_key.load(Relaxed)
@@ -374,6 +398,11 @@ impl Cache {
             hash,
             epoch: Self::epoch(self.cell(hash), hash).load(Acquire),
         }
+    }
+
+    /// True if no write of the token's key began or ended since `token` was taken.
+    pub fn unchanged(&self, token: &FillToken) -> bool {
+        Self::epoch(self.cell(token.hash), token.hash).load(Acquire) == token.epoch
     }
 
     /// Caches `meta` (read from RocksDB after `token` was taken) unless the key was written since,
@@ -463,10 +492,19 @@ impl Cache {
         let mut s = cell.shard.lock();
         // One more write, one fewer in flight (pairs with `begin_write`).
         Self::epoch(cell, hash).fetch_add(1u64.wrapping_sub(WRITE_IN_FLIGHT), Release);
-        let Some(i) = s.find(db, key) else {
-            return;
-        };
-        s.remove_at(i);
+        match s.find(db, key) {
+            Some(i) => s.remove_at(i),
+            // Write-allocate: a written string is likely read next; cache it (with its state,
+            // which also spares its next write a RocksDB read, see `cached_expiry`).
+            None if self.write_allocate.load(Relaxed)
+                && key.len() <= self.max_key.load(Relaxed) =>
+            {
+                if !self.enabled() {
+                    return;
+                }
+            }
+            None => return,
+        }
         if let Some((Kind::String, expire_at_ms, value)) = put {
             let value = CachedValue::Str(value);
             let size = entry_size(key, &value);
@@ -709,9 +747,16 @@ mod tests {
         })
     }
 
+    fn no_write_allocate() -> CacheSettings {
+        CacheSettings {
+            write_allocate: false,
+            ..CacheSettings::default()
+        }
+    }
+
     #[test]
     fn fill_then_hit_and_write_updates() {
-        let c = Cache::new(CacheSettings::default());
+        let c = Cache::new(no_write_allocate());
         assert!(c.get(0, b"k", 1).is_none());
         let t = c.fill_token(0, b"k");
         c.fill(t, 0, b"k", &s("v1"), 1);
@@ -727,8 +772,43 @@ mod tests {
     }
 
     #[test]
-    fn fill_after_a_racing_write_is_refused() {
+    fn written_strings_enter_the_cache_with_write_allocate() {
         let c = Cache::new(CacheSettings::default());
+        assert_eq!(c.cached_expiry(0, b"new"), None);
+        c.apply(
+            0,
+            b"new",
+            Some((Kind::String, 77, Bytes::from_static(b"x"))),
+        );
+        assert_eq!(str_of(c.get(0, b"new", 1)), Some(b"x".to_vec()));
+        assert_eq!(
+            c.cached_expiry(0, b"new"),
+            Some(77),
+            "its state, for the next write"
+        );
+        c.begin_write(0, b"new");
+        assert_eq!(
+            c.cached_expiry(0, b"new"),
+            None,
+            "not while a write is in flight"
+        );
+        c.apply(0, b"new", None);
+        assert_eq!(c.cached_expiry(0, b"new"), None);
+        // Only strings: a written hash is dropped, never added.
+        c.apply(0, b"h", Some((Kind::Hash, 0, Bytes::from_static(b""))));
+        assert!(c.get(0, b"h", 1).is_none());
+        c.set_write_allocate(false);
+        c.apply(
+            0,
+            b"other",
+            Some((Kind::String, 0, Bytes::from_static(b"y"))),
+        );
+        assert!(c.get(0, b"other", 1).is_none());
+    }
+
+    #[test]
+    fn fill_after_a_racing_write_is_refused() {
+        let c = Cache::new(no_write_allocate());
         let t = c.fill_token(0, b"k");
         // A write commits between the read's token and its fill.
         c.apply(0, b"k", Some((Kind::String, 0, Bytes::from_static(b"new"))));

@@ -110,6 +110,14 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
         match reply {
             Some(reply) => {
                 registry.release(id, true);
+                let reply = match server.storage.make_durable() {
+                    Ok(()) => reply,
+                    Err(e) => {
+                        let mut out = Reply::new(w.proto);
+                        out.error(&CmdError::err(format!("WAL flush failed: {e}")));
+                        out.buf
+                    }
+                };
                 w.client.io.notify_unblocked(w.client.id, reply);
             }
             None => {

@@ -144,7 +144,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} \
-         tot-mem=0 events=r cmd={} user=default redir=-1 resp={}",
+         tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -160,6 +160,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.qbuf.load(Relaxed),
         obuf,
         cmd,
+        c.user_name(),
         c.resp.load(Relaxed),
     );
     s
@@ -261,13 +262,15 @@ struct KillFilter {
     id: Option<u64>,
     addr: Option<Vec<u8>>,
     laddr: Option<Vec<u8>>,
+    /// The ACL user asked for (USER).
+    user: Option<String>,
     /// The TYPE asked for.
     client_type: Option<ClientType>,
     skipme: bool,
 }
 
 impl KillFilter {
-    fn parse(args: &Args) -> Result<KillFilter, CmdError> {
+    fn parse(args: &Args, acl: &crate::acl::Acl) -> Result<KillFilter, CmdError> {
         let mut f = KillFilter {
             skipme: true,
             ..Default::default()
@@ -290,12 +293,13 @@ impl KillFilter {
             } else if opt.eq_ignore_ascii_case(b"laddr") {
                 f.laddr = Some(v.to_vec());
             } else if opt.eq_ignore_ascii_case(b"user") {
-                if !v.eq_ignore_ascii_case(b"default") {
+                let Some(user) = acl.get(v) else {
                     return Err(CmdError::err(format_args!(
                         "No such user '{}'",
                         String::from_utf8_lossy(v)
                     )));
-                }
+                };
+                f.user = Some(user.name.clone());
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 f.skipme = if v.eq_ignore_ascii_case(b"yes") {
                     true
@@ -316,6 +320,7 @@ impl KillFilter {
         self.client_type.is_none_or(|t| t == type_of(c))
             && self.id.is_none_or(|id| id == c.id)
             && self.addr.as_deref().is_none_or(|a| a == c.addr.as_bytes())
+            && self.user.as_deref().is_none_or(|u| u == c.user_name())
             && self
                 .laddr
                 .as_deref()
@@ -366,7 +371,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.ok();
         return Ok(());
     }
-    let filter = KillFilter::parse(args)?;
+    let filter = KillFilter::parse(args, &ctx.server.config.acl)?;
     let mut killed = 0;
     for c in clients.iter().filter(|c| filter.matches(c)) {
         if c.id == me {

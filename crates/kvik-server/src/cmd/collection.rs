@@ -23,7 +23,7 @@ use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
 use crate::storage::encoding::{data_prefix, prefix_successor, Kind, Meta};
 use crate::storage::locks::KeyGuard;
-use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View};
+use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View, Wait};
 use rand::Rng;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -52,13 +52,15 @@ pub struct CollWrite<'s, 'k> {
     pub meta: Option<Meta>,
     batch: Batch,
     changed: bool,
+    /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
+    wait: Wait,
     _guard: KeyGuard<'s>,
 }
 
 impl<'s, 'k> CollWrite<'s, 'k> {
     pub fn open(ctx: &Ctx<'s>, key: &'k [u8], kind: Kind) -> Result<Self, CmdError> {
         let storage = ctx.storage();
-        let guard = storage.lock(ctx.db(), &[key]);
+        let guard = ctx.lock_keys(&[key])?;
         let meta = ctx.write_collection(key, kind)?;
         Ok(CollWrite {
             storage,
@@ -68,6 +70,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             meta,
             batch: Batch::default(),
             changed: false,
+            wait: ctx.wait(),
             _guard: guard,
         })
     }
@@ -89,7 +92,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     /// A member's committed value (staged changes are not visible).
     pub fn get(&self, member: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
         match self.coll() {
-            Some(c) => Ok(self.storage.latest().get_member(&c, member)?),
+            Some(c) => Ok(self.storage.latest_with(self.wait).get_member(&c, member)?),
             None => Ok(None),
         }
     }
@@ -100,7 +103,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         members: &[M],
     ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
         match self.coll() {
-            Some(c) => Ok(self.storage.latest().get_members(&c, members)?),
+            Some(c) => Ok(self
+                .storage
+                .latest_with(self.wait)
+                .get_members(&c, members)?),
             None => Ok(vec![None; members.len()]),
         }
     }
@@ -108,7 +114,13 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     /// Stages `member` = `value` in the data CF; `is_new` adds one to the length.
     pub fn put(&mut self, member: &[u8], value: &[u8], is_new: bool) -> Result<(), CmdError> {
         if self.meta.is_none() {
-            let version = self.storage.next_version()?;
+            let version = match self.wait {
+                Wait::Allowed => self.storage.next_version()?,
+                Wait::Never => self
+                    .storage
+                    .next_version_reserved()
+                    .ok_or(CmdError::WOULD_BLOCK)?,
+            };
             self.meta = Some(Meta::collection(self.kind, version, 0));
         }
         let meta = self.meta.as_mut().expect("created above");
@@ -174,7 +186,8 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             if let Some(meta) = &self.meta {
                 put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
             }
-            self.storage.commit(std::mem::take(&mut self.batch))?;
+            self.storage
+                .commit_with(std::mem::take(&mut self.batch), self.wait)?;
         }
         Ok(self._guard)
     }

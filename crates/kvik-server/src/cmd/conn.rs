@@ -99,29 +99,39 @@ fn echo(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Checks `user`/`password` against `requirepass` (kvik has one user, "default", as Redis
-/// without ACL files).
-fn check_password(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> CmdResult {
-    let required = ctx.server.config.requirepass.read();
-    let ok = user.eq_ignore_ascii_case(b"default")
-        && match required.as_deref() {
-            Some(p) => p.as_bytes() == password,
-            None => true,
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(CmdError::new(
-            ErrorKind::WrongPass,
-            "invalid username-password pair or user is disabled.",
-        ))
+/// Logs the client in as `user` if `password` opens it (`via`: AUTH or HELLO, for the ACL log
+/// of a failure).
+fn log_in(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8], via: &str) -> CmdResult {
+    let acl = &ctx.server.config.acl;
+    match acl.authenticate(user, password) {
+        Some(cell) => {
+            *ctx.session.client.user.lock() = Some(cell.name.clone());
+            ctx.session.user = Some(cell);
+            ctx.session.authenticated = true;
+            Ok(())
+        }
+        None => {
+            let name = String::from_utf8_lossy(user).into_owned();
+            crate::acl::log::record(
+                ctx.server,
+                ctx.session,
+                "auth",
+                "toplevel",
+                via.into(),
+                &name,
+            );
+            Err(CmdError::new(
+                ErrorKind::WrongPass,
+                "invalid username-password pair or user is disabled.",
+            ))
+        }
     }
 }
 
 fn auth(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let (user, password): (&[u8], &[u8]) = match args.len() {
         2 => {
-            if ctx.server.config.requirepass.read().is_none() {
+            if ctx.server.config.acl.default_nopass() {
                 return Err(CmdError::err(
                     "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
                 ));
@@ -131,8 +141,7 @@ fn auth(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         3 => (&args[1], &args[2]),
         _ => return Err(CmdError::syntax()),
     };
-    check_password(ctx, user, password)?;
-    ctx.session.authenticated = true;
+    log_in(ctx, user, password, "AUTH")?;
     ctx.out.ok();
     Ok(())
 }
@@ -187,8 +196,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         }
     }
     if let Some((user, password)) = credentials {
-        check_password(ctx, user, password)?;
-        ctx.session.authenticated = true;
+        log_in(ctx, user, password, "HELLO")?;
     }
     if !ctx.session.authenticated {
         return Err(CmdError::new(ErrorKind::NoAuth, "HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
@@ -255,7 +263,9 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     s.subs.clear();
     s.db = 0;
     s.proto = Proto::Resp2;
-    s.authenticated = ctx.server.config.requirepass.read().is_none();
+    s.user = None;
+    *s.client.user.lock() = None;
+    s.authenticated = ctx.server.config.acl.default_authenticated();
     s.asking = false;
     s.readonly = false;
     s.client.db.store(0, Relaxed);

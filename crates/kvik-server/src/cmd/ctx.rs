@@ -6,7 +6,8 @@ use crate::cache::{CachedValue, Hit};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
-use crate::storage::{Storage, View};
+use crate::storage::locks::KeyGuard;
+use crate::storage::{Batch, Storage, View, Wait};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -21,6 +22,11 @@ pub enum Mode {
     /// The pool running a command that missed the cache on the I/O thread: go straight to
     /// RocksDB (the cache was just asked), and fill the cache.
     SkipCache,
+    /// A write run on an I/O thread (run to completion; see `CommandSpec::rtc_write`): like
+    /// `Normal`, but nothing may wait. Key locks are tried, reads go to the memtables and the
+    /// block cache only, a write that would stall is refused: any of these ends the command
+    /// with [`ErrorKind::WouldBlock`] before it changed anything, and it runs in the pool.
+    NoWait,
 }
 
 /// Everything a handler may touch while it runs one command.
@@ -50,6 +56,42 @@ impl<'a> Ctx<'a> {
         self.session.db
     }
 
+    /// Whether this command may wait (locks, disk, stalls): not on an I/O thread.
+    pub fn wait(&self) -> Wait {
+        if self.mode == Mode::NoWait {
+            Wait::Never
+        } else {
+            Wait::Allowed
+        }
+    }
+
+    /// Locks `keys` of the session's database for a read-modify-write (see `storage::locks`);
+    /// on an I/O thread a stripe another thread holds ends the command with WouldBlock.
+    pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<KeyGuard<'a>, CmdError> {
+        let storage = self.storage();
+        match self.wait() {
+            Wait::Allowed => Ok(storage.lock(self.db(), keys)),
+            Wait::Never => storage
+                .try_lock_in_for(
+                    keys.iter().map(|k| (self.db(), k.as_ref())),
+                    std::time::Duration::ZERO,
+                )
+                .ok_or(CmdError::WOULD_BLOCK),
+        }
+    }
+
+    /// Commits `batch` (see `Storage::commit`); on an I/O thread, without waiting.
+    pub fn commit(&self, batch: Batch) -> CmdResult {
+        Ok(self.storage().commit_with(batch, self.wait())?)
+    }
+
+    /// A key's live metadata straight from storage (on an I/O thread: from memory, or
+    /// WouldBlock).
+    fn get_live(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        let meta = self.storage().get_meta_with(self.db(), key, self.wait())?;
+        Ok(meta.filter(|m| !m.is_expired(self.now_ms)))
+    }
+
     /// Emits keyspace event `name` of `class` for `key` of the session's database (published
     /// only if `notify-keyspace-events` enables it). Call it after the write committed, while
     /// the key's lock is still held, so events of one key come in commit order. The command's
@@ -74,14 +116,10 @@ impl<'a> Ctx<'a> {
             }
         }
         if !cache.admits_key(key) {
-            return Ok(Lookup::Stored(storage.get_live(
-                self.db(),
-                key,
-                self.now_ms,
-            )?));
+            return Ok(Lookup::Stored(self.get_live(key)?));
         }
         let token = cache.fill_token(self.db(), key);
-        let meta = storage.get_live(self.db(), key, self.now_ms)?;
+        let meta = self.get_live(key)?;
         if let Some(m) = &meta {
             cache.fill(token, self.db(), key, m, self.now_ms);
         }
@@ -110,7 +148,7 @@ impl<'a> Ctx<'a> {
 
     /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock.
     pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
-        Ok(self.storage().get_live(self.db(), key, self.now_ms)?)
+        self.get_live(key)
     }
 
     /// A collection for a read command: a snapshot [`View`] (read its members from it, so they
@@ -208,6 +246,9 @@ impl<'a> Ctx<'a> {
 impl Ctx<'_> {
     /// A segmented bitmap read whole as the string it is (GET, GETRANGE ... on a bitmap key).
     pub fn bitmap_string(&self, key: &[u8], meta: &Meta) -> Result<Vec<u8>, CmdError> {
+        if self.mode == Mode::NoWait {
+            return Err(CmdError::WOULD_BLOCK); // its segments are read from disk
+        }
         let view = self.storage().latest();
         super::bitmap::segments::materialize(&view, self.db(), key, meta)
     }

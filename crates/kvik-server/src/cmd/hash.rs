@@ -30,6 +30,7 @@ const ALL_FIELDS: &str = "O(N) where N is the size of the hash.";
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("hset", -4, WRITE_OOM_FAST, KeySpec::ONE, hset)
+        .rtc_write()
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -41,6 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
              command is called with multiple field/value pairs.",
         ),
     CommandSpec::new("hmset", -4, WRITE_OOM_FAST, KeySpec::ONE, hmset)
+        .rtc_write()
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -51,6 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of fields being set.",
         ),
     CommandSpec::new("hsetnx", 4, WRITE_OOM_FAST, KeySpec::ONE, hsetnx)
+        .rtc_write()
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -82,6 +85,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             ALL_FIELDS,
         ),
     CommandSpec::new("hdel", -3, WRITE_FAST, KeySpec::ONE, hdel)
+        .rtc_write()
         .event(Class::Hash, "hdel")
         .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
@@ -122,6 +126,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("hash")
         .doc("Returns all values in a hash.", "2.0.0", ALL_FIELDS),
     CommandSpec::new("hincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, hincrby)
+        .rtc_write()
         .event(Class::Hash, "hincrby")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -139,6 +144,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::ONE,
         hincrbyfloat,
     )
+    .rtc_write()
     .event(Class::Hash, "hincrbyfloat")
     .cache(CacheEffect::Invalidate)
     .acl(ACL_WRITE_FAST)

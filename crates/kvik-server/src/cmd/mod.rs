@@ -8,6 +8,7 @@
 //! subcommand, arity), check auth and cluster routing (`admit`), run the handler, render its
 //! error and account stats and slowlog (`account`); the worker path also queues inside MULTI.
 
+pub mod acl;
 pub mod admin;
 pub mod bitmap;
 pub mod blocked;
@@ -19,6 +20,7 @@ pub mod conn;
 pub mod ctx;
 pub mod hash;
 pub mod hll;
+mod isolation;
 pub mod keys;
 pub mod list;
 pub mod migrate;
@@ -38,7 +40,7 @@ use crate::server::Server;
 use crate::session::Session;
 use blocked::Ready;
 use cached::{CacheCtx, RtcError};
-use ctx::{Args, CmdError, CmdResult, Ctx, Mode, Reply};
+use ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply};
 use spec::{CommandSpec, Flags};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -227,6 +229,7 @@ pub fn table() -> &'static CommandTable {
             hll::COMMANDS,
             zset::GEO_COMMANDS,
             repl::COMMANDS,
+            acl::COMMANDS,
         ])
     })
 }
@@ -291,6 +294,7 @@ pub fn execute(
         return Ready::default();
     }
     if !multi::intercept(server, session, out, entry, args) {
+        let _reading = isolation::lock_read_keys(server, session.db, entry, args);
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
     }
     Ready::collect()
@@ -316,7 +320,11 @@ pub fn execute_cached(
     // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
     // they need no worker (scripts may hold them all).
     let for_scripts = script::on_io_thread(server, entry);
-    if entry.spec.rtc.is_none() && for_scripts.is_none() {
+    let read = entry.spec.rtc.filter(|_| {
+        server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
+    });
+    let write = entry.spec.rtc_write && server.config.rtc_write.load(Ordering::Relaxed);
+    if read.is_none() && !write && for_scripts.is_none() {
         return Outcome::NotServed;
     }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
@@ -347,14 +355,24 @@ pub fn execute_cached(
         }
         None => {}
     }
-    let Some(handler) = entry.spec.rtc else {
-        return Outcome::NotServed;
+    let Some(handler) = read else {
+        if !write {
+            return Outcome::NotServed;
+        }
+        return run_write_here(server, session, out, entry, args, start);
     };
-    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let Some(check) = isolation::RtcRead::begin(server, session.db, entry, args) else {
+        return Outcome::NotServed; // a write of its keys is in progress
+    };
     let mark = out.buf.len();
     let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
     let result = handler(&mut ctx, args);
     let hits = ctx.hits();
+    if !check.still_whole(server) {
+        out.buf.truncate(mark);
+        return Outcome::NotServed;
+    }
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let result = match result {
         Ok(()) => Ok(()),
         Err(RtcError::Reply(e)) => Err(e),
@@ -369,6 +387,56 @@ pub fn execute_cached(
             .keyspace_hits
             .fetch_add(hits, Ordering::Relaxed);
     }
+    server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    account(
+        server,
+        session,
+        out,
+        entry,
+        args,
+        mark,
+        result,
+        start,
+        Duration::ZERO,
+    );
+    Outcome::Done
+}
+
+/// Runs a run-to-completion write (`CommandSpec::rtc_write`) on the I/O thread with the worker
+/// handler in [`Mode::NoWait`]. If it would wait it has changed nothing: its half-written reply
+/// is dropped and the pool runs it. Its reply leaves once the I/O thread made its writes
+/// durable (the I/O thread's end of turn, `Storage::make_durable`).
+fn run_write_here(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    start: Instant,
+) -> Outcome {
+    let mark = out.buf.len();
+    let result = {
+        let mut ctx = Ctx {
+            server,
+            session,
+            out,
+            now_ms: crate::clock::unix_ms(),
+            mode: Mode::NoWait,
+            args,
+            blocked_again: false,
+        };
+        (entry.spec.handler)(&mut ctx, args)
+    };
+    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+        out.buf.truncate(mark);
+        return Outcome::NotServed;
+    }
+    debug_assert!(
+        Ready::collect().is_empty(),
+        "{} made keys ready on an I/O thread",
+        entry.full_name
+    );
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
     account(
         server,
@@ -415,7 +483,16 @@ fn admit<'s>(
         reject(server, session, out, Some(entry.id), &CmdError::noauth());
         return Admit::Rejected;
     }
-    if entry.spec.flags.contains(Flags::WRITE) && !rtc {
+    let context = crate::acl::Context::Toplevel;
+    if let Err(e) = crate::acl::admit(server, session, entry, args, context) {
+        reject(server, session, out, Some(entry.id), &e);
+        return Admit::Rejected;
+    }
+    if entry.spec.flags.contains(Flags::WRITE) {
+        // FAILOVER paused writes: a worker waits; the I/O thread hands the write to one.
+        if rtc && server.repl.failover.writes_paused() {
+            return Admit::NotServed;
+        }
         server.repl.failover.wait_if_paused();
     }
     if entry.spec.flags.contains(Flags::WRITE)

@@ -278,6 +278,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     let _atomic = storage.atomic_group();
     for q in &state.queue {
         let entry = table().entry(q.id);
+        let acl = crate::acl::Context::Exec;
+        if let Err(e) = crate::acl::admit(server, ctx.session, entry, &q.args, acl) {
+            ctx.out.error(&e);
+            continue;
+        }
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             super::run_entry(
                 server,

@@ -124,7 +124,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         Flags::empty(),
         KeySpec::NONE,
         super::spec::container,
-        ACL,
+        &["slow"],
     )
     .doc(
         "A container for Pub/Sub commands.",
@@ -176,7 +176,7 @@ static PUBSUB_SUBS: &[CommandSpec] = &[
         "7.0.0",
         "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
     ),
-    pubsub_command("help", 2, PUBSUB, KeySpec::NONE, pubsub_help, ACL).doc(
+    pubsub_command("help", 2, PUBSUB, KeySpec::NONE, pubsub_help, &["slow"]).doc(
         "Returns helpful text about the different subcommands.",
         "6.2.0",
         "O(1)",

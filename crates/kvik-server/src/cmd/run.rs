@@ -8,10 +8,12 @@
 //! connection's next command (as Redis does). The run stops early after QUIT (the rest is
 //! dropped), when a command blocks the client, or once its replies pass `max_output` (the rest
 //! comes back in [`Ran::rest`] and runs when the client has read enough), so a pipeline of big
-//! reads cannot make one job's output unbounded.
+//! reads cannot make one job's output unbounded. The run's replies go back only after its writes
+//! are in the WAL ([`crate::storage::Storage::make_durable`]: one flush for the whole run, shared
+//! with whatever other workers wrote meanwhile).
 
 use super::blocked::{self, Ready};
-use super::ctx::{Mode, Reply};
+use super::ctx::{CmdError, Mode, Reply};
 use super::{execute, INTERNAL_ERROR};
 use crate::server::Server;
 use crate::session::Session;
@@ -53,6 +55,13 @@ pub fn run_commands(
         if session.close_after_reply || session.blocked.is_some() || reply.buf.len() > max_output {
             break;
         }
+    }
+    // Group commit: the replies leave only once the writes they acknowledge are in the WAL.
+    if let Err(e) = server.storage.make_durable() {
+        tracing::error!(error = %e, "WAL flush failed; closing the client unacknowledged");
+        reply.buf.clear();
+        reply.error(&CmdError::err(format!("WAL flush failed: {e}")));
+        session.close_after_reply = true;
     }
     let rest = if session.close_after_reply {
         Vec::new()

@@ -39,6 +39,7 @@ const DIFF: &str = "O(N) where N is the total number of elements in all given se
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sadd", -3, WRITE_OOM_FAST, KeySpec::ONE, sadd)
+        .rtc_write()
         .event(Class::Set, "sadd")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -50,6 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
              with multiple arguments.",
         ),
     CommandSpec::new("srem", -3, WRITE_FAST, KeySpec::ONE, srem)
+        .rtc_write()
         .event(Class::Set, "srem")
         .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)

@@ -272,6 +272,13 @@ pub struct CommandSpec {
     /// Run to completion: the handler that answers the command on the I/O thread when the hot
     /// cache holds every key it reads (read-only and cheap; see [`super::cached`]).
     pub rtc: Option<RtcHandler>,
+    /// Run to completion for a write: the I/O thread runs the worker handler itself in
+    /// [`super::ctx::Mode::NoWait`] (tried locks, reads from memory, no write stalls), and
+    /// hands the command to the pool only if something would wait. For writes whose work is a
+    /// memtable insert (SET, INCR, HSET, SADD ...); their handlers go through `Ctx::lock_keys`,
+    /// `Ctx::commit` (or `CollWrite`) and the `Ctx` reads, and make no key ready for blocked
+    /// clients.
+    pub rtc_write: bool,
     /// Queued inside MULTI or run at once.
     pub in_multi: InMulti,
     /// How cluster mode routes it (by its keys, or ASKING / RESTORE-ASKING / MIGRATE / SELECT's
@@ -318,6 +325,7 @@ impl CommandSpec {
             keys_fn: None,
             cache: CacheEffect::None,
             rtc: None,
+            rtc_write: false,
             in_multi: InMulti::Queued,
             routing: Routing::Keys,
             db_refs: None,
@@ -373,6 +381,11 @@ impl CommandSpec {
     /// Makes the command run-to-completion with `handler` (see [`CommandSpec::rtc`]).
     pub const fn rtc(mut self, handler: RtcHandler) -> CommandSpec {
         self.rtc = Some(handler);
+        self
+    }
+    /// Makes a write run-to-completion (see [`CommandSpec::rtc_write`]).
+    pub const fn rtc_write(mut self) -> CommandSpec {
+        self.rtc_write = true;
         self
     }
     pub const fn in_multi(mut self, in_multi: InMulti) -> CommandSpec {

@@ -50,6 +50,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("string")
         .doc("Returns the string value of a key.", "1.0.0", "O(1)"),
     CommandSpec::new("set", -3, WRITE_OOM, KeySpec::ONE, set)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .event(Class::Generic, "expire")
@@ -61,12 +62,14 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("setnx", 3, WRITE_OOM_FAST, KeySpec::ONE, setnx)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Sets the string value of a key only if the key does not exist.", "1.0.0", "O(1)"),
     CommandSpec::new("setex", 4, WRITE_OOM, KeySpec::ONE, setex)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .event(Class::Generic, "expire")
@@ -74,6 +77,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("string")
         .doc("Sets the string value of a key and its expiry in seconds.", "2.0.0", "O(1)"),
     CommandSpec::new("psetex", 4, WRITE_OOM, KeySpec::ONE, psetex)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .event(Class::Generic, "expire")
@@ -90,6 +94,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of keys to retrieve.",
         ),
     CommandSpec::new("mset", -3, WRITE_OOM, KeySpec::PAIRS, mset)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .acl(ACL_WRITE_SLOW)
@@ -110,6 +115,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of keys to set.",
         ),
     CommandSpec::new("getset", 3, WRITE_OOM_FAST, KeySpec::ONE, getset)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "set")
         .acl(ACL_WRITE_FAST)
@@ -135,6 +141,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("append", 3, WRITE_OOM_FAST, KeySpec::ONE, append)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "append")
         .acl(ACL_WRITE_FAST)
@@ -151,30 +158,35 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("string")
         .doc("Returns the length of the string value of a key.", "2.2.0", "O(1)"),
     CommandSpec::new("incr", 2, WRITE_OOM_FAST, KeySpec::ONE, incr)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the integer value of a key by one.", "1.0.0", "O(1)"),
     CommandSpec::new("decr", 2, WRITE_OOM_FAST, KeySpec::ONE, decr)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Decrements the integer value of a key by one.", "1.0.0", "O(1)"),
     CommandSpec::new("incrby", 3, WRITE_OOM_FAST, KeySpec::ONE, incrby)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Increments the integer value of a key by a number.", "1.0.0", "O(1)"),
     CommandSpec::new("decrby", 3, WRITE_OOM_FAST, KeySpec::ONE, decrby)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "incrby")
         .acl(ACL_WRITE_FAST)
         .group("string")
         .doc("Decrements the integer value of a key by a number.", "1.0.0", "O(1)"),
     CommandSpec::new("incrbyfloat", 3, WRITE_OOM_FAST, KeySpec::ONE, incrbyfloat)
+        .rtc_write()
         .cache(CacheEffect::Update)
         .event(Class::String, "incrbyfloat")
         .acl(ACL_WRITE_FAST)
@@ -443,9 +455,9 @@ pub fn set_generic(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<(bool, Option<Vec<u8>>), CmdError> {
-    let storage = &ctx.server.storage;
+    let storage = ctx.storage();
     let db = ctx.db();
-    let _guard = storage.lock(db, &[key]);
+    let _guard = ctx.lock_keys(&[key])?;
     // A plain overwrite needs nothing from the old record: skip the read (half the work of a
     // SET; whatever the key held before, a new meta record replaces it and any collection
     // members it had become stale).
@@ -479,7 +491,7 @@ pub fn set_generic(
     let mut batch = Batch::default();
     let meta = Meta::string(value.to_vec(), expire_at_ms);
     put_or_expire(&mut batch, storage, db, key, &meta, ctx.now_ms);
-    storage.commit(batch)?;
+    ctx.commit(batch)?;
     ctx.notify(Class::String, "set", key);
     if let Expiry::At(_) = expiry {
         ctx.notify(Class::Generic, "expire", key);
@@ -671,9 +683,9 @@ pub fn mset_generic(
     }
     let pairs = &args[1..];
     let keys: Vec<&[u8]> = pairs.chunks_exact(2).map(|p| &p[0][..]).collect();
-    let storage = &ctx.server.storage;
+    let storage = ctx.storage();
     let db = ctx.db();
-    let _guard = storage.lock(db, &keys);
+    let _guard = ctx.lock_keys(&keys)?;
     if only_if_none_exists {
         for key in &keys {
             if ctx.lookup_write(key)?.is_some() {
@@ -686,7 +698,7 @@ pub fn mset_generic(
     for pair in pairs.chunks_exact(2) {
         batch.put_meta(storage, db, &pair[0], &Meta::string(pair[1].to_vec(), 0));
     }
-    storage.commit(batch)?;
+    ctx.commit(batch)?;
     for pair in pairs.chunks_exact(2) {
         ctx.notify(Class::String, "set", &pair[0]);
     }
@@ -721,16 +733,16 @@ pub fn modify_string<R>(
     event: &'static str,
     f: impl FnOnce(Option<Vec<u8>>) -> Result<(Option<Vec<u8>>, R), CmdError>,
 ) -> Result<R, CmdError> {
-    let storage = &ctx.server.storage;
+    let storage = ctx.storage();
     let db = ctx.db();
-    let _guard = storage.lock(db, &[key]);
+    let _guard = ctx.lock_keys(&[key])?;
     let current = ctx.lookup_write(key)?;
     let expire_at_ms = current.as_ref().map_or(0, |m| m.expire_at_ms);
     let (new, result) = f(string_value(ctx, key, current)?)?;
     if let Some(value) = new {
         let mut batch = Batch::default();
         batch.put_meta(storage, db, key, &Meta::string(value, expire_at_ms));
-        storage.commit(batch)?;
+        ctx.commit(batch)?;
         ctx.notify(Class::String, event, key);
     }
     Ok(result)

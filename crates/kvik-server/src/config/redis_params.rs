@@ -3,7 +3,9 @@
 //! every redis.conf parameter with Redis's value syntax, store it and report it back in Redis's
 //! canonical form. Parameters kvik acts on live in [`super::SETTINGS`]; a row whose name or alias
 //! is also a setting there is shadowed by it. docs/compatibility.md lists these rows as "no
-//! effect", with the reason given here.
+//! effect", with the reason given here. A few rows ([`IN_EFFECT`]: the ACL's `aclfile`,
+//! `acllog-max-len`, `acl-pubsub-default`, `protected-mode`) act as in Redis: the code that
+//! needs them reads their stored value.
 
 use super::{parse_bool, parse_memory};
 
@@ -46,7 +48,7 @@ pub struct Param {
     pub default: &'static str,
     /// Whether CONFIG SET may change it (as in Redis).
     pub mutable: bool,
-    /// Why it has no effect in kvik.
+    /// Why it has no effect in kvik; [`IN_EFFECT`] for a parameter that acts as in Redis.
     pub no_effect: &'static str,
 }
 
@@ -71,6 +73,9 @@ const STREAM_NODES: &str =
 const HLL_SPARSE: &str = "HyperLogLogs turn dense past Redis's default, 3000 bytes, always";
 const NOT_YET: &str = "the feature it configures is not implemented in kvik";
 const ALWAYS: &str = "always on in kvik";
+/// A row that acts as in Redis (its value is read where it matters, e.g. by `crate::acl`); it
+/// is a row here for Redis's value syntax, default and CONFIG GET / SET.
+pub const IN_EFFECT: &str = "";
 
 const MAXMEMORY_POLICIES: &[&str] = &[
     "volatile-lru",
@@ -103,9 +108,9 @@ use Kind::*;
 /// Redis's default, whether CONFIG SET may change it, and why it has no effect.
 #[rustfmt::skip]
 pub static REDIS_PARAMS: &[Param] = &[
-    p!("acl-pubsub-default", [], Enum(&["allchannels", "resetchannels"]), "resetchannels", true, NOT_YET),
-    p!("aclfile", [], Str, "", false, NOT_YET),
-    p!("acllog-max-len", [], Int(0, I64), "128", true, NOT_YET),
+    p!("acl-pubsub-default", [], Enum(&["allchannels", "resetchannels"]), "resetchannels", true, IN_EFFECT),
+    p!("aclfile", [], Str, "", false, IN_EFFECT),
+    p!("acllog-max-len", [], Int(0, I64), "128", true, IN_EFFECT),
     p!("active-defrag-cycle-max", [], Int(1, 99), "25", true, DEFRAG),
     p!("active-defrag-cycle-min", [], Int(1, 99), "1", true, DEFRAG),
     p!("active-defrag-ignore-bytes", [], Memory(1, U64), "104857600", true, DEFRAG),
@@ -184,7 +189,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("pidfile", [], Str, "", false, PROCESS),
     p!("proc-title-template", [], Str, "{title} {listen-addr} {server-mode}", true, PROCESS),
     p!("propagation-error-behavior", [], Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore", true, REPL),
-    p!("protected-mode", [], Bool, "yes", true, NOT_YET),
+    p!("protected-mode", [], Bool, "yes", true, IN_EFFECT),
     p!("rdb-del-sync-files", [], Bool, "no", true, RDB),
     p!("rdb-save-incremental-fsync", [], Bool, "yes", true, RDB),
     p!("rdbchecksum", [], Bool, "yes", false, RDB),

@@ -67,6 +67,9 @@ pub struct IoThread {
     by_id: HashMap<u64, Token>,
     /// Connections parked by a blocking command.
     parked: HashSet<Token>,
+    /// Connections whose output waits for this thread's writes to reach the WAL (see
+    /// [`IoThread::write_out`]): flushed together at the end of the turn.
+    unflushed: Vec<Token>,
 }
 
 impl IoThread {
@@ -99,6 +102,7 @@ impl IoThread {
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
             by_id: HashMap::new(),
             parked: HashSet::new(),
+            unflushed: Vec::new(),
         })
     }
 
@@ -138,6 +142,7 @@ impl IoThread {
             for t in std::mem::take(&mut self.again) {
                 self.drive(t);
             }
+            self.flush_group();
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = Instant::now();
                 self.close_idle();
@@ -185,6 +190,11 @@ impl IoThread {
 
     /// Registers a new connection on this thread.
     fn adopt(&mut self, mut stream: TcpStream, addr: SocketAddr) {
+        if let Some(denied) = crate::acl::protected::check(&self.server.config, addr.ip()) {
+            // Best effort, as Redis: the client reads why, then the connection closes.
+            let _ = std::io::Write::write(&mut stream, denied);
+            return;
+        }
         let token = Token(self.next_token);
         self.next_token = (self.next_token + 1) % (LISTENER_BASE - 64);
         if let Err(e) = self.poll.registry().register(
@@ -206,6 +216,7 @@ impl IoThread {
             fd: std::os::fd::AsRawFd::as_raw_fd(&stream),
             created_ms: crate::clock::unix_ms(),
             name: Default::default(),
+            user: Default::default(),
             db: Default::default(),
             resp: 2.into(),
             last_cmd: NO_CMD.into(),
@@ -219,7 +230,7 @@ impl IoThread {
         });
         server.clients.add(info.clone());
         self.by_id.insert(info.id, token);
-        let authenticated = server.config.requirepass.read().is_none();
+        let authenticated = server.config.acl.default_authenticated();
         let session = Session::new(info.clone(), authenticated);
         self.conns.insert(token, Conn::new(stream, info, session));
         self.again.push(token);
@@ -391,7 +402,7 @@ impl IoThread {
                 // Run-to-completion: answer the leading cache hits here; the first command that
                 // is not an rtc hit, and everything after it, goes to the pool in order.
                 let mut first_mode = Mode::Normal;
-                if server.config.rtc_read.load(Relaxed) && server.storage.cache().enabled() {
+                if server.config.rtc_read.load(Relaxed) || server.config.rtc_write.load(Relaxed) {
                     let session = conn.session.as_mut().expect("not in pool");
                     let mut reply = Reply {
                         buf: std::mem::take(&mut self.rtc_buf),
@@ -485,8 +496,39 @@ impl IoThread {
         self.write_out(token);
     }
 
+    /// Group commit for the writes this thread ran to completion: once per turn, makes them
+    /// durable (one WAL write, or fsync with `always`, for all of them, as Redis writes its AOF
+    /// before its replies), then lets out the replies that waited for it. If the WAL cannot be
+    /// written, those clients are closed without their replies.
+    fn flush_group(&mut self) {
+        if self.unflushed.is_empty() {
+            return;
+        }
+        let durable = self.server.storage.make_durable();
+        if let Err(e) = &durable {
+            tracing::error!(error = %e, "WAL flush failed; closing the clients it would acknowledge");
+        }
+        for token in std::mem::take(&mut self.unflushed) {
+            if durable.is_err() {
+                if let Some(conn) = self.conns.get_mut(&token) {
+                    conn.write_failed = true;
+                    conn.close_after_write = true;
+                }
+            }
+            self.write_out(token);
+        }
+    }
+
     /// Flushes a connection's output, enforces its output limit, and closes it if it is done.
+    /// While this thread has writes not yet in the WAL, the output waits for [`Self::flush_group`]
+    /// at the end of the turn: it may hold their replies.
     fn write_out(&mut self, token: Token) {
+        if self.server.storage.wal().pending_here() {
+            if !self.unflushed.contains(&token) {
+                self.unflushed.push(token);
+            }
+            return;
+        }
         let Some(conn) = self.conns.get_mut(&token) else {
             return;
         };

@@ -188,6 +188,7 @@ fn stream_wal(
             continue;
         }
         let it = storage.wal_after(after).map_err(io::Error::other)?;
+        let before = after;
         for item in it {
             let (seq, batch) = item.map_err(io::Error::other)?;
             if seq != after + 1 {
@@ -199,6 +200,11 @@ fn stream_wal(
             protocol::write_frame(out, BATCH, &[&seq.to_le_bytes(), batch.data()])?;
             after = seq + (batch.len() as u64).max(1) - 1;
             last_send = Instant::now();
+        }
+        if after == before {
+            // Written but still in the WAL's buffer (group commit flushes it with the replies,
+            // the timer at least once a second).
+            std::thread::sleep(TAIL_SLEEP);
         }
     }
     Ok(())

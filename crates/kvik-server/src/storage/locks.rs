@@ -59,6 +59,12 @@ impl KeyLocks {
         self.stripes.as_ptr() as usize
     }
 
+    /// True if some thread holds the stripe of `key` (a writer of it, or of a key sharing its
+    /// stripe, is in progress).
+    pub fn is_locked(&self, db: u16, key: &[u8]) -> bool {
+        self.stripes[self.stripe(db, key)].is_locked()
+    }
+
     /// Locks the stripes of `keys` in database `db`.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, db: u16, keys: &[K]) -> KeyGuard<'a> {
         self.lock_in(keys.iter().map(|k| (db, k.as_ref())))

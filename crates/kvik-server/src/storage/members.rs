@@ -12,7 +12,7 @@
 //! dropped later by the data compaction filter.
 
 use super::encoding::{data_prefix, prefix_successor, Meta};
-use super::{Batch, Storage, StorageResult, CF_DATA, CF_SCORE};
+use super::{Batch, Storage, StorageResult, Wait, CF_DATA, CF_SCORE};
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
 /// The column family of a collection entry.
@@ -67,6 +67,8 @@ impl<'k> Coll<'k> {
 pub struct View<'a> {
     storage: &'a Storage,
     snapshot: Option<SnapshotWithThreadMode<'a, DB>>,
+    /// [`Wait::Never`]: point reads from memory only (`Incomplete` otherwise).
+    wait: Wait,
 }
 
 impl Storage {
@@ -75,21 +77,29 @@ impl Storage {
         View {
             storage: self,
             snapshot: Some(self.db.snapshot()),
+            wait: Wait::Allowed,
         }
     }
 
     /// The latest state, for a writer holding the key's lock (nothing else can change it).
     pub fn latest(&self) -> View<'_> {
+        self.latest_with(Wait::Allowed)
+    }
+
+    /// [`Storage::latest`] whose point reads, with [`Wait::Never`], answer from the memtables
+    /// and the block cache only (`Incomplete` if they would read the disk).
+    pub fn latest_with(&self, wait: Wait) -> View<'_> {
         View {
             storage: self,
             snapshot: None,
+            wait,
         }
     }
 }
 
 impl<'a> View<'a> {
     fn read_opts(&self) -> ReadOptions {
-        let mut o = ReadOptions::default();
+        let mut o = self.wait.read_options();
         if let Some(s) = &self.snapshot {
             o.set_snapshot(s);
         }

@@ -3,10 +3,12 @@
 //! Role: the only module that talks to RocksDB. Command handlers read metadata with
 //! [`Storage::get_meta`] (no lock), and write by taking the key's stripe lock
 //! ([`Storage::lock`]), building a [`Batch`], and committing it with [`Storage::commit`], which
-//! writes the WAL and, with `appendfsync always`, syncs it before returning. Every acknowledged
-//! write is therefore in the WAL file before the reply leaves, so a `kill -9` loses nothing in any
-//! mode; `appendfsync` only decides how much an OS crash or power loss can take (always: nothing,
-//! everysec: about a second, no: what the OS had not written).
+//! writes the memtable and the WAL buffer; the thread that releases the reply first calls
+//! [`Storage::make_durable`], which writes the buffer to the WAL file (and, with `appendfsync
+//! always`, syncs it) once for all writes waiting (group commit, see `wal`). Every acknowledged
+//! write is therefore in the WAL file before its reply leaves, so a `kill -9` loses nothing in
+//! any mode; `appendfsync` only decides how much an OS crash or power loss can take (always:
+//! nothing, everysec: about a second, no: what the OS had not written).
 //!
 //! Layout (see `encoding`): `meta` holds one record per user key (a string's value inline), `data`
 //! holds collection members, `score` the sorted-set score index, `expiry` the keys with an expiry
@@ -33,6 +35,7 @@ pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+pub mod wal;
 
 use crate::cache::{Cache, CacheSettings};
 use bytes::Bytes;
@@ -101,6 +104,26 @@ pub struct KeyChange<'a> {
     pub expired: bool,
     /// The write created the key.
     pub created: bool,
+}
+
+/// Whether a storage call may wait: for a key lock, a disk read or a write stall. An I/O thread
+/// running a write to completion never waits; RocksDB then answers `Incomplete` instead (reads
+/// limited to the memtables and the block cache, writes with `no_slowdown`), and the command
+/// goes to the pool, having changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    Allowed,
+    Never,
+}
+
+impl Wait {
+    pub(crate) fn read_options(self) -> ReadOptions {
+        let mut ro = ReadOptions::default();
+        if self == Wait::Never {
+            ro.set_read_tier(rocksdb::ReadTier::BlockCache);
+        }
+        ro
+    }
 }
 
 /// How often the WAL is synced to stable storage, in Redis's `appendfsync` terms.
@@ -172,6 +195,8 @@ pub struct Storage {
     commit_gate: RwLock<()>,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,
+    /// Group commit: when the WAL buffer reaches the file (see `wal`).
+    wal: wal::WalGroup,
 }
 
 impl Drop for Storage {
@@ -240,6 +265,7 @@ impl Storage {
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
             shared,
+            wal: wal::WalGroup::default(),
         };
         storage.init_versions()?;
         storage.load_counts()?;
@@ -305,6 +331,14 @@ impl Storage {
         Ok(v)
     }
 
+    /// [`Storage::next_version`] for a caller that must not wait: `None` when the persisted
+    /// floor would have to move first (a synced write, once per `VERSION_RESERVE` versions; the
+    /// version taken is then simply never used).
+    pub fn next_version_reserved(&self) -> Option<u64> {
+        let v = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        (v < *self.version_floor.lock()).then_some(v)
+    }
+
     /// Registers an observer of committed writes (see [`WriteObserver`]).
     pub fn add_observer(&self, observer: Arc<dyn WriteObserver>) {
         self.observers.write().push(observer);
@@ -342,6 +376,11 @@ impl Storage {
         self.locks.lock(db, keys)
     }
 
+    /// True if a writer holds `key`'s stripe lock right now (see `cmd::isolation`).
+    pub fn key_locked(&self, db: u16, key: &[u8]) -> bool {
+        self.locks.is_locked(db, key)
+    }
+
     /// Locks keys across databases (MOVE, COPY ... DB).
     pub fn lock_in<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> KeyGuard<'_> {
         self.locks.lock_in(keys)
@@ -363,6 +402,17 @@ impl Storage {
         Ok(raw.and_then(|raw| Meta::decode(&raw)))
     }
 
+    /// [`Storage::get_meta`]; with [`Wait::Never`], `Incomplete` if it is not in memory.
+    pub fn get_meta_with(&self, db: u16, key: &[u8], wait: Wait) -> StorageResult<Option<Meta>> {
+        if wait == Wait::Allowed {
+            return self.get_meta(db, key);
+        }
+        let raw =
+            self.db
+                .get_pinned_cf_opt(self.meta_cf(), meta_key(db, key), &wait.read_options())?;
+        Ok(raw.and_then(|raw| Meta::decode(&raw)))
+    }
+
     /// The metadata of `key` if it exists and has not expired at `now_ms`.
     pub fn get_live(&self, db: u16, key: &[u8], now_ms: u64) -> StorageResult<Option<Meta>> {
         Ok(self.get_meta(db, key)?.filter(|m| !m.is_expired(now_ms)))
@@ -371,20 +421,24 @@ impl Storage {
     /// Commits `batch` with the durability `appendfsync` asks for, with the key count and
     /// expiry index changes its writes make, then applies its cache effects. Callers hold the
     /// locks of every key the batch writes, so no other write of these keys interleaves.
-    pub fn commit(&self, mut batch: Batch) -> StorageResult<()> {
-        let mut wo = WriteOptions::default();
-        wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
+    pub fn commit(&self, batch: Batch) -> StorageResult<()> {
+        self.commit_with(batch, Wait::Allowed)
+    }
+
+    /// [`Storage::commit`]; with [`Wait::Never`] it fails with `Incomplete`, having written
+    /// nothing, rather than read a key's state from disk or wait out a write stall.
+    pub fn commit_with(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
         let observers = self.observers.read();
         let gate = self.commit_gate.read();
         let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
-        let tally = self.tally(&mut batch, changes.as_mut())?;
+        let tally = self.tally(&mut batch, changes.as_mut(), wait)?;
         self.mark_group(&mut batch.inner);
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
             }
         }
-        let result = self.db.write_opt(batch.inner, &wo);
+        let result = self.write(batch.inner, wait);
         if result.is_ok() {
             tally.apply(&self.counts);
         }
@@ -443,26 +497,42 @@ impl Storage {
         &self,
         batch: &mut Batch,
         mut changes: Option<&mut Vec<(usize, bool, bool)>>,
+        wait: Wait,
     ) -> StorageResult<Tally> {
         let mut tally = Tally::default();
         if batch.effects.is_empty() {
             return Ok(tally);
         }
+        // Each key's state before the batch: from the hot cache when it holds the key (the
+        // writer holds the key's lock, so the entry is current), else from RocksDB.
         let mut states: Vec<(&[u8], KeyState)> = Vec::with_capacity(batch.effects.len());
+        let mut unknown: Vec<usize> = Vec::new();
         for e in &batch.effects {
-            if !states.iter().any(|(k, _)| *k == e.raw_key.as_slice()) {
-                states.push((&e.raw_key, KeyState::Absent));
+            if states.iter().any(|(k, _)| *k == e.raw_key.as_slice()) {
+                continue;
+            }
+            let cached = decode_meta_key(&e.raw_key)
+                .and_then(|(db, _, key)| self.cache.cached_expiry(db, key));
+            match cached {
+                Some(at) => states.push((&e.raw_key, KeyState::Present(at))),
+                None => {
+                    unknown.push(states.len());
+                    states.push((&e.raw_key, KeyState::Absent));
+                }
             }
         }
-        if let [(raw_key, state)] = states.as_mut_slice() {
-            *state = KeyState::of_meta(self.db.get_pinned_cf(self.meta_cf(), raw_key)?.as_deref());
-        } else {
-            let cf = self.meta_cf();
-            let read = self
+        let ro = wait.read_options();
+        if let [i] = unknown[..] {
+            let raw = self
                 .db
-                .batched_multi_get_cf(cf, states.iter().map(|(k, _)| k), false);
-            for ((_, state), raw) in states.iter_mut().zip(read) {
-                *state = KeyState::of_meta(raw?.as_deref());
+                .get_pinned_cf_opt(self.meta_cf(), states[i].0, &ro)?;
+            states[i].1 = KeyState::of_meta(raw.as_deref());
+        } else if !unknown.is_empty() {
+            let cf = self.meta_cf();
+            let keys: Vec<&[u8]> = unknown.iter().map(|&i| states[i].0).collect();
+            let read = self.db.batched_multi_get_cf_opt(cf, keys, false, &ro);
+            for (&i, raw) in unknown.iter().zip(read) {
+                states[i].1 = KeyState::of_meta(raw?.as_deref());
             }
         }
         let now = crate::clock::unix_ms();
@@ -605,9 +675,31 @@ impl Storage {
         self.counts.reset(from, to);
         self.fold_counts_into(&mut batch);
         self.mark_group(&mut batch);
+        self.write(batch, Wait::Allowed)
+    }
+
+    /// Writes `batch` to the memtable and the WAL buffer; it reaches the WAL file (synced with
+    /// `appendfsync always`) at the writing thread's next [`Storage::make_durable`], or at
+    /// once with `group-commit no`.
+    fn write(&self, batch: rocksdb::WriteBatch, wait: Wait) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
-        wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
-        self.db.write_opt(batch, &wo)
+        wo.set_no_slowdown(wait == Wait::Never);
+        self.db.write_opt(batch, &wo)?;
+        self.wal
+            .wrote(&self.db, self.fsync_policy() == FsyncPolicy::Always)
+    }
+
+    /// Makes every write this thread made durable (in the WAL file; synced with `appendfsync
+    /// always`), together with whatever other threads buffered meanwhile: call it before
+    /// releasing replies that acknowledge writes. Cheap if the thread wrote nothing since.
+    pub fn make_durable(&self) -> StorageResult<()> {
+        self.wal
+            .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always)
+    }
+
+    /// Group commit's switch and test hook (see `wal`).
+    pub fn wal(&self) -> &wal::WalGroup {
+        &self.wal
     }
 
     /// Compacts every column family: meta first, then data and score (the members of deleted,
@@ -705,8 +797,13 @@ mod cache_effect_tests {
             assert_eq!(b.cache_keys().collect::<Vec<_>>(), vec![(0, key)]);
             s.commit(b).unwrap();
         };
+        s.cache().set_write_allocate(false);
         put(b"k", "1");
-        assert_eq!(cached(&s, 0, b"k"), None, "writes never add keys");
+        assert_eq!(
+            cached(&s, 0, b"k"),
+            None,
+            "writes add no keys without write-allocate"
+        );
         fill(&s, 0, b"k");
         assert_eq!(cached(&s, 0, b"k"), Some(b"1".to_vec()));
         put(b"k", "2");
@@ -722,5 +819,34 @@ mod cache_effect_tests {
         s.flush_db(0).unwrap();
         assert_eq!(cached(&s, 0, b"k"), None, "FLUSHDB clears");
         assert_eq!(s.cache().entries(), 0);
+        s.cache().set_write_allocate(true);
+        put(b"w", "1");
+        assert_eq!(cached(&s, 0, b"w"), Some(b"1".to_vec()), "write-allocate");
+    }
+
+    /// The counts stay exact when commits take a key's prior state from the hot cache instead
+    /// of RocksDB (write-allocate puts every written string there).
+    #[test]
+    fn counts_stay_exact_with_states_from_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let put = |key: &[u8], at: u64| {
+            let mut b = Batch::default();
+            b.put_meta(&s, 0, key, &Meta::string(b"v".to_vec(), at));
+            s.commit(b).unwrap();
+        };
+        let far = crate::clock::unix_ms() + 3_600_000;
+        put(b"a", 0);
+        put(b"a", 0); // its state now comes from the cache
+        put(b"b", far);
+        put(b"b", 0);
+        put(b"c", far);
+        put(b"c", far + 1);
+        let mut b = Batch::default();
+        b.delete_meta(&s, 0, b"a");
+        s.commit(b).unwrap();
+        assert_eq!(s.cache().cached_expiry(0, b"c"), Some(far + 1));
+        assert_eq!(s.key_count(0), 2);
+        assert_eq!(s.expires_count(0), 1);
     }
 }

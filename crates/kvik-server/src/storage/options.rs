@@ -247,8 +247,11 @@ pub fn db_options(t: &Tuning) -> (Options, Shared) {
     opts.create_missing_column_families(true);
     opts.set_max_background_jobs(2);
     opts.set_bytes_per_sync(1 << 20);
-    // Writes from many workers join one WAL write (group commit) instead of queueing.
+    // Writes from many workers join one WAL write instead of queueing.
     opts.set_enable_pipelined_write(true);
+    // Group commit: the WAL buffer reaches its file when a reply needs it, once for many
+    // writes (see storage::wal), not after every write.
+    opts.set_manual_wal_flush(true);
     opts.set_write_buffer_manager(&write_buffers);
     opts.set_wal_ttl_seconds(t.wal_ttl_secs);
     opts.set_wal_size_limit_mb(t.wal_size_limit_mb);

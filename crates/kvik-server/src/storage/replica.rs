@@ -7,7 +7,7 @@
 //! the write observers, [`Storage::apply_replicated`] does from the batch's own contents.
 
 use super::encoding::{decode_meta_key, meta_key, Kind, Meta, META_HEADER_LEN};
-use super::{FsyncPolicy, INTERNAL_DB};
+use super::INTERNAL_DB;
 use super::{Storage, StorageResult, CF_COUNTS, CF_DATA, CF_EXPIRY, CF_META, CF_SCORE};
 use bytes::Bytes;
 use rocksdb::{DBWALIterator, Options, WriteBatch, WriteBatchIteratorCf, WriteOptions, DB};
@@ -50,9 +50,8 @@ impl Drop for AtomicGroup<'_> {
         if wrote {
             let mut b = WriteBatch::default();
             b.delete_cf(self.storage.meta_cf(), group_key(id));
-            let mut wo = WriteOptions::default();
-            wo.set_sync(self.storage.fsync_policy() == FsyncPolicy::Always);
-            if let Err(e) = self.storage.db.write_opt(b, &wo) {
+            // Durable with the group's other writes, before the replies (group commit).
+            if let Err(e) = self.storage.write(b, super::Wait::Allowed) {
                 tracing::warn!(error = %e, "closing an atomic group's mark failed");
             }
         }
@@ -324,9 +323,9 @@ impl Storage {
             meta_key(INTERNAL_DB, POSITION_KEY),
             Meta::string(position.encode(), 0).encode(),
         );
-        let mut wo = WriteOptions::default();
-        wo.set_sync(self.fsync_policy() == FsyncPolicy::Always);
-        let result = self.db.write_opt(batch, &wo);
+        let result = self
+            .write(batch, super::Wait::Allowed)
+            .and_then(|()| self.make_durable());
         // As commit: a cached entry takes the new value, a delete (or a failed write) drops it.
         for (db, key, put) in &keys {
             self.cache

@@ -133,8 +133,9 @@ fn strip_usec(v: &str) -> String {
 
 #[test]
 fn rtc_on_and_off_give_the_same_replies_and_counters() {
-    let on = TestServer::start_with(&["--rtc-read", "yes"]);
-    let off = TestServer::start_with(&["--rtc-read", "no"]);
+    // Run to completion on the I/O thread, for reads and writes alike, or nothing of it.
+    let on = TestServer::start_with(&["--rtc-read", "yes", "--rtc-write", "yes"]);
+    let off = TestServer::start_with(&["--rtc-read", "no", "--rtc-write", "no"]);
     let (replies_on, raw_on) = scenario(&on);
     let (replies_off, raw_off) = scenario(&off);
     assert_eq!(replies_on, replies_off);

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod acl;
 mod admin;
 mod bitmaps_hll_geo;
 mod blocking;
@@ -14,6 +15,7 @@ mod cluster_migration;
 mod config_sort;
 mod differential;
 mod durability;
+mod group_commit;
 mod hashes;
 mod keycount;
 mod keys;

@@ -546,3 +546,82 @@ fn cache_hits_inside_multi_are_queued_not_answered() {
     let _: String = q(&mut c, &["GET", "k"]);
     assert!(rtc(&mut c) <= before + 1);
 }
+
+/// No reader sees half a transaction or half an MSET: while writers move keys `a` and `b`
+/// forward together (EXEC with SET a; SET b, and MSET), readers (MGET a b, answered from the
+/// cache on the I/O thread; and GET a then GET b) never see `b` behind `a`. Bounded in time.
+#[test]
+fn readers_never_see_half_a_transaction_or_half_an_mset() {
+    let s = TestServer::start();
+    let mut setup = s.client();
+    let _: () = redis::cmd("MSET")
+        .arg("a")
+        .arg(0)
+        .arg("b")
+        .arg(0)
+        .query(&mut setup)
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let writer = {
+        let mut c = s.client();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                i += 1;
+                if i.is_multiple_of(2) {
+                    let _: () = redis::pipe()
+                        .atomic()
+                        .cmd("SET")
+                        .arg("a")
+                        .arg(i)
+                        .ignore()
+                        .cmd("SET")
+                        .arg("b")
+                        .arg(i)
+                        .ignore()
+                        .query(&mut c)
+                        .unwrap();
+                } else {
+                    let _: () = redis::cmd("MSET")
+                        .arg("a")
+                        .arg(i)
+                        .arg("b")
+                        .arg(i)
+                        .query(&mut c)
+                        .unwrap();
+                }
+            }
+            i
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = s.client();
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while std::time::Instant::now() < deadline {
+                    let (a, b): (u64, u64) =
+                        redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
+                    assert_eq!(a, b, "MGET saw half a write");
+                    let a: u64 = redis::cmd("GET").arg("a").query(&mut c).unwrap();
+                    let b: u64 = redis::cmd("GET").arg("b").query(&mut c).unwrap();
+                    assert!(
+                        b >= a,
+                        "GET b ({b}) behind an earlier GET a ({a}): half a transaction"
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert!(
+        reads > 100 && writes > 100,
+        "too little overlap: {reads} reads, {writes} writes"
+    );
+}

@@ -12,6 +12,8 @@ use super::super::spec::{CommandSpec, Flags, KeySpec};
 use super::engines::{self, Engines};
 use super::host::Rules;
 use super::{run, Target, SCRIPT_ACL};
+
+const SCRIPT_WRITE_ACL: &[&str] = &["write", "slow", "scripting"];
 use crate::scripting::{load_libraries, FUNCTIONS_RECORD};
 use crate::server::Server;
 use kvik_lua::{errors, FunctionEngine, RestorePolicy, ScriptFlags};
@@ -25,6 +27,12 @@ const fn sub(
     summary: &'static str,
     complexity: &'static str,
 ) -> CommandSpec {
+    // Redis flags the subcommands that change the libraries `write` (kvik does not: they
+    // change no key), and ACL rules see them in @write.
+    let acl = match name.as_bytes() {
+        b"load" | b"delete" | b"flush" | b"restore" => SCRIPT_WRITE_ACL,
+        _ => SCRIPT_ACL,
+    };
     CommandSpec::new(
         name,
         arity,
@@ -32,7 +40,7 @@ const fn sub(
         KeySpec::NONE,
         handler,
     )
-    .acl(SCRIPT_ACL)
+    .acl(acl)
     .group("scripting")
     .doc(summary, "7.0.0", complexity)
 }

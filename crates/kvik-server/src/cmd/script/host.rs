@@ -107,6 +107,9 @@ impl<'a> ServerHost<'a> {
         if flags.contains(Flags::NOSCRIPT) {
             return Err(errors::NOT_ALLOWED);
         }
+        let lua = crate::acl::Context::Lua;
+        crate::acl::check_and_log(self.server, self.session, entry, argv, lua)
+            .map_err(crate::acl::lua_refusal)?;
         if self.rules.read_only && flags.intersects(Flags::WRITE.union(Flags::MAY_REPLICATE)) {
             return Err(errors::WRITE_FROM_READONLY);
         }

@@ -114,7 +114,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         super::spec::container,
     )
-    .acl(SCRIPT_ACL)
+    .acl(&["slow"])
     .group("scripting")
     .doc(
         "A container for Lua scripts management commands.",
@@ -129,7 +129,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         super::spec::container,
     )
-    .acl(SCRIPT_ACL)
+    .acl(&["slow"])
     .group("scripting")
     .doc(
         "A container for function commands.",

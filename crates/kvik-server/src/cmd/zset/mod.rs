@@ -71,6 +71,7 @@ const ACL_READ_SLOW: &[&str] = &["read", "sortedset", "slow"];
 const ACL_WRITE_FAST: &[&str] = &["write", "sortedset", "fast"];
 const ACL_WRITE_SLOW: &[&str] = &["write", "sortedset", "slow"];
 const ACL_BLOCKING: &[&str] = &["write", "sortedset", "slow", "blocking"];
+const ACL_BLOCKING_FAST: &[&str] = &["write", "sortedset", "fast", "blocking"];
 
 /// ZUNIONSTORE / ZINTERSTORE / ZDIFFSTORE: the destination, then numkeys keys after index 2.
 fn store_keys(args: &Args) -> Vec<usize> {
@@ -238,7 +239,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "7.0.0",
             "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
         ),
-    z("bzpopmin", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING)
+    z("bzpopmin", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmin, ACL_BLOCKING_FAST)
 .event(Class::ZSet, "zpopmin")
 .event(Class::Generic, "del")
         .doc(
@@ -246,7 +247,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "5.0.0",
             "O(log(N)) with N being the number of elements in the sorted set.",
         ),
-    z("bzpopmax", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING)
+    z("bzpopmax", -3, BLOCKING.union(Flags::FAST), KeySpec::ALL_BUT_LAST, pop::bzpopmax, ACL_BLOCKING_FAST)
 .event(Class::ZSet, "zpopmax")
 .event(Class::Generic, "del")
         .doc(

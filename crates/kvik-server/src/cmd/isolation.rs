@@ -1,0 +1,80 @@
+//! Reads see whole writes: no reader observes part of a multi-key write (MSET, EXEC, a script),
+//! as no Redis client can, since Redis runs each of them in one go.
+//!
+//! Writers hold the stripe locks of every key they write from their first read to their last
+//! cache update (`storage::locks`; EXEC and scripts lock all their keys up front), and RocksDB
+//! commits each batch atomically; what a reader has to avoid is reading its keys while such a
+//! writer is between its first and its last write. On a worker, a read command simply takes the
+//! locks of its keys too ([`lock_read_keys`]). On an I/O thread, which never waits, a cached
+//! read first checks that no writer holds one of its keys and, when it reads several, that no
+//! write of any of them began or ended while it read ([`RtcRead`]); otherwise the pool runs it.
+//! Reads without key arguments (KEYS, SCAN, DBSIZE) take no locks.
+
+use super::spec::Flags;
+use super::Entry;
+use crate::cache::FillToken;
+use crate::reply::Args;
+use crate::server::Server;
+use crate::storage::locks::KeyGuard;
+
+/// The keys `args` names, per `entry`'s spec (allocates only for movable keys).
+fn keys<'a>(entry: &Entry, args: &'a Args) -> impl Iterator<Item = &'a [u8]> {
+    let spec = entry.spec;
+    let movable = spec.keys_fn.map(|f| f(args)).unwrap_or_default();
+    let fixed = spec
+        .keys_fn
+        .is_none()
+        .then(|| spec.keys.positions(args.len()));
+    movable
+        .into_iter()
+        .chain(fixed.into_iter().flatten())
+        .filter_map(move |i| args.get(i).map(|a| &a[..]))
+}
+
+/// On a worker: the locks of a read-only command's keys in database `db`, held while it runs.
+pub(super) fn lock_read_keys<'s>(
+    server: &'s Server,
+    db: u16,
+    entry: &Entry,
+    args: &Args,
+) -> Option<KeyGuard<'s>> {
+    if !entry.spec.flags.contains(Flags::READONLY) {
+        return None;
+    }
+    let mut keys = keys(entry, args).peekable();
+    keys.peek()?;
+    Some(server.storage.lock_in(keys.map(|k| (db, k))))
+}
+
+/// A cached read on an I/O thread, checked against writes in progress.
+pub(super) struct RtcRead {
+    /// The cache write epochs of its keys when it began (only for reads of several keys).
+    epochs: Vec<FillToken>,
+}
+
+impl RtcRead {
+    /// `None` if a writer holds one of the keys: the pool runs the read (it waits for it).
+    /// The epochs are noted before the locks are checked, so a writer that locks after the
+    /// check and writes before [`RtcRead::still_whole`] is seen there.
+    pub(super) fn begin(server: &Server, db: u16, entry: &Entry, args: &Args) -> Option<RtcRead> {
+        let storage = &server.storage;
+        let epochs = if keys(entry, args).take(2).count() > 1 {
+            keys(entry, args)
+                .map(|key| storage.cache().fill_token(db, key))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if keys(entry, args).any(|key| storage.key_locked(db, key)) {
+            return None;
+        }
+        Some(RtcRead { epochs })
+    }
+
+    /// After the read: true if no write of its keys began or ended meanwhile (always for a
+    /// read of one key: its cache entry is read whole).
+    pub(super) fn still_whole(&self, server: &Server) -> bool {
+        let cache = server.storage.cache();
+        self.epochs.iter().all(|t| cache.unchanged(t))
+    }
+}

@@ -1,0 +1,213 @@
+//! Integration tests: group commit. Many writes share one WAL flush, but no reply of a write
+//! leaves before the flush that covers it, a pipeline runs as if sent one command at a time, and
+//! a kill -9 loses nothing acknowledged with many pipelining writers.
+
+use crate::common::{info_field, read_raw, resp, Endpoint, TestServer};
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn set_request(key: &str, value: &str) -> Vec<u8> {
+    resp(&[b"SET", key.as_bytes(), value.as_bytes()])
+}
+
+/// `wal-flush-hold yes` stalls every WAL flush: a write's reply must wait for it, in both
+/// modes, while reads and commands that wrote nothing still answer.
+#[test]
+fn no_reply_of_a_write_leaves_before_its_wal_flush() {
+    for grouped in ["yes", "no"] {
+        let s = TestServer::start_with(&["--group-commit", grouped]);
+        let mut admin = s.client();
+        let _: () = redis::cmd("SET")
+            .arg("before")
+            .arg("1")
+            .query(&mut admin)
+            .unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("wal-flush-hold")
+            .arg("yes")
+            .query(&mut admin)
+            .unwrap();
+        let mut writer = s.raw();
+        writer
+            .set_read_timeout(Some(Duration::from_millis(400)))
+            .unwrap();
+        writer.write_all(&set_request("k", "v")).unwrap();
+        let (early, closed) = read_raw(&mut writer, 5);
+        assert!(!closed);
+        assert_eq!(
+            early, b"",
+            "group-commit {grouped}: a write's reply left before its WAL flush"
+        );
+        // Others are not held: a read, and a command that wrote nothing.
+        let before: String = redis::cmd("GET").arg("before").query(&mut admin).unwrap();
+        assert_eq!(before, "1");
+        let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
+        assert_eq!(pong, "PONG");
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("wal-flush-hold")
+            .arg("no")
+            .query(&mut admin)
+            .unwrap();
+        writer
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let (reply, _) = read_raw(&mut writer, 5);
+        assert_eq!(reply, b"+OK\r\n", "group-commit {grouped}");
+    }
+}
+
+/// A pipeline mixing writes and reads of the same keys answers what one command at a time does.
+#[test]
+fn a_pipeline_of_writes_and_reads_of_one_key_runs_in_order() {
+    let s = TestServer::start();
+    let script: &[&[&str]] = &[
+        &["SET", "k", "1"],
+        &["INCR", "k"],
+        &["GET", "k"],
+        &["APPEND", "k", "x"],
+        &["GET", "k"],
+        &["DEL", "k"],
+        &["GET", "k"],
+        &["INCRBY", "k", "5"],
+        &["RPUSH", "l", "a", "b"],
+        &["LPOP", "l"],
+        &["LRANGE", "l", "0", "-1"],
+        &["HSET", "h", "f", "1"],
+        &["HINCRBY", "h", "f", "2"],
+        &["HGET", "h", "f"],
+        &["MSET", "a", "1", "b", "2"],
+        &["MGET", "a", "b", "k"],
+        &["EXISTS", "a", "b", "k", "nope"],
+    ];
+    let mut sequential = s.client();
+    let mut one_by_one = Vec::new();
+    for args in script {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        one_by_one.push(c.query::<redis::Value>(&mut sequential).unwrap());
+    }
+    let _: () = redis::cmd("FLUSHALL").query(&mut sequential).unwrap();
+    let mut pipe = redis::pipe();
+    for args in script {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        pipe.add_command(c);
+    }
+    let pipelined: Vec<redis::Value> = pipe.query(&mut s.client()).unwrap();
+    assert_eq!(pipelined, one_by_one);
+}
+
+/// Several connections pipeline SETs with `appendfsync always` (their writes share flushes)
+/// until the server is killed; every acknowledged SET is there after the restart.
+#[test]
+fn kill9_with_pipelining_writers_loses_nothing_acknowledged() {
+    let mut s = TestServer::start_with(&["--appendfsync", "always"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let mut conn = s.raw();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                conn.set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                let mut acked = 0usize;
+                let depth = 16;
+                while !stop.load(Ordering::SeqCst) {
+                    let mut batch = Vec::new();
+                    for i in acked..acked + depth {
+                        batch.extend(set_request(&format!("w{w}:{i}"), &format!("v{i}")));
+                    }
+                    if conn.write_all(&batch).is_err() {
+                        break;
+                    }
+                    let mut got = vec![0u8; 5 * depth];
+                    let mut filled = 0;
+                    while filled < got.len() {
+                        match conn.read(&mut got[filled..]) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => filled += n,
+                        }
+                    }
+                    let whole = filled / 5;
+                    assert!(got[..whole * 5].chunks(5).all(|r| r == b"+OK\r\n"));
+                    acked += whole;
+                    if whole < depth {
+                        break; // the server died mid-batch
+                    }
+                }
+                (w, acked)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    s.kill9();
+    stop.store(true, Ordering::SeqCst);
+    let acked: Vec<(usize, usize)> = writers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(acked.iter().all(|(_, n)| *n > 0), "{acked:?}");
+    s.restart();
+    let mut c = s.client();
+    for (w, n) in acked {
+        for i in 0..n {
+            let v: Option<String> = redis::cmd("GET")
+                .arg(format!("w{w}:{i}"))
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(v, Some(format!("v{i}")), "acknowledged w{w}:{i} lost");
+        }
+    }
+}
+
+/// String, hash and set writes run on the I/O thread (`rtc-write`), with the replies the pool
+/// gives; `rtc-write no` sends them to the pool.
+#[test]
+fn simple_writes_run_to_completion_on_the_io_thread() {
+    let script: &[&[&str]] = &[
+        &["SET", "s", "1"],
+        &["INCRBY", "s", "41"],
+        &["APPEND", "s", "!"],
+        &["MSET", "m1", "a", "m2", "b"],
+        &["HSET", "h", "f", "1", "g", "2"],
+        &["HINCRBY", "h", "f", "10"],
+        &["HSETNX", "h", "f", "x"],
+        &["HDEL", "h", "g", "nope"],
+        &["SADD", "set", "a", "b", "c", "a"],
+        &["SREM", "set", "b", "zz"],
+        &["SET", "s", "x", "GET"],
+        &["HSET", "s", "f", "v"],
+        &["GET", "s"],
+        &["HGETALL", "h"],
+        &["SMEMBERS", "set"],
+    ];
+    let mut replies = Vec::new();
+    let mut served = Vec::new();
+    for rtc in ["yes", "no"] {
+        let s = TestServer::start_with(&["--rtc-write", rtc]);
+        let mut c = s.client();
+        let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+        let mut got = Vec::new();
+        for args in script {
+            let mut cmd = redis::cmd(args[0]);
+            for a in &args[1..] {
+                cmd.arg(*a);
+            }
+            got.push(match cmd.query::<redis::Value>(&mut c) {
+                Ok(v) => format!("{v:?}"),
+                Err(e) => format!("error: {e}"),
+            });
+        }
+        served.push(info_field(&mut c, "stats", "rtc_commands").unwrap() - before);
+        replies.push(got);
+    }
+    assert_eq!(replies[0], replies[1]);
+    // The 12 writes ran on the I/O thread (GET s is a cache hit there too), none without it.
+    assert!(served[0] >= 12, "{served:?}");
+    assert!(served[1] <= 3, "{served:?}");
+}
