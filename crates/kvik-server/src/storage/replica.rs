@@ -315,6 +315,9 @@ impl Storage {
                 Some((db, key, put))
             })
             .collect();
+        // Held as a writer holds them (from before the write to after the cache update), so
+        // readers' isolation (`cmd::isolation`) works on replicas too.
+        let _locks = self.lock_in(keys.iter().map(|(db, key, _)| (*db, *key)));
         for &(db, key, _) in &keys {
             self.cache.begin_write(db, key);
         }
