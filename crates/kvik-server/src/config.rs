@@ -84,10 +84,50 @@ pub struct Config {
     /// `notify-keyspace-events` and the pubsub output hard limit, shared with the pub/sub
     /// registry (see `crate::pubsub`).
     pub pubsub: std::sync::Arc<crate::pubsub::PubSubSettings>,
+    /// `replicaof`, `masterauth`, `replica-read-only` and the WAL retention (see
+    /// `crate::replication`).
+    pub repl: ReplSettings,
     /// The values of the [`redis_params::REDIS_PARAMS`] rows, in table order, canonical.
     pub redis_params: RwLock<Vec<String>>,
     /// ACL users (`user` lines, `aclfile`, `requirepass`) and the ACL log (see `crate::acl`).
     pub acl: crate::acl::Acl,
+}
+
+/// Replication settings.
+#[derive(Debug, Default)]
+pub struct ReplSettings {
+    /// `replicaof host port` from the config file or flags: the primary to follow at start.
+    pub replicaof: RwLock<Option<(String, u16)>>,
+    /// `masterauth`: the password this replica AUTHs with at its primary.
+    pub masterauth: RwLock<Option<String>>,
+    /// `replica-read-only`: a replica refuses write commands with READONLY.
+    pub read_only: AtomicBool,
+    /// `repl-wal-ttl`, seconds, and `repl-wal-size-limit`, bytes: the WAL kept for replicas.
+    pub wal_ttl_secs: AtomicU64,
+    pub wal_size_limit: AtomicU64,
+}
+
+fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(None),
+        [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => Ok(None),
+        [host, port] => Ok(Some((
+            host.to_string(),
+            port.parse()
+                .map_err(|_| "Invalid master port".to_string())?,
+        ))),
+        _ => Err("replicaof takes a host and a port".into()),
+    }
+}
+
+fn show_replicaof(c: &Config) -> String {
+    c.repl
+        .replicaof
+        .read()
+        .as_ref()
+        .map(|(h, p)| format!("{h} {p}"))
+        .unwrap_or_default()
 }
 
 /// One setting: its name, default, whether CONFIG SET may change it, help text, and how to read
@@ -548,6 +588,80 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.busy_reply_threshold_ms, v, 0, i64::MAX as u64),
     },
     Setting {
+        name: "replicaof",
+        default: "",
+        mutable: false,
+        help: "host port of the primary to follow at start (REPLICAOF changes it at run time)",
+        get: show_replicaof,
+        set: |c, v| {
+            *c.repl.replicaof.write() = parse_replicaof(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "slaveof",
+        default: "",
+        mutable: false,
+        help: "alias of replicaof",
+        get: show_replicaof,
+        set: |c, v| {
+            *c.repl.replicaof.write() = parse_replicaof(v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "masterauth",
+        default: "",
+        mutable: true,
+        help: "password a replica sends to its primary (AUTH)",
+        get: |c| c.repl.masterauth.read().clone().unwrap_or_default(),
+        set: |c, v| {
+            *c.repl.masterauth.write() = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+    },
+    Setting {
+        name: "replica-read-only",
+        default: "yes",
+        mutable: true,
+        help: "a replica refuses write commands (READONLY)",
+        get: |c| if c.repl.read_only.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.repl.read_only.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "slave-read-only",
+        default: "yes",
+        mutable: true,
+        help: "alias of replica-read-only",
+        get: |c| if c.repl.read_only.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.repl.read_only.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "repl-wal-ttl",
+        default: "3600",
+        mutable: false,
+        help: "seconds RocksDB keeps obsolete WAL files for replicas to catch up from (0: no time bound)",
+        get: |c| c.repl.wal_ttl_secs.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.wal_ttl_secs, v, 0, 10 * 365 * 86400),
+    },
+    Setting {
+        name: "repl-wal-size-limit",
+        default: "512mb",
+        mutable: false,
+        help: "most obsolete WAL kept for replicas, rounded up to MiB (0: no size bound; with repl-wal-ttl 0 too, none is kept)",
+        get: |c| c.repl.wal_size_limit.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.repl.wal_size_limit.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "lua-time-limit",
         default: "5000",
         mutable: true,
@@ -940,6 +1054,7 @@ impl Default for Config {
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
+            repl: ReplSettings::default(),
             redis_params: RwLock::new(
                 redis_params::REDIS_PARAMS
                     .iter()
@@ -1027,6 +1142,8 @@ impl Config {
             write_buffer_bytes: split.write_buffers,
             compact_rate_limit: self.compact_rate_limit.load(Relaxed),
             stalls: self.stall_limits(),
+            wal_ttl_secs: self.repl.wal_ttl_secs.load(Relaxed),
+            wal_size_limit_mb: self.repl.wal_size_limit.load(Relaxed).div_ceil(1 << 20),
         }
     }
 

@@ -36,6 +36,7 @@ pub mod logging;
 pub mod net;
 pub mod pool;
 pub mod pubsub;
+pub mod replication;
 pub mod reply;
 pub mod saves;
 pub mod scripting;

@@ -56,6 +56,10 @@ pub struct Server {
     pub saves: crate::saves::Saves,
     /// The latency monitor and the per-command latency histograms.
     pub latency: crate::stats::latency::Latency,
+    /// Replication role, ids, offsets and links (see `crate::replication`).
+    pub repl: crate::replication::Replication,
+    /// This server itself, for commands that start threads holding it (REPLICAOF).
+    me: OnceLock<std::sync::Weak<Server>>,
     /// Set by FLUSHDB/FLUSHALL; the compactor thread (owned by `run`) gives the space back.
     compaction_requested: Mutex<bool>,
     compaction_wakeup: Condvar,
@@ -135,6 +139,8 @@ impl Server {
             pool: OnceLock::new(),
             cluster: Default::default(),
             scripts: Default::default(),
+            repl: Default::default(),
+            me: OnceLock::new(),
             compaction_requested: Mutex::new(false),
             compaction_wakeup: Condvar::new(),
         };
@@ -152,6 +158,16 @@ impl Server {
         let threshold = value("latency-monitor-threshold").parse().unwrap_or(0);
         self.latency
             .configure(threshold, value("latency-tracking") == "yes");
+    }
+
+    /// Remembers the `Arc` this server lives in (startup calls it once).
+    pub fn set_self(self: &Arc<Server>) {
+        let _ = self.me.set(Arc::downgrade(self));
+    }
+
+    /// The `Arc` this server lives in (set at startup; `None` in tests that build a bare one).
+    pub fn arc(&self) -> Option<Arc<Server>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Starts an orderly shutdown; returns at once.
@@ -313,7 +329,10 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 let now = crate::clock::unix_ms();
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
-                if server.config.active_expire.load(Ordering::Relaxed) {
+                // A replica applies its primary's expirations and counts; it writes none. Nor
+                // does a primary whose writes FAILOVER paused.
+                let replica = server.repl.is_replica() || server.repl.failover.writes_paused();
+                if !replica && server.config.active_expire.load(Ordering::Relaxed) {
                     let started = Instant::now();
                     let ran = expiry.run(
                         &server.storage,
@@ -331,7 +350,12 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     }
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
-                    if let Err(e) = server.storage.fold_counts() {
+                    let folded = if replica {
+                        Ok(())
+                    } else {
+                        server.storage.fold_counts()
+                    };
+                    if let Err(e) = folded {
                         tracing::warn!(error = %e, "folding the key counts failed");
                     }
                     if server.storage.fsync_policy() == FsyncPolicy::Everysec {
@@ -340,6 +364,11 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                         }
                     }
                     last_sync = Instant::now();
+                }
+                // The expiry cycle's deletes and the counts' fold leave the WAL buffer now, not
+                // with the next client write: replicas (which tail the WAL file) see them.
+                if let Err(e) = server.storage.make_durable() {
+                    tracing::warn!(error = %e, "WAL flush failed");
                 }
             }
         })

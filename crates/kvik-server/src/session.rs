@@ -38,6 +38,20 @@ pub struct Session {
     pub subs: crate::pubsub::Subscriptions,
     /// Set by MONITOR; dropping it (disconnect, RESET) stops the feed.
     pub monitor: Option<crate::pubsub::monitor::MonitorGuard>,
+    /// REPLCONF listening-port: the port a replica on this connection serves clients on.
+    pub repl_port: Option<u16>,
+    /// Set by PSYNC: once the replies are sent, the I/O thread gives the socket (blocking
+    /// mode) to this and forgets the connection (see `crate::replication::primary`).
+    pub handoff: Option<Handoff>,
+}
+
+/// Takes over a connection's socket.
+pub struct Handoff(pub Box<dyn FnOnce(std::net::TcpStream) + Send>);
+
+impl std::fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handoff")
+    }
 }
 
 impl Session {
@@ -58,6 +72,8 @@ impl Session {
             readonly: false,
             subs: Default::default(),
             monitor: None,
+            repl_port: None,
+            handoff: None,
         }
     }
 

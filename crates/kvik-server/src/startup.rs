@@ -36,11 +36,17 @@ pub fn run(config: Config) -> Result<(), String> {
     storage.set_fsync_policy(*config.appendfsync.read());
     let commands = crate::cmd::table().names();
     let server = Arc::new(Server::new(config, storage, commands));
+    server.set_self();
+    crate::replication::checkpoint::clean(&server);
     server.apply_group_commit();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }
     crate::cmd::script::load_persisted(&server)?;
+
+    // The role is set before clients can connect, so a replica never takes a write.
+    crate::replication::Replication::init(&server)
+        .map_err(|e| format!("cannot read the replication state: {e}"))?;
 
     let workers = server.config.workers.load(Ordering::Relaxed) as usize;
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);

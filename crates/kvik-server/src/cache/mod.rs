@@ -147,6 +147,13 @@ struct Shard {
     rng: u64,
 }
 
+/// Added to a stripe's epoch by [`Cache::begin_write`] and taken off by [`Cache::apply`]: an
+/// epoch at or above it means a write of the stripe is between its RocksDB write and its cache
+/// update, and a fill token taken then is refused (the reader may have read the old value from
+/// RocksDB just before the write; filling it would serve it until the write's `apply`, and a
+/// replica applying a transaction would show part of it). The low 40 bits count writes.
+const WRITE_IN_FLIGHT: u64 = 1 << 40;
+
 /// One shard and its write epochs (read without the lock by [`Cache::fill_token`]).
 struct ShardCell {
     shard: Mutex<Shard>,
@@ -454,7 +461,10 @@ impl Cache {
             std::thread::sleep(std::time::Duration::from_micros(delay));
         }
         let mut s = cell.shard.lock();
-        if !self.enabled() || Self::epoch(cell, token.hash).load(Acquire) != token.epoch {
+        if !self.enabled()
+            || token.epoch >= WRITE_IN_FLIGHT
+            || Self::epoch(cell, token.hash).load(Acquire) != token.epoch
+        {
             return;
         }
         if s.find(db, key).is_some() {
@@ -483,7 +493,7 @@ impl Cache {
         let hash = self.hash(db, key);
         let cell = self.cell(hash);
         let mut s = cell.shard.lock();
-        Self::epoch(cell, hash).fetch_add(1, Release);
+        Self::epoch(cell, hash).fetch_add(1 + WRITE_IN_FLIGHT, Release);
         if let Some(i) = s.find(db, key) {
             s.entries[i].pending = true;
         }
@@ -497,7 +507,8 @@ impl Cache {
         let cell = self.cell(hash);
         let budget = self.shard_budget();
         let mut s = cell.shard.lock();
-        Self::epoch(cell, hash).fetch_add(1, Release);
+        // One more write, one fewer in flight (pairs with `begin_write`).
+        Self::epoch(cell, hash).fetch_add(1u64.wrapping_sub(WRITE_IN_FLIGHT), Release);
         match s.find(db, key) {
             Some(i) => s.remove_at(i),
             // Write-allocate: a written string is likely read next; cache it (with its state,

@@ -228,7 +228,11 @@ fn hello(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         b"standalone"
     });
     out.bulk(b"role");
-    out.bulk(b"master");
+    out.bulk(if ctx.server.repl.is_replica() {
+        b"replica"
+    } else {
+        b"master"
+    });
     out.bulk(b"modules");
     out.array(0);
     Ok(())

@@ -30,6 +30,7 @@ pub mod migrate;
 pub mod monitor;
 pub mod multi;
 pub mod pubsub;
+pub mod repl;
 pub mod run;
 pub mod save;
 pub mod script;
@@ -233,6 +234,7 @@ pub fn table() -> &'static CommandTable {
             bitmap::COMMANDS,
             hll::COMMANDS,
             zset::GEO_COMMANDS,
+            repl::COMMANDS,
             acl::COMMANDS,
             swapdb::COMMANDS,
             save::COMMANDS,
@@ -243,6 +245,12 @@ pub fn table() -> &'static CommandTable {
         ])
     })
 }
+
+/// A write command on a read-only replica (`replica-read-only yes`).
+pub(crate) const READONLY_REPLICA: CmdError = CmdError::new(
+    crate::error::ErrorKind::ReadOnly,
+    "You can't write against a read only replica.",
+);
 
 /// The reply of a command that panicked (the connection lives on).
 pub(crate) const INTERNAL_ERROR: CmdError =
@@ -488,6 +496,20 @@ fn admit<'s>(
     }
     if entry.spec.flags.contains(Flags::PROTECTED) && !debug::allowed(server, session) {
         reject(server, session, out, Some(entry.id), &debug::NOT_ALLOWED);
+        return Admit::Rejected;
+    }
+    if entry.spec.flags.contains(Flags::WRITE) {
+        // FAILOVER paused writes: a worker waits; the I/O thread hands the write to one.
+        if rtc && server.repl.failover.writes_paused() {
+            return Admit::NotServed;
+        }
+        server.repl.failover.wait_if_paused();
+    }
+    if entry.spec.flags.contains(Flags::WRITE)
+        && server.config.repl.read_only.load(Ordering::Relaxed)
+        && server.repl.is_replica()
+    {
+        reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
         return Admit::Rejected;
     }
     let Some(node) = server.cluster.node() else {

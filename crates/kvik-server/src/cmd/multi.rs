@@ -277,6 +277,8 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     let exec_id = ctx.session.client.last_cmd.load(Ordering::Relaxed);
     ctx.out.array(state.queue.len());
     ctx.session.in_exec = true;
+    // Its commits reach replicas as one write.
+    let _atomic = storage.atomic_group();
     for q in &state.queue {
         let entry = table().entry(q.id);
         let acl = crate::acl::Context::Exec;

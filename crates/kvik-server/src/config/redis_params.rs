@@ -56,7 +56,7 @@ const I32: i64 = i32::MAX as i64;
 const I64: i64 = i64::MAX;
 const U64: u64 = i64::MAX as u64;
 
-const REPL: &str = "kvik has no replication";
+const REPL: &str = "kvik's replication follows RocksDB's WAL and does not use it (its retention: repl-wal-ttl, repl-wal-size-limit)";
 const CLUSTER_BUS: &str = "kvik's cluster topology is pushed with CLUSTER SETTOPOLOGY; there is no cluster bus or failover";
 const RDB: &str = "kvik writes no RDB files; RocksDB persists every write";
 const AOF: &str = "kvik writes no AOF; RocksDB's WAL logs every write (see appendfsync)";
@@ -176,7 +176,6 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("lfu-log-factor", [], Int(0, I32), "10", true, EVICTION),
     p!("list-compress-depth", [], Int(0, I32), "0", true, "RocksDB compresses list elements with its block compression"),
     p!("list-max-listpack-size", ["list-max-ziplist-size"], Int(i32::MIN as i64, I32), "-2", true, ENCODING),
-    p!("masterauth", [], Str, "", true, REPL),
     p!("masteruser", [], Str, "", true, REPL),
     p!("maxmemory-clients", [], MemoryOrPercent, "0", true, EVICTION),
     p!("maxmemory-eviction-tenacity", [], Int(0, 100), "10", true, EVICTION),
@@ -211,9 +210,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("replica-ignore-maxmemory", ["slave-ignore-maxmemory"], Bool, "yes", true, REPL),
     p!("replica-lazy-flush", ["slave-lazy-flush"], Bool, "no", true, REPL),
     p!("replica-priority", ["slave-priority"], Int(0, I32), "100", true, REPL),
-    p!("replica-read-only", ["slave-read-only"], Bool, "yes", true, REPL),
     p!("replica-serve-stale-data", ["slave-serve-stale-data"], Bool, "yes", true, REPL),
-    p!("replicaof", ["slaveof"], Str, "", false, REPL),
     p!("sanitize-dump-payload", [], Enum(&["no", "yes", "clients"]), "no", true, "kvik's RESTORE always validates the payload"),
     p!("save", [], Save, "3600 1 300 100 60 10000", true, RDB),
     p!("server_cpulist", [], Str, "", false, PROCESS),

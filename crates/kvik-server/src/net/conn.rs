@@ -102,6 +102,12 @@ impl Conn {
     }
 
     /// Bytes of output not yet written to the socket.
+    /// The connection's socket and the output not yet sent, for a hand-off (PSYNC).
+    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
+        let pending = self.wbuf[self.wpos..].to_vec();
+        (self.stream, pending)
+    }
+
     pub fn pending_output(&self) -> usize {
         self.wbuf.len() - self.wpos
     }

@@ -591,7 +591,12 @@ impl IoThread {
         } else {
             conn.leftover = ran.rest;
         }
-        conn.session = Some(ran.session);
+        let mut session = ran.session;
+        let handoff = session.handoff.take();
+        conn.session = Some(session);
+        if let Some(handoff) = handoff {
+            return self.hand_off(done.token, handoff);
+        }
         if conn.client.killed.load(Relaxed) {
             return self.close(done.token);
         }
@@ -616,6 +621,24 @@ impl IoThread {
             }
         }
         self.drive(done.token);
+    }
+
+    /// Gives a connection's socket away (PSYNC: a replication feeder takes it), after writing
+    /// the output still queued, in blocking mode. The connection is forgotten as if closed.
+    fn hand_off(&mut self, token: Token, handoff: crate::session::Handoff) {
+        let Some(mut conn) = self.conns.remove(&token) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        self.server.clients.remove(conn.client.id);
+        self.by_id.remove(&conn.client.id);
+        let (stream, pending) = conn.into_parts();
+        let mut stream = std::net::TcpStream::from(stream);
+        if stream.set_nonblocking(false).is_ok()
+            && std::io::Write::write_all(&mut stream, &pending).is_ok()
+        {
+            (handoff.0)(stream);
+        }
     }
 
     fn close(&mut self, token: Token) {

@@ -433,9 +433,12 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.field("instantaneous_input_kbps", "0.00");
     w.field("instantaneous_output_kbps", "0.00");
     w.field("rejected_connections", s.rejected_connections.load(Relaxed));
-    w.field("sync_full", 0);
-    w.field("sync_partial_ok", 0);
-    w.field("sync_partial_err", 0);
+    w.field("sync_full", server.repl.sync_full.load(Relaxed));
+    w.field("sync_partial_ok", server.repl.sync_partial_ok.load(Relaxed));
+    w.field(
+        "sync_partial_err",
+        server.repl.sync_partial_err.load(Relaxed),
+    );
     w.field("expired_keys", s.expired_keys.load(Relaxed));
     w.field("expired_stale_perc", "0.00");
     w.field("expired_time_cap_reached_count", 0);
@@ -519,17 +522,64 @@ fn pool_fields(server: &Server, w: &mut Lines<'_>) {
 }
 
 fn replication_section(server: &Server, w: &mut Lines<'_>) {
-    w.field("role", "master");
-    w.field("connected_slaves", 0);
-    w.field("master_failover_state", "no-failover");
-    w.field("master_replid", &server.run_id);
-    w.field("master_replid2", "0".repeat(40));
-    w.field("master_repl_offset", 0);
-    w.field("second_repl_offset", -1);
-    w.field("repl_backlog_active", 0);
-    w.field("repl_backlog_size", 1048576);
-    w.field("repl_backlog_first_byte_offset", 0);
-    w.field("repl_backlog_histlen", 0);
+    let snap = server.repl.snapshot(&server.storage);
+    let now = std::time::Instant::now();
+    match &snap.following {
+        None => w.field("role", "master"),
+        Some(f) => {
+            let up = f.state == crate::replication::LinkState::Connected;
+            w.field("role", "slave");
+            w.field("master_host", &f.host);
+            w.field("master_port", f.port);
+            w.field("master_link_status", if up { "up" } else { "down" });
+            w.field(
+                "master_last_io_seconds_ago",
+                f.last_io
+                    .map_or(-1, |t| now.saturating_duration_since(t).as_secs() as i64),
+            );
+            w.field(
+                "master_sync_in_progress",
+                u8::from(f.state == crate::replication::LinkState::Sync),
+            );
+            w.field("slave_read_repl_offset", snap.offset);
+            w.field("slave_repl_offset", snap.offset);
+            w.field("slave_priority", 100);
+            w.field(
+                "slave_read_only",
+                u8::from(server.config.repl.read_only.load(Relaxed)),
+            );
+            w.field("replica_announced", 1);
+        }
+    }
+    w.field("connected_slaves", snap.replicas.len());
+    for (i, r) in snap.replicas.iter().enumerate() {
+        w.field(
+            &format!("slave{i}"),
+            format!(
+                "ip={},port={},state={},offset={},lag={}",
+                r.ip,
+                r.port,
+                if r.syncing { "wait_bgsave" } else { "online" },
+                r.ack,
+                now.saturating_duration_since(r.ack_at).as_secs()
+            ),
+        );
+    }
+    w.field("master_failover_state", server.repl.failover.state_name());
+    w.field("master_replid", &snap.replid);
+    w.field("master_replid2", &snap.replid2);
+    w.field("master_repl_offset", snap.offset);
+    w.field("second_repl_offset", snap.second_offset);
+    let oldest = server.storage.oldest_wal_seq();
+    let settings = &server.config.repl;
+    w.field("repl_backlog_active", u8::from(oldest.is_some()));
+    w.field("repl_backlog_size", settings.wal_size_limit.load(Relaxed));
+    w.field("repl_backlog_first_byte_offset", oldest.unwrap_or(0));
+    w.field(
+        "repl_backlog_histlen",
+        oldest.map_or(0, |o| snap.offset.saturating_sub(o) + 1),
+    );
+    w.field("kvik_repl_wal_ttl", settings.wal_ttl_secs.load(Relaxed));
 }
 
 /// (system, user) CPU seconds of `who`, formatted as Redis ("%ld.%06ld").

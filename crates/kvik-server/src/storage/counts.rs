@@ -155,6 +155,21 @@ impl KeyCounts {
         }
     }
 
+    /// If `key` is a delta record's key, adds its `value` to the counts (loading at open, or a
+    /// replica applying its primary's batch) and returns true.
+    pub(super) fn add_delta_record(&self, key: &[u8], value: &[u8]) -> bool {
+        if !key.starts_with(&DELTA_PREFIX) {
+            return false;
+        }
+        for e in value.chunks_exact(DELTA_ENTRY) {
+            let c = self.get_or_init(u16::from_be_bytes([e[0], e[1]]));
+            c.keys.fetch_add(decode_i64(&e[2..10]), Ordering::Relaxed);
+            c.expires
+                .fetch_add(decode_i64(&e[10..18]), Ordering::Relaxed);
+        }
+        true
+    }
+
     /// Lowers `db`'s expiry scan start to `at` (an expiry just indexed).
     pub(super) fn expiry_indexed(&self, db: u16, at: u64) {
         self.get_or_init(db)
@@ -282,13 +297,8 @@ impl Storage {
         let mut it = self.db.raw_iterator_cf(cf);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if k.starts_with(&DELTA_PREFIX) {
-                for e in v.chunks_exact(DELTA_ENTRY) {
-                    let c = self.counts.get_or_init(u16::from_be_bytes([e[0], e[1]]));
-                    c.keys.fetch_add(decode_i64(&e[2..10]), Ordering::Relaxed);
-                    c.expires
-                        .fetch_add(decode_i64(&e[10..18]), Ordering::Relaxed);
-                }
+            if self.counts.add_delta_record(k, v) {
+                // a delta record: added
             } else if let [a, b, tag] = *k {
                 let db = u16::from_be_bytes([a, b]);
                 if db != INTERNAL_DB {
@@ -316,7 +326,7 @@ impl Storage {
         // range delete is older than them).
         let mut batch = WriteBatch::default();
         self.fold_counts_into(&mut batch);
-        self.db.write(batch)
+        self.write(batch, super::Wait::Allowed)
     }
 
     /// Folds the delta records into absolute counts, if any were written since the last fold:
@@ -331,7 +341,7 @@ impl Storage {
         }
         let mut batch = WriteBatch::default();
         self.fold_counts_into(&mut batch);
-        self.db.write(batch)
+        self.write(batch, super::Wait::Allowed)
     }
 
     /// Adds the fold to `batch` (with the gate held: FLUSHDB's batch, or the fold's own): the

@@ -78,7 +78,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn from_byte(b: u8) -> Option<Kind> {
+    pub(super) fn from_byte(b: u8) -> Option<Kind> {
         Some(match b {
             1 => Kind::String,
             2 => Kind::Hash,

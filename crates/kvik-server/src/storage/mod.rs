@@ -33,6 +33,7 @@ mod introspect;
 pub mod locks;
 pub mod members;
 pub mod options;
+pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;
@@ -456,6 +457,7 @@ impl Storage {
         let gate = self.commit_gate.read();
         let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
         let tally = self.tally(&mut batch, changes.as_mut(), wait)?;
+        self.mark_group(&mut batch.inner);
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
@@ -698,6 +700,7 @@ impl Storage {
         // Counted as emptied even if the write fails: it may still reach the memtable.
         self.counts.reset(from, to);
         self.fold_counts_into(&mut batch);
+        self.mark_group(&mut batch);
         self.write(batch, Wait::Allowed)
     }
 
@@ -726,9 +729,11 @@ impl Storage {
     }
 
     /// Compacts every column family: meta first, then data and score (the members of deleted,
-    /// overwritten and expired collections go), then the expiry index (its deleted entries go).
+    /// overwritten and expired collections go), then the expiry index (its deleted entries go)
+    /// and the counts. Every column family is flushed first, so the WAL files before it become
+    /// obsolete (and, for replicas, enter the retention archive).
     pub fn compact_all(&self) {
-        for cf in [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY] {
+        for cf in [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS] {
             self.db
                 .compact_range_cf(self.cf(cf), None::<&[u8]>, None::<&[u8]>);
         }

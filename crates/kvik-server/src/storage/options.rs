@@ -113,6 +113,10 @@ pub struct Tuning {
     /// Compaction and flush I/O limit in bytes per second; 0: none.
     pub compact_rate_limit: u64,
     pub stalls: StallLimits,
+    /// How long (seconds) and how much (MiB) of obsolete WAL RocksDB keeps in its archive for
+    /// replicas to catch up from (`repl-wal-ttl`, `repl-wal-size-limit`); 0 and 0: none.
+    pub wal_ttl_secs: u64,
+    pub wal_size_limit_mb: u64,
 }
 
 /// RocksDB's write stall thresholds (all mutable at run time).
@@ -168,6 +172,8 @@ impl Default for Tuning {
             write_buffer_bytes: 32 << 20,
             compact_rate_limit: 0,
             stalls: StallLimits::default(),
+            wal_ttl_secs: 0,
+            wal_size_limit_mb: 0,
         }
     }
 }
@@ -247,6 +253,8 @@ pub fn db_options(t: &Tuning) -> (Options, Shared) {
     // writes (see storage::wal), not after every write.
     opts.set_manual_wal_flush(true);
     opts.set_write_buffer_manager(&write_buffers);
+    opts.set_wal_ttl_seconds(t.wal_ttl_secs);
+    opts.set_wal_size_limit_mb(t.wal_size_limit_mb);
     if t.compact_rate_limit > 0 {
         opts.set_ratelimiter(
             t.compact_rate_limit as i64,
@@ -382,6 +390,7 @@ mod tests {
                 soft_pending_compaction_bytes_limit: 1 << 30,
                 hard_pending_compaction_bytes_limit: 2 << 30,
             },
+            ..Tuning::default()
         }
     }
 

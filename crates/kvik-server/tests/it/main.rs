@@ -23,6 +23,7 @@ mod keys_collections;
 mod lists;
 mod protocol;
 mod pubsub;
+mod replication;
 mod scripting;
 mod server_admin;
 mod sets;

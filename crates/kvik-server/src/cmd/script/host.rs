@@ -30,6 +30,7 @@ pub const UNDECLARED_LOCK_WAIT: Duration = Duration::from_secs(1);
 pub const UNDECLARED_BUSY: &str = "ERR Script attempted to access a key it did not declare (KEYS) while another client held it; declare every key the script touches";
 
 const CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
+const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
 const NON_LOCAL: &str = "ERR Script attempted to access a non local key in a cluster node";
 
 /// What the script may do, from its command and flags.
@@ -111,6 +112,12 @@ impl<'a> ServerHost<'a> {
             .map_err(crate::acl::lua_refusal)?;
         if self.rules.read_only && flags.intersects(Flags::WRITE.union(Flags::MAY_REPLICATE)) {
             return Err(errors::WRITE_FROM_READONLY);
+        }
+        if flags.contains(Flags::WRITE)
+            && self.server.repl.is_replica()
+            && self.server.config.repl.read_only.load(Ordering::Relaxed)
+        {
+            return Err(READONLY_REPLICA);
         }
         if let Some(node) = self.server.cluster.node() {
             let state = node.state.read();

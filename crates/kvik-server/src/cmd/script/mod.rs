@@ -284,6 +284,8 @@ fn run(
     let _declared = server
         .storage
         .lock(server.storage.dbs().physical(session.db), keys);
+    // Its commits reach replicas as one write.
+    let _atomic = server.storage.atomic_group();
     let slot = server
         .cluster
         .node()

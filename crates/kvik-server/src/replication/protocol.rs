@@ -1,0 +1,84 @@
+//! The replication link's wire format after the PSYNC reply line: binary frames, each a tag
+//! byte, a payload length (u32, little-endian) and the payload. One codec for both sides.
+//!
+//! Primary to replica: [`BATCH`] (sequence number u64 LE, then the raw WriteBatch),
+//! [`FILE`] (a checkpoint file: size u64 LE, then its name), [`CHUNK`] (the next bytes of that
+//! file), [`CHECKPOINT_END`] (the checkpoint's sequence number), [`PING`] (empty, while idle).
+//! Replica to primary: [`ACK`] (the offset applied, u64 LE).
+
+use std::io::{self, Read, Write};
+
+pub const BATCH: u8 = b'B';
+pub const FILE: u8 = b'F';
+pub const CHUNK: u8 = b'C';
+pub const CHECKPOINT_END: u8 = b'E';
+pub const PING: u8 = b'P';
+pub const ACK: u8 = b'A';
+
+/// Largest payload accepted: a frame claiming more is a broken link, not an allocation.
+pub const MAX_FRAME: usize = 1 << 31;
+/// Bytes of a checkpoint file per CHUNK frame.
+pub const CHUNK_SIZE: usize = 256 * 1024;
+
+/// Writes one frame whose payload is the concatenation of `parts`.
+pub fn write_frame(w: &mut impl Write, tag: u8, parts: &[&[u8]]) -> io::Result<()> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "frame too large",
+        ));
+    }
+    w.write_all(&[tag])?;
+    w.write_all(&(len as u32).to_le_bytes())?;
+    for p in parts {
+        w.write_all(p)?;
+    }
+    Ok(())
+}
+
+/// Reads one frame into `payload` (reused), returning its tag.
+pub fn read_frame(r: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<u8> {
+    let mut head = [0u8; 5];
+    r.read_exact(&mut head)?;
+    let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    payload.clear();
+    payload.resize(len, 0);
+    r.read_exact(payload)?;
+    Ok(head[0])
+}
+
+/// The u64 at the start of a payload (sequence numbers, offsets, sizes).
+pub fn u64_at(payload: &[u8]) -> io::Result<u64> {
+    payload
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "short frame"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, BATCH, &[&7u64.to_le_bytes(), b"data"]).unwrap();
+        write_frame(&mut buf, PING, &[]).unwrap();
+        let mut r = buf.as_slice();
+        let mut p = Vec::new();
+        assert_eq!(read_frame(&mut r, &mut p).unwrap(), BATCH);
+        assert_eq!(u64_at(&p).unwrap(), 7);
+        assert_eq!(&p[8..], b"data");
+        assert_eq!(read_frame(&mut r, &mut p).unwrap(), PING);
+        assert!(p.is_empty());
+        assert!(read_frame(&mut r, &mut p).is_err());
+    }
+}
