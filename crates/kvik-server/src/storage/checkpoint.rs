@@ -49,6 +49,14 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+impl Storage {
+    /// Makes a RocksDB checkpoint (hard links to the SST files) in `dir`, which must not exist:
+    /// the one way SAVE/BGSAVE and replication's full sync copy the live database.
+    pub fn checkpoint(&self, dir: &Path) -> super::StorageResult<()> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)
+    }
+}
+
 /// Writes a checkpoint of `storage` to the directory `target`, replacing one already there.
 /// Returns the RocksDB sequence number it holds (writes after it are not in it).
 pub fn create(storage: &Storage, target: &Path) -> Result<u64, CheckpointError> {
@@ -65,9 +73,7 @@ pub fn create(storage: &Storage, target: &Path) -> Result<u64, CheckpointError> 
             .map_err(io(|| format!("cannot create {}", parent.display())))?;
     }
     let sequence = storage.db.latest_sequence_number();
-    rocksdb::checkpoint::Checkpoint::new(&storage.db)
-        .and_then(|c| c.create_checkpoint(&tmp))
-        .map_err(CheckpointError::Rocks)?;
+    storage.checkpoint(&tmp).map_err(CheckpointError::Rocks)?;
     let replacing = target.exists();
     if replacing {
         std::fs::rename(target, &old)

@@ -229,11 +229,6 @@ impl Storage {
         it.next().and_then(Result::ok).map(|(seq, _)| seq)
     }
 
-    /// Makes a RocksDB checkpoint (hard links to the SST files) in `dir`, which must not exist.
-    pub fn checkpoint(&self, dir: &Path) -> StorageResult<()> {
-        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)
-    }
-
     /// Stops (`true`) or allows again (`false`) RocksDB's deletion of obsolete files, WAL files
     /// included; calls nest.
     pub fn hold_files(&self, hold: bool) -> StorageResult<()> {
