@@ -18,7 +18,8 @@
 //! settings table behind flags, config file and CONFIG), [`server`] (shared state, timer,
 //! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
 //! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
-//! registry of blocked clients), [`slot`] (cluster key slots), [`scripting`] (the script cache,
+//! registry of blocked clients), [`tracking`] (CLIENT TRACKING's invalidations), [`pause`]
+//! (CLIENT PAUSE), [`slot`] (cluster key slots), [`scripting`] (the script cache,
 //! function libraries and running scripts every thread shares).
 
 pub mod blocking;
@@ -32,6 +33,7 @@ pub mod error;
 pub use kvik_types::glob;
 pub mod logging;
 pub mod net;
+pub mod pause;
 pub mod pool;
 pub mod pubsub;
 pub mod reply;
@@ -42,4 +44,5 @@ pub mod slot;
 pub mod startup;
 pub mod stats;
 pub mod storage;
+pub mod tracking;
 pub mod watch;

@@ -29,7 +29,12 @@ pub struct Server {
     pub storage: Storage,
     pub stats: Stats,
     pub slowlog: SlowLog,
-    pub clients: ClientRegistry,
+    pub clients: Arc<ClientRegistry>,
+    /// CLIENT TRACKING: who is told about which key changes (an observer of the storage's
+    /// writes).
+    pub tracking: Arc<crate::tracking::Tracking>,
+    /// CLIENT PAUSE / UNPAUSE.
+    pub pause: crate::pause::Pause,
     pub started: Instant,
     /// 40 hex characters, new at each start (INFO run_id).
     pub run_id: String,
@@ -108,12 +113,20 @@ impl Server {
         storage.add_observer(blocking.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::new(config.pubsub.clone()));
         storage.add_observer(pubsub.clone());
+        let clients = Arc::new(ClientRegistry::default());
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            clients.clone(),
+            tracking_max_keys(&config),
+        ));
+        storage.add_observer(tracking.clone());
         Server {
             config,
             storage,
             stats: Stats::new(commands),
             slowlog: SlowLog::default(),
-            clients: ClientRegistry::default(),
+            clients,
+            tracking,
+            pause: Default::default(),
             started: Instant::now(),
             run_id,
             port: Default::default(),
@@ -183,6 +196,9 @@ impl Server {
         if lower == "maxmemory" || lower == "cache-maxmemory" {
             self.apply_memory_budget();
         }
+        if lower == "tracking-table-max-keys" {
+            self.tracking.set_max_keys(tracking_max_keys(&self.config));
+        }
         if lower.starts_with("rocksdb-") {
             if let Err(e) = self.storage.set_stall_limits(&self.config.stall_limits()) {
                 tracing::warn!(error = %e, setting = name, "RocksDB refused the new stall limits");
@@ -202,6 +218,13 @@ impl Server {
             tracing::warn!(error = %e, "resizing RocksDB's memory failed");
         }
     }
+}
+
+/// `tracking-table-max-keys` (0: no limit).
+fn tracking_max_keys(config: &Config) -> usize {
+    crate::config::Param::lookup("tracking-table-max-keys")
+        .and_then(|p| p.get(config).parse().ok())
+        .unwrap_or(1_000_000)
 }
 
 pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
@@ -259,7 +282,10 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 std::thread::sleep(Duration::from_millis(1000 / hz));
                 let now = crate::clock::unix_ms();
                 server.stats.sample_ops(now);
-                if server.config.active_expire.load(Ordering::Relaxed) {
+                // CLIENT PAUSE WRITE pauses expiry too, as in Redis.
+                if server.config.active_expire.load(Ordering::Relaxed)
+                    && !server.pause.writes_paused()
+                {
                     match expiry.run(
                         &server.storage,
                         server.config.databases(),

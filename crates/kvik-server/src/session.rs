@@ -34,6 +34,23 @@ pub struct Session {
     pub readonly: bool,
     /// Pub/sub subscriptions; dropping the session (disconnect) unsubscribes them.
     pub subs: crate::pubsub::Subscriptions,
+    /// CLIENT TRACKING on: its flags and registration (dropping it turns tracking off).
+    pub tracking: Option<crate::tracking::SessionTracking>,
+    /// CLIENT REPLY.
+    pub reply_mode: ReplyMode,
+}
+
+/// CLIENT REPLY's state: which replies the client is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    /// No replies until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP ran: its own reply and the next command's are dropped.
+    SkipNext,
+    /// The command running now is the one SKIP drops.
+    Skipping,
 }
 
 impl Session {
@@ -52,6 +69,8 @@ impl Session {
             asking: false,
             readonly: false,
             subs: Default::default(),
+            tracking: None,
+            reply_mode: ReplyMode::On,
         }
     }
 

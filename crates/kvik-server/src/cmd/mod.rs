@@ -34,7 +34,7 @@ pub mod string;
 pub mod zset;
 
 use crate::server::Server;
-use crate::session::Session;
+use crate::session::{ReplyMode, Session};
 use blocked::Ready;
 use cached::{CacheCtx, RtcError};
 use ctx::{Args, CmdError, CmdResult, Ctx, Mode, Reply};
@@ -259,6 +259,22 @@ pub fn execute(
     mode: Mode,
     queue_wait: Duration,
 ) -> Ready {
+    let (mark, was) = (out.buf.len(), session.reply_mode);
+    let ready = execute_checked(server, session, out, args, mode, queue_wait);
+    gate_reply(session, out, mark, was);
+    publish_state(session);
+    ready
+}
+
+/// [`execute`] without its reply gate and state publishing.
+fn execute_checked(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+    mode: Mode,
+    queue_wait: Duration,
+) -> Ready {
     let start = Instant::now();
     let entry = match table().resolve(args) {
         Ok(e) => e,
@@ -281,6 +297,10 @@ pub fn execute(
     if let Some(e) = script::busy_refusal(server, entry) {
         reject(server, session, out, Some(entry.id), &e);
         return Ready::default();
+    }
+    let may_write = pause_class(session, entry);
+    if server.pause.holds(may_write) {
+        server.pause.wait(may_write);
     }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
@@ -305,9 +325,30 @@ pub fn execute_cached(
     let Ok(entry) = table().resolve(args) else {
         return Outcome::NotServed;
     };
+    if server.pause.holds(pause_class(session, entry)) {
+        return Outcome::NotServed; // the worker path waits for the pause to end
+    }
+    let (mark, was) = (out.buf.len(), session.reply_mode);
+    let outcome = execute_cached_entry(server, session, out, args, entry, start);
+    if outcome == Outcome::Done {
+        gate_reply(session, out, mark, was);
+    }
+    outcome
+}
+
+/// [`execute_cached`] once the entry is resolved.
+fn execute_cached_entry(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+    entry: &Entry,
+    start: Instant,
+) -> Outcome {
     // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
     // they need no worker (scripts may hold them all).
-    let for_scripts = script::on_io_thread(server, entry);
+    let for_scripts =
+        script::on_io_thread(server, entry).or_else(|| client::on_io_thread(entry));
     if entry.spec.rtc.is_none() && for_scripts.is_none() {
         return Outcome::NotServed;
     }
@@ -343,6 +384,7 @@ pub fn execute_cached(
         return Outcome::NotServed;
     };
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    track_reads(server, session, entry, args);
     let mark = out.buf.len();
     let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
     let result = handler(&mut ctx, args);
@@ -457,6 +499,8 @@ pub(crate) fn run_entry(
     start: Instant,
 ) {
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    crate::tracking::set_current(session.id());
+    track_reads(server, session, entry, args);
     let mark = out.buf.len();
     let result = {
         let mut ctx = Ctx {
@@ -481,7 +525,7 @@ pub(crate) fn run_entry(
 #[allow(clippy::too_many_arguments)]
 fn account(
     server: &Server,
-    session: &Session,
+    session: &mut Session,
     out: &mut Reply,
     entry: &Entry,
     args: &Args,
@@ -503,6 +547,71 @@ fn account(
             .slowlog
             .maybe_record(&server.config, session, args, elapsed, queue_wait);
     }
+    // CLIENT CACHING lasts one command (or one transaction); CLIENT commands keep it.
+    if let Some(t) = session.tracking.as_mut() {
+        if t.caching
+            && session.multi.is_none()
+            && !session.in_exec
+            && !entry.full_name.starts_with("client|")
+        {
+            t.caching = false;
+        }
+    }
+}
+
+/// CLIENT TRACKING: remembers the keys a read-only command is about to read, for the session's
+/// invalidations (before it reads, so a write that races the read is still reported).
+/// Read-only script commands are not remembered themselves, only what their scripts read.
+fn track_reads(server: &Server, session: &Session, entry: &Entry, args: &Args) {
+    let Some(t) = &session.tracking else {
+        return;
+    };
+    if !entry.spec.flags.contains(Flags::READONLY)
+        || matches!(entry.spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+        || !t.remembers()
+    {
+        return;
+    }
+    let positions = entry.spec.key_positions(args);
+    server
+        .tracking
+        .remember(session.id(), positions.iter().map(|&i| &args[i][..]));
+}
+
+/// Whether CLIENT PAUSE WRITE holds this command: a write or a command that may replicate
+/// (PUBLISH, scripts with writes ...), or an EXEC whose queue holds one, as Redis decides.
+fn pause_class(session: &Session, entry: &Entry) -> bool {
+    let writes = |f: Flags| f.intersects(Flags::WRITE | Flags::MAY_REPLICATE);
+    writes(entry.spec.flags)
+        || (entry.spec.in_multi == spec::InMulti::Exec
+            && session.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| writes(table().entry(q.id).spec.flags))
+            }))
+}
+
+/// CLIENT REPLY OFF / SKIP: drops the reply this command wrote (from `mark`); `was` is the mode
+/// before it ran. Pushes (pub/sub, invalidations) go through the mailbox and are never dropped.
+fn gate_reply(session: &mut Session, out: &mut Reply, mark: usize, was: ReplyMode) {
+    let now = session.reply_mode;
+    let drop = was == ReplyMode::Skipping || matches!(now, ReplyMode::Off | ReplyMode::SkipNext);
+    session.reply_mode = match now {
+        ReplyMode::SkipNext => ReplyMode::Skipping,
+        ReplyMode::Skipping => ReplyMode::On,
+        m => m,
+    };
+    if drop {
+        out.buf.truncate(mark);
+    }
+}
+
+/// Publishes what CLIENT LIST shows of the session (`multi=`, `watch=`, flag `x`).
+fn publish_state(session: &Session) {
+    let state = &session.client.state;
+    let multi = session.multi.as_ref().map_or(-1, |m| m.len() as i64);
+    state.multi.store(multi, Ordering::Relaxed);
+    state.watch.store(session.watches.len(), Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -216,6 +216,7 @@ impl IoThread {
             io: self.handles[self.index].clone(),
             mailbox: Default::default(),
             subs: Default::default(),
+            state: Default::default(),
         });
         server.clients.add(info.clone());
         self.by_id.insert(info.id, token);
