@@ -1,14 +1,14 @@
 //! CLIENT PAUSE / UNPAUSE: holds clients' commands for a while (all of them, or only those that
 //! may write), as Redis 7.0 does.
 //!
-//! A paused command waits on the worker that picked it up ([`Pause::wait`]) until the pause
-//! ends, by its deadline or by CLIENT UNPAUSE (a condvar wakes the waiters). CLIENT UNPAUSE is
-//! answered on the I/O thread, so it gets through even when every worker holds a paused write;
-//! under PAUSE ALL it is paused like every other command, as in Redis, and the deadline ends it.
+//! A held command holds no worker: the dispatcher leaves it unrun and marks the session
+//! (`Session::paused`), the worker hands the run back with that command first, and the I/O
+//! thread keeps the connection aside, trying it again on each turn of its loop (at least every
+//! 100 ms) and when CLIENT UNPAUSE wakes it. CLIENT UNPAUSE is answered on the I/O thread; under
+//! PAUSE ALL it is held like every other command, as in Redis, and the deadline ends the pause.
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::time::Duration;
 
 /// What a pause holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,7 +29,6 @@ pub struct Pause {
     mode: AtomicU8,
     until_ms: AtomicU64,
     lock: Mutex<()>,
-    ended: Condvar,
 }
 
 impl Pause {
@@ -44,12 +43,11 @@ impl Pause {
         self.mode.store(mode as u8, Relaxed);
     }
 
-    /// CLIENT UNPAUSE: ends the pause and wakes every paused command.
+    /// CLIENT UNPAUSE: ends the pause (the caller wakes the I/O threads).
     pub fn unpause(&self) {
         let _g = self.lock.lock();
         self.mode.store(PauseMode::Off as u8, Relaxed);
         self.until_ms.store(0, Relaxed);
-        self.ended.notify_all();
     }
 
     /// The pause in force at `now_ms` and its end.
@@ -79,19 +77,6 @@ impl Pause {
     pub fn writes_paused(&self) -> bool {
         self.holds(true)
     }
-
-    /// Blocks the calling worker while a command of this kind is held.
-    pub fn wait(&self, may_write: bool) {
-        let mut g = self.lock.lock();
-        while self.holds(may_write) {
-            let left = self
-                .until_ms
-                .load(Relaxed)
-                .saturating_sub(crate::clock::unix_ms());
-            self.ended
-                .wait_for(&mut g, Duration::from_millis(left.clamp(1, 100)));
-        }
-    }
 }
 
 #[cfg(test)]
@@ -113,6 +98,6 @@ mod tests {
         p.pause(PauseMode::Write, now.saturating_sub(1));
         assert!(p.holds(true), "a shorter pause does not end it");
         p.unpause();
-        p.wait(true); // returns at once
+        assert!(!p.holds(true));
     }
 }

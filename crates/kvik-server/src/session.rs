@@ -38,6 +38,9 @@ pub struct Session {
     pub tracking: Option<crate::tracking::SessionTracking>,
     /// CLIENT REPLY.
     pub reply_mode: ReplyMode,
+    /// The run's next command is held by CLIENT PAUSE (`Some(may_write)`): the I/O thread keeps
+    /// the connection aside until [`crate::cmd::still_paused`] says the pause is over.
+    pub paused: Option<bool>,
 }
 
 /// CLIENT REPLY's state: which replies the client is sent.
@@ -71,6 +74,7 @@ impl Session {
             subs: Default::default(),
             tracking: None,
             reply_mode: ReplyMode::On,
+            paused: None,
         }
     }
 

@@ -558,6 +558,9 @@ fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 
 fn unpause_on(server: &crate::server::Server, out: &mut super::ctx::Reply) -> CmdResult {
     server.pause.unpause();
+    for io in server.io_handles.get().into_iter().flatten() {
+        io.wake(); // held connections are tried again at once
+    }
     out.ok();
     Ok(())
 }

@@ -260,10 +260,25 @@ pub fn execute(
     queue_wait: Duration,
 ) -> Ready {
     let (mark, was) = (out.buf.len(), session.reply_mode);
+    session.paused = None;
     let ready = execute_checked(server, session, out, args, mode, queue_wait);
-    gate_reply(session, out, mark, was);
+    if session.paused.is_none() {
+        gate_reply(session, out, mark, was);
+    }
     publish_state(session);
     ready
+}
+
+/// Whether the session's held command (see [`crate::pause`]) must still wait; clears the mark
+/// once the pause is over.
+pub fn still_paused(server: &Server, session: &mut Session) -> bool {
+    match session.paused {
+        Some(may_write) if server.pause.holds(may_write) => true,
+        _ => {
+            session.paused = None;
+            false
+        }
+    }
 }
 
 /// [`execute`] without its reply gate and state publishing.
@@ -300,7 +315,8 @@ fn execute_checked(
     }
     let may_write = pause_class(session, entry);
     if server.pause.holds(may_write) {
-        server.pause.wait(may_write);
+        session.paused = Some(may_write); // not run: the run comes back with it first
+        return Ready::default();
     }
     if !multi::intercept(server, session, out, entry, args) {
         run_entry(server, session, out, entry, args, mode, queue_wait, start);
@@ -326,7 +342,7 @@ pub fn execute_cached(
         return Outcome::NotServed;
     };
     if server.pause.holds(pause_class(session, entry)) {
-        return Outcome::NotServed; // the worker path waits for the pause to end
+        return Outcome::NotServed; // the worker path holds it (see `crate::pause`)
     }
     let (mark, was) = (out.buf.len(), session.reply_mode);
     let outcome = execute_cached_entry(server, session, out, args, entry, start);

@@ -67,6 +67,8 @@ pub struct IoThread {
     by_id: HashMap<u64, Token>,
     /// Connections parked by a blocking command.
     parked: HashSet<Token>,
+    /// Connections whose next command CLIENT PAUSE holds, tried again each turn.
+    held: Vec<Token>,
 }
 
 impl IoThread {
@@ -99,6 +101,7 @@ impl IoThread {
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
             by_id: HashMap::new(),
             parked: HashSet::new(),
+            held: Vec::new(),
         })
     }
 
@@ -135,6 +138,9 @@ impl IoThread {
             }
             self.drain_inbox();
             self.check_block_timeouts();
+            for t in std::mem::take(&mut self.held) {
+                self.drive(t);
+            }
             for t in std::mem::take(&mut self.again) {
                 self.drive(t);
             }
@@ -373,6 +379,12 @@ impl IoThread {
                 break;
             }
             if !conn.leftover.is_empty() {
+                if cmd::still_paused(&server, conn.session.as_mut().expect("not in pool")) {
+                    if !self.held.contains(&token) {
+                        self.held.push(token);
+                    }
+                    break;
+                }
                 let run = std::mem::take(&mut conn.leftover);
                 let session = conn.session.take().expect("not in pool");
                 submit_run(&server, &self.pool, home, token, session, run, Mode::Normal);
