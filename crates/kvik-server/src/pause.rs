@@ -38,7 +38,11 @@ impl Pause {
         let _g = self.lock.lock();
         let now = crate::clock::unix_ms();
         let (old_mode, old_until) = self.current(now);
-        let mode = if old_mode == PauseMode::Off { mode } else { mode.max(old_mode) };
+        let mode = if old_mode == PauseMode::Off {
+            mode
+        } else {
+            mode.max(old_mode)
+        };
         self.until_ms.store(until_ms.max(old_until), Relaxed);
         self.mode.store(mode as u8, Relaxed);
     }

@@ -232,7 +232,11 @@ fn flag_letters(c: &ClientInfo) -> String {
         ('B', f.contains(ClientFlags::BCAST)),
         ('e', f.contains(ClientFlags::NO_EVICT)),
     ];
-    let s: String = letters.iter().filter(|(_, on)| *on).map(|(l, _)| l).collect();
+    let s: String = letters
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(l, _)| l)
+        .collect();
     if s.is_empty() {
         "N".into()
     } else {

@@ -363,8 +363,7 @@ fn execute_cached_entry(
 ) -> Outcome {
     // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
     // they need no worker (scripts may hold them all).
-    let for_scripts =
-        script::on_io_thread(server, entry).or_else(|| client::on_io_thread(entry));
+    let for_scripts = script::on_io_thread(server, entry).or_else(|| client::on_io_thread(entry));
     if entry.spec.rtc.is_none() && for_scripts.is_none() {
         return Outcome::NotServed;
     }

@@ -401,6 +401,12 @@ impl IoThread {
             let max_run = if session.authenticated { MAX_RUN } else { 1 };
             let mut run = conn.parse_run(&limits, max_run);
             if !run.is_empty() {
+                // Pushes (pub/sub, tracking invalidations) queued before these commands were
+                // read go out before their replies, as in Redis.
+                let pushed = conn.client.mailbox.take();
+                if !pushed.is_empty() && !conn.write_failed {
+                    conn.queue_output(&pushed);
+                }
                 // Run-to-completion: answer the leading cache hits here; the first command that
                 // is not an rtc hit, and everything after it, goes to the pool in order.
                 let mut first_mode = Mode::Normal;

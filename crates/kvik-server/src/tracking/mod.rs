@@ -50,7 +50,7 @@ pub struct Mode {
     pub optin: bool,
     pub optout: bool,
     pub noloop: bool,
-    /// BCAST prefixes, in the order they were added.
+    /// BCAST prefixes, in byte order.
     pub prefixes: Vec<Vec<u8>>,
     /// The redirect target was found gone (TRACKINGINFO `broken_redirect`, CLIENT LIST `R`).
     pub broken: AtomicBool,
@@ -146,7 +146,11 @@ impl Tracking {
         if let Some(old) = modes.get(&client.id) {
             if mode.bcast {
                 let mut all = old.prefixes.clone();
-                all.extend(mode.prefixes.drain(..).filter(|p| !old.prefixes.contains(p)));
+                all.extend(
+                    mode.prefixes
+                        .drain(..)
+                        .filter(|p| !old.prefixes.contains(p)),
+                );
                 mode.prefixes = all;
             }
         } else {
@@ -155,6 +159,7 @@ impl Tracking {
         if mode.bcast && mode.prefixes.is_empty() {
             mode.prefixes.push(Vec::new());
         }
+        mode.prefixes.sort(); // TRACKINGINFO lists them in byte order, as Redis's radix tree
         if mode.bcast {
             let mut table = self.prefixes.write();
             for p in &mode.prefixes {
@@ -544,13 +549,13 @@ mod tests {
         t.remember(1, keys.iter().map(|k| &k[..]));
         assert_eq!(t.totals().0, 3);
         let pushed = c.mailbox.take();
-        assert_eq!(
-            pushed.windows(10).filter(|w| w == b"invalidate").count(),
-            7
-        );
+        assert_eq!(pushed.windows(10).filter(|w| w == b"invalidate").count(), 7);
         t.keys_written(&[(0, b"k9", None)]);
         t.db_flushed(None);
         assert_eq!(t.totals(), (0, 0, 0));
-        assert!(c.mailbox.take().ends_with(b">2\r\n$10\r\ninvalidate\r\n_\r\n"));
+        assert!(c
+            .mailbox
+            .take()
+            .ends_with(b">2\r\n$10\r\ninvalidate\r\n_\r\n"));
     }
 }

@@ -26,5 +26,6 @@ mod sets;
 mod storage_scale;
 mod streams;
 mod strings;
+mod tracking;
 mod transactions;
 mod zsets;
