@@ -6,6 +6,7 @@ mod common;
 
 mod admin;
 mod bitmaps_hll_geo;
+mod blocked_ready;
 mod blocking;
 mod cache;
 mod cluster;
