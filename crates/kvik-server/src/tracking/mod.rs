@@ -469,7 +469,12 @@ impl SessionTracking {
 
     /// Whether the read about to run should be remembered (default mode, OPTIN/OPTOUT rules).
     pub fn remembers(&self) -> bool {
-        !self.bcast && !(self.optin && !self.caching) && !(self.optout && self.caching)
+        let wanted = if self.optin {
+            self.caching // OPTIN: only after CLIENT CACHING yes
+        } else {
+            !(self.optout && self.caching) // OPTOUT: all but after CLIENT CACHING no
+        };
+        !self.bcast && wanted
     }
 }
 
