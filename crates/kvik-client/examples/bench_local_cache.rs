@@ -93,7 +93,7 @@ fn main() {
         println!("  {mode:<7} QPS={q:>10.0} avg={a:>8.1}us p99={p:>8.1}us");
     }
     println!(
-        "  cached/plain: QPS x{:.1}  avg x{:.3}  p99 x{:.3}",
+        "  cached/plain: QPS x{:.1}  avg x{:.4}  p99 x{:.4}",
         meds[1].0 / meds[0].0,
         meds[1].1 / meds[0].1,
         meds[1].2 / meds[0].2
