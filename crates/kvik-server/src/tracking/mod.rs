@@ -142,6 +142,10 @@ impl Tracking {
     /// Turns tracking on for `client` with `mode` (already validated by the command). A
     /// client already in BCAST mode keeps its prefixes and adds the new ones, as in Redis.
     pub fn enable(&self, client: &ClientInfo, mut mode: Mode) {
+        // BCAST without PREFIX adds the empty prefix, even to prefixes given before (Redis).
+        if mode.bcast && mode.prefixes.is_empty() {
+            mode.prefixes.push(Vec::new());
+        }
         let mut modes = self.modes.write();
         if let Some(old) = modes.get(&client.id) {
             if mode.bcast {
@@ -155,9 +159,6 @@ impl Tracking {
             }
         } else {
             self.active.fetch_add(1, Relaxed);
-        }
-        if mode.bcast && mode.prefixes.is_empty() {
-            mode.prefixes.push(Vec::new());
         }
         mode.prefixes.sort(); // TRACKINGINFO lists them in byte order, as Redis's radix tree
         if mode.bcast {
