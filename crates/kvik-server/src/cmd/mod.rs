@@ -562,11 +562,13 @@ fn account(
             .slowlog
             .maybe_record(&server.config, session, args, elapsed, queue_wait);
     }
-    // CLIENT CACHING lasts one command (or one transaction); CLIENT commands keep it.
+    // CLIENT CACHING lasts one command (or one transaction, or one script); CLIENT commands
+    // keep it.
     if let Some(t) = session.tracking.as_mut() {
         if t.caching
             && session.multi.is_none()
             && !session.in_exec
+            && !session.in_script
             && !entry.full_name.starts_with("client|")
         {
             t.caching = false;

@@ -524,3 +524,21 @@ fn client_list_shows_multi_watch_blocked_and_no_evict() {
     let list: String = q(&mut a, &["CLIENT", "LIST"]);
     assert!(!list.contains("flags=b "), "{list}");
 }
+
+#[test]
+fn reset_turns_tracking_and_silenced_replies_off() {
+    let s = TestServer::start();
+    let mut c = connect_raw(s.port);
+    let mut send = Vec::new();
+    for args in [
+        &["CLIENT", "TRACKING", "on"][..],
+        &["CLIENT", "REPLY", "OFF"],
+        &["RESET"],
+        &["CLIENT", "GETREDIR"],
+    ] {
+        send.extend(resp_str(args));
+    }
+    c.write_all(&send).unwrap();
+    let want = b"+OK\r\n+RESET\r\n:-1\r\n";
+    assert_eq!(read_raw(&mut c, want.len()).0, want);
+}
