@@ -75,6 +75,11 @@ impl Client {
         Ok(c)
     }
 
+    /// The local cache's counters of the current connection, if the cache is on.
+    pub fn local_cache_stats(&self) -> Option<crate::LocalCacheStats> {
+        self.conn.read().as_ref()?.local_cache_stats()
+    }
+
     /// Runs one command with its own timeout; retries it after a connection error only if it
     /// is idempotent and `retries` allows.
     pub fn query_timeout(&self, c: &Cmd, timeout: Duration) -> Result<Frame> {

@@ -64,6 +64,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::cmd::{Cmd, Pipeline};
 use crate::error::{Error, Result};
+use crate::local_cache::{FillToken, LocalCache, LocalCacheStats};
 use crate::options::ConnectOptions;
 use kvik_pool_list::TaskList;
 
@@ -260,6 +261,9 @@ struct Inner {
     control: TcpStream,
     writes: AtomicU64,
     commands_written: AtomicU64,
+    /// The opt-in local cache, kept by this connection's tracking pushes (see
+    /// [`crate::local_cache`]).
+    cache: Option<LocalCache>,
 }
 
 impl Inner {
@@ -424,6 +428,9 @@ impl Inner {
     /// Breaks the connection: fails everything queued or in flight with `reason`.
     fn close(&self, reason: String) {
         self.broken.store(true, Ordering::SeqCst);
+        if let Some(c) = &self.cache {
+            c.kill(); // its invalidations may be lost from here on
+        }
         let drained: Vec<Arc<Slot>> = {
             let mut inf = self.inflight.lock();
             if inf.closed.is_none() {
@@ -457,7 +464,10 @@ impl Inner {
                 match parse_frame(&buf[start..], &limits) {
                     Ok(Some((frame, used))) => {
                         start += used;
-                        if matches!(frame, Frame::Push(_)) {
+                        if let Frame::Push(push) = &frame {
+                            if let Some(c) = &self.cache {
+                                c.apply_push(push);
+                            }
                             continue;
                         }
                         if current.is_none() {
@@ -600,6 +610,9 @@ pub(crate) fn handshake_cmds(opts: &ConnectOptions) -> Vec<Cmd> {
     if opts.db != 0 {
         cmds.push(Cmd::new("SELECT").arg(opts.db));
     }
+    if opts.local_cache > 0 {
+        cmds.push(Cmd::new("CLIENT").arg("TRACKING").arg("ON"));
+    }
     cmds
 }
 
@@ -644,6 +657,20 @@ fn handshake(stream: &mut TcpStream, opts: &ConnectOptions) -> Result<Vec<u8>> {
     match first_err {
         Some(e) => Err(e),
         None => Ok(buf),
+    }
+}
+
+/// Before a command that may write is sent: drops each of its arguments from the local cache
+/// as a possible key (FLUSHALL / FLUSHDB empty it).
+fn forget_written(cache: &LocalCache, c: &Cmd) {
+    if c.is_idempotent() {
+        return; // a known read
+    }
+    let args = c.args();
+    if args[0].eq_ignore_ascii_case(b"FLUSHALL") || args[0].eq_ignore_ascii_case(b"FLUSHDB") {
+        cache.clear();
+    } else {
+        args[1..].iter().for_each(|a| cache.invalidate(a));
     }
 }
 
@@ -706,6 +733,7 @@ impl Connection {
             control,
             writes: AtomicU64::new(0),
             commands_written: AtomicU64::new(0),
+            cache: (opts.local_cache > 0).then(|| LocalCache::new(opts.local_cache)),
         });
         let r = inner.clone();
         std::thread::Builder::new()
@@ -811,10 +839,48 @@ impl Connection {
     /// the reply).
     pub fn query_timeout(&self, c: &Cmd, timeout: Duration) -> Result<Frame> {
         self.check_allowed(c)?;
+        let fill = match self.cached_get(c) {
+            Some(Ok(hit)) => return Ok(hit),
+            Some(Err(token)) => Some(token),
+            None => None,
+        };
         let mut bytes = Vec::with_capacity(64);
         c.encode(&mut bytes);
         let mut frames = self.call_raw(bytes, 1, Instant::now() + timeout)?;
-        into_result(frames.pop().expect("one reply"))
+        let reply = into_result(frames.pop().expect("one reply"))?;
+        if let (Some(token), Some(cache)) = (fill, &self.handle.inner.cache) {
+            cache.fill(token, &c.args()[1], &reply);
+        }
+        Ok(reply)
+    }
+
+    /// With the local cache on: a GET answered from it (`Ok`), or the token to fill it with the
+    /// reply (`Err`); `None` for any other command, whose possible keys are dropped from the
+    /// cache first if it may write (see [`crate::local_cache`]).
+    fn cached_get(&self, c: &Cmd) -> Option<std::result::Result<Frame, FillToken>> {
+        let cache = self.handle.inner.cache.as_ref()?;
+        let args = c.args();
+        if args.len() == 2 && args[0].eq_ignore_ascii_case(b"GET") {
+            return Some(
+                cache
+                    .get(&args[1])
+                    .map(|v| v.map_or(Frame::Null, Frame::Bulk)),
+            );
+        }
+        forget_written(cache, c);
+        None
+    }
+
+    /// The local cache's counters, if it is on.
+    pub fn local_cache_stats(&self) -> Option<LocalCacheStats> {
+        self.handle.inner.cache.as_ref().map(LocalCache::stats)
+    }
+
+    /// Drops from the local cache what the commands of a pipeline or an async call may write.
+    fn forget_written_by<'c>(&self, cmds: impl IntoIterator<Item = &'c Cmd>) {
+        if let Some(cache) = &self.handle.inner.cache {
+            cmds.into_iter().for_each(|c| forget_written(cache, c));
+        }
     }
 
     /// Runs a pipeline: its commands are written contiguously and answered in order; each gets
@@ -832,6 +898,7 @@ impl Connection {
         for c in p.cmds() {
             self.check_allowed(c)?;
         }
+        self.forget_written_by(p.cmds());
         let (bytes, n) = p.encode();
         let frames = self.call_raw(bytes, n, Instant::now() + timeout)?;
         Ok(pipeline_results(p.is_atomic(), frames))
@@ -844,6 +911,7 @@ impl Connection {
         if let Err(e) = self.check_allowed(c) {
             return ReplyFuture::failed(self.handle.clone(), e);
         }
+        self.forget_written_by([c]);
         let mut bytes = Vec::with_capacity(64);
         c.encode(&mut bytes);
         ReplyFuture {
@@ -863,6 +931,7 @@ impl Connection {
                 };
             }
         }
+        self.forget_written_by(p.cmds());
         let (bytes, n) = p.encode();
         PipelineFuture {
             empty: p.is_empty(),

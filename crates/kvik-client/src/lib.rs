@@ -26,6 +26,10 @@
 //!   topology refresh at a time with a cooldown and jitter, multi-key commands split by slot,
 //!   and the same concurrent `get_multi` over cluster nodes.
 //!
+//! - A local cache, off by default ([`ConnectOptions::local_cache`]): GETs of hot keys answered
+//!   from the client's memory, kept consistent by the server's CLIENT TRACKING pushes on the
+//!   same RESP3 connection ([`local_cache`] explains the protocol and its guarantees).
+//!
 //! RESP2 and RESP3 (`HELLO 3`), AUTH (with or without a user name), SELECT and CLIENT SETNAME
 //! are handled on connect ([`ConnectOptions`]).
 //!
@@ -144,6 +148,7 @@ mod cmd;
 mod commands;
 pub mod conn;
 mod error;
+pub mod local_cache;
 mod multiget;
 mod options;
 pub mod ring;
@@ -156,6 +161,7 @@ pub use commands::Commands;
 pub use conn::{ConnStats, Connection, PipelineFuture, ReplyFuture};
 pub use error::{Error, Result};
 pub use kvik_resp::{Frame, Proto};
+pub use local_cache::LocalCacheStats;
 pub use multiget::{KeyOutcome, MultiGet, ServerReport, ServerStatus};
 pub use options::ConnectOptions;
 pub use ring::Ring;

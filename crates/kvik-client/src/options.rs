@@ -45,6 +45,9 @@ pub struct ConnectOptions {
     /// generic command sent with `query_idempotent`) after a connection error, on a fresh
     /// connection. 0 (default): nothing is ever replayed.
     pub retries: u32,
+    /// The local cache of GET replies (see [`crate::local_cache`]): at most this many keys,
+    /// kept consistent by CLIENT TRACKING over RESP3. 0 (default): off.
+    pub local_cache: usize,
 }
 
 impl Default for ConnectOptions {
@@ -64,6 +67,7 @@ impl Default for ConnectOptions {
             max_in_flight: 4096,
             allow_blocking: false,
             retries: 0,
+            local_cache: 0,
         }
     }
 }
@@ -114,6 +118,16 @@ impl ConnectOptions {
     /// Sets the in-flight bound.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Turns the local cache on for up to `max_keys` keys (0 turns it off). It needs RESP3,
+    /// which this selects.
+    pub fn local_cache(mut self, max_keys: usize) -> Self {
+        self.local_cache = max_keys;
+        if max_keys > 0 {
+            self.proto = Proto::Resp3;
+        }
         self
     }
 

@@ -14,7 +14,7 @@
 //! a sorted set for the BZ* ones, a stream for XREAD and XREADGROUP): a blocked BLPOP stays
 //! blocked when its key becomes a string.
 
-use crate::clients::ClientInfo;
+use crate::clients::{ClientFlags, ClientInfo};
 use crate::storage::encoding::Kind;
 use crate::storage::WriteObserver;
 use bytes::Bytes;
@@ -96,6 +96,7 @@ impl Inner {
         }
         if self.by_client.get(&w.client.id) == Some(&id) {
             self.by_client.remove(&w.client.id);
+            w.client.state.set(ClientFlags::BLOCKED, false);
         }
         Some(w)
     }
@@ -150,6 +151,7 @@ impl Blocking {
             }
         }
         inner.by_client.insert(waiter.client.id, id);
+        waiter.client.state.set(ClientFlags::BLOCKED, true);
         inner.waiters.insert(id, waiter);
         self.count.fetch_add(1, Ordering::SeqCst);
         id

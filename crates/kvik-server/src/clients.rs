@@ -40,6 +40,66 @@ pub struct ClientInfo {
     /// Its subscription counts (CLIENT LIST; the `pubsub` output limit class applies while any
     /// is non-zero).
     pub subs: crate::pubsub::mailbox::SubCounts,
+    /// What CLIENT LIST shows of the session's state (flags, `multi=`, `watch=`, `redir=`).
+    pub state: ClientState,
+}
+
+/// The parts of a session that other clients observe through CLIENT LIST / INFO. The session
+/// (or the registries that change them: tracking, blocking) keeps them current with relaxed
+/// stores; readers only print them.
+#[derive(Debug)]
+pub struct ClientState {
+    /// [`ClientFlags`] bits.
+    pub flags: std::sync::atomic::AtomicU32,
+    /// Commands queued in MULTI, or -1 outside MULTI.
+    pub multi: std::sync::atomic::AtomicI64,
+    /// Keys WATCHed.
+    pub watch: AtomicUsize,
+    /// CLIENT TRACKING's REDIRECT id: 0 without one, -1 while tracking is off.
+    pub redir: std::sync::atomic::AtomicI64,
+}
+
+impl Default for ClientState {
+    fn default() -> ClientState {
+        ClientState {
+            flags: Default::default(),
+            multi: (-1).into(),
+            watch: Default::default(),
+            redir: (-1).into(),
+        }
+    }
+}
+
+bitflags::bitflags! {
+    /// The client flags of CLIENT LIST that are not derived from other fields.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct ClientFlags: u32 {
+        /// `b`: waiting in a blocking command.
+        const BLOCKED = 1 << 0;
+        /// `t`: CLIENT TRACKING on.
+        const TRACKING = 1 << 1;
+        /// `R`: the tracking redirect client is gone.
+        const BROKEN_REDIR = 1 << 2;
+        /// `B`: tracking in broadcast mode.
+        const BCAST = 1 << 3;
+        /// `e`: CLIENT NO-EVICT on.
+        const NO_EVICT = 1 << 4;
+    }
+}
+
+impl ClientState {
+    pub fn flags(&self) -> ClientFlags {
+        ClientFlags::from_bits_truncate(self.flags.load(Ordering::Relaxed))
+    }
+
+    /// Sets (`on`) or clears `flags`.
+    pub fn set(&self, flags: ClientFlags, on: bool) {
+        if on {
+            self.flags.fetch_or(flags.bits(), Ordering::Relaxed);
+        } else {
+            self.flags.fetch_and(!flags.bits(), Ordering::Relaxed);
+        }
+    }
 }
 
 /// What commands on any thread may ask of a client's I/O thread (implemented by the network

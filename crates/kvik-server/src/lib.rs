@@ -18,9 +18,10 @@
 //! settings table behind flags, config file and CONFIG), [`server`] (shared state, timer,
 //! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
 //! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
-//! registry of blocked clients), [`slot`] (cluster key slots), [`scripting`] (the script cache,
-//! function libraries and running scripts every thread shares), [`saves`] (SAVE / BGSAVE
-//! checkpoints and their INFO fields).
+//! registry of blocked clients), [`tracking`] (CLIENT TRACKING's invalidations), [`pause`]
+//! (CLIENT PAUSE), [`slot`] (cluster key slots), [`scripting`] (the script cache, function
+//! libraries and running scripts every thread shares), [`saves`] (SAVE / BGSAVE checkpoints and
+//! their INFO fields).
 
 pub mod acl;
 pub mod blocking;
@@ -34,6 +35,7 @@ pub mod error;
 pub use kvik_types::glob;
 pub mod logging;
 pub mod net;
+pub mod pause;
 pub mod pool;
 pub mod pubsub;
 pub mod replication;
@@ -46,4 +48,5 @@ pub mod slot;
 pub mod startup;
 pub mod stats;
 pub mod storage;
+pub mod tracking;
 pub mod watch;

@@ -29,7 +29,12 @@ pub struct Server {
     pub storage: Storage,
     pub stats: Stats,
     pub slowlog: SlowLog,
-    pub clients: ClientRegistry,
+    pub clients: Arc<ClientRegistry>,
+    /// CLIENT TRACKING: who is told about which key changes (an observer of the storage's
+    /// writes).
+    pub tracking: Arc<crate::tracking::Tracking>,
+    /// CLIENT PAUSE / UNPAUSE.
+    pub pause: crate::pause::Pause,
     pub started: Instant,
     /// 40 hex characters, new at each start (INFO run_id).
     pub run_id: String,
@@ -116,6 +121,12 @@ impl Server {
         storage.add_observer(blocking.clone());
         let pubsub = Arc::new(crate::pubsub::PubSub::new(config.pubsub.clone()));
         storage.add_observer(pubsub.clone());
+        let clients = Arc::new(ClientRegistry::default());
+        let tracking = Arc::new(crate::tracking::Tracking::new(
+            clients.clone(),
+            tracking_max_keys(&config),
+        ));
+        storage.add_observer(tracking.clone());
         let saves = crate::saves::Saves::new(&storage);
         let commands: Vec<String> = commands.into_iter().collect();
         let latency = crate::stats::latency::Latency::new(commands.len());
@@ -126,7 +137,9 @@ impl Server {
             storage,
             stats: Stats::new(commands),
             slowlog: SlowLog::default(),
-            clients: ClientRegistry::default(),
+            clients,
+            tracking,
+            pause: Default::default(),
             started: Instant::now(),
             run_id,
             port: Default::default(),
@@ -237,6 +250,9 @@ impl Server {
         if lower == "maxmemory" || lower == "cache-maxmemory" {
             self.apply_memory_budget();
         }
+        if lower == "tracking-table-max-keys" {
+            self.tracking.set_max_keys(tracking_max_keys(&self.config));
+        }
         if lower.starts_with("rocksdb-") {
             if let Err(e) = self.storage.set_stall_limits(&self.config.stall_limits()) {
                 tracing::warn!(error = %e, setting = name, "RocksDB refused the new stall limits");
@@ -256,6 +272,13 @@ impl Server {
             tracing::warn!(error = %e, "resizing RocksDB's memory failed");
         }
     }
+}
+
+/// `tracking-table-max-keys` (0: no limit).
+fn tracking_max_keys(config: &Config) -> usize {
+    crate::config::Param::lookup("tracking-table-max-keys")
+        .and_then(|p| p.get(config).parse().ok())
+        .unwrap_or(1_000_000)
 }
 
 pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
@@ -330,9 +353,12 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
                 // A replica applies its primary's expirations and counts; it writes none. Nor
-                // does a primary whose writes FAILOVER paused.
+                // does a primary whose writes FAILOVER or CLIENT PAUSE WRITE paused (as Redis).
                 let replica = server.repl.is_replica() || server.repl.failover.writes_paused();
-                if !replica && server.config.active_expire.load(Ordering::Relaxed) {
+                if !replica
+                    && !server.pause.writes_paused()
+                    && server.config.active_expire.load(Ordering::Relaxed)
+                {
                     let started = Instant::now();
                     let ran = expiry.run(
                         &server.storage,

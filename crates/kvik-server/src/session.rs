@@ -43,6 +43,13 @@ pub struct Session {
     /// Set by PSYNC: once the replies are sent, the I/O thread gives the socket (blocking
     /// mode) to this and forgets the connection (see `crate::replication::primary`).
     pub handoff: Option<Handoff>,
+    /// CLIENT TRACKING on: its flags and registration (dropping it turns tracking off).
+    pub tracking: Option<crate::tracking::SessionTracking>,
+    /// CLIENT REPLY.
+    pub reply_mode: ReplyMode,
+    /// The run's next command is held by CLIENT PAUSE (`Some(may_write)`): the I/O thread keeps
+    /// the connection aside until [`crate::cmd::still_paused`] says the pause is over.
+    pub paused: Option<bool>,
 }
 
 /// Takes over a connection's socket.
@@ -52,6 +59,19 @@ impl std::fmt::Debug for Handoff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Handoff")
     }
+}
+
+/// CLIENT REPLY's state: which replies the client is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    /// No replies until CLIENT REPLY ON.
+    Off,
+    /// CLIENT REPLY SKIP ran: its own reply and the next command's are dropped.
+    SkipNext,
+    /// The command running now is the one SKIP drops.
+    Skipping,
 }
 
 impl Session {
@@ -74,6 +94,9 @@ impl Session {
             monitor: None,
             repl_port: None,
             handoff: None,
+            tracking: None,
+            reply_mode: ReplyMode::On,
+            paused: None,
         }
     }
 

@@ -4,4 +4,5 @@
 mod cluster;
 mod common;
 mod conn;
+mod local_cache;
 mod multiget;

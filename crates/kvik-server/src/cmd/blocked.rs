@@ -20,11 +20,12 @@
 //! (its `ClientInfo::io`).
 
 use super::ctx::{CmdError, CmdResult, Ctx, Mode, Reply};
-use super::{table, INTERNAL_ERROR};
+use super::{table, Entry, INTERNAL_ERROR};
 use crate::blocking::{take_ready, Blocked, Claimed, TimeoutReply, Waiter};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::Kind;
+use bytes::Bytes;
 
 /// Keys (db, key) that got data while clients waited on them: what a command returns for its
 /// worker to [`serve`].
@@ -109,7 +110,7 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
         let Some((id, w)) = registry.claim_next(db, key, kind, &still_waiting) else {
             break;
         };
-        let reply = rerun(server, id, &w);
+        let reply = rerun(server, id, &w, key);
         made_ready.extend(Ready::collect().0);
         match reply {
             Some(reply) => {
@@ -138,9 +139,11 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
     Ready(made_ready)
 }
 
-/// Re-runs a waiter's command; `None` if it would still block.
-fn rerun(server: &Server, id: u64, w: &Claimed) -> Option<Vec<u8>> {
+/// Re-runs a waiter's command for its `ready` key; `None` if it would still block.
+fn rerun(server: &Server, id: u64, w: &Claimed, ready: &[u8]) -> Option<Vec<u8>> {
     let entry = table().resolve(&w.args).ok()?;
+    let args = ready_key_first(entry, &w.args, ready);
+    crate::tracking::set_current(w.client.id);
     let mut session = Session::new(w.client.clone(), true);
     session.db = w.db;
     session.proto = w.proto;
@@ -160,11 +163,11 @@ fn rerun(server: &Server, id: u64, w: &Claimed) -> Option<Vec<u8>> {
             out: &mut out,
             now_ms: crate::clock::unix_ms(),
             mode: Mode::Normal,
-            args: &w.args,
+            args: &args,
             blocked_again: false,
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            (entry.spec.handler)(&mut ctx, &w.args)
+            (entry.spec.handler)(&mut ctx, &args)
         }))
         .unwrap_or(Err(INTERNAL_ERROR));
         (result, ctx.blocked_again)
@@ -178,6 +181,28 @@ fn rerun(server: &Server, id: u64, w: &Claimed) -> Option<Vec<u8>> {
             Some(out.buf)
         }
     }
+}
+
+/// A waiter of several keys is served from the key that became ready, as Redis serves it (the
+/// key its write signalled, not the first of the command's keys that has data): the pops that
+/// take from the first non-empty key of their list get `ready` moved to the front.
+fn ready_key_first(entry: &Entry, args: &[Bytes], ready: &[u8]) -> Vec<Bytes> {
+    const POPS: &[&str] = &["blpop", "brpop", "blmpop", "bzpopmin", "bzpopmax", "bzmpop"];
+    let positions = entry.spec.key_positions(args);
+    let mut out = args.to_vec();
+    if !POPS.contains(&entry.full_name.as_str()) {
+        return out;
+    }
+    let Some(at) = positions.iter().position(|&p| &args[p][..] == ready) else {
+        return out;
+    };
+    let mut order: Vec<usize> = positions.clone();
+    let first = order.remove(at);
+    order.insert(0, first);
+    for (&dst, &src) in positions.iter().zip(&order) {
+        out[dst] = args[src].clone();
+    }
+    out
 }
 
 impl Ctx<'_> {

@@ -1,15 +1,17 @@
 //! CLIENT: connection introspection and control (ID SETNAME GETNAME LIST INFO KILL NO-EVICT
-//! NO-TOUCH SETINFO REPLY UNBLOCK HELP), over the shared [`ClientInfo`] records of the client
-//! registry.
+//! NO-TOUCH SETINFO REPLY UNBLOCK PAUSE UNPAUSE TRACKING CACHING GETREDIR TRACKINGINFO HELP), over
+//! the shared [`ClientInfo`] records of the client registry.
 //!
-//! kvik has no client pause, tracking or eviction; those subcommands are unknown, and NO-EVICT /
-//! NO-TOUCH are accepted and change nothing (kvik never evicts clients, and key access times are
-//! not kept).
+//! Tracking itself (the table, the invalidations) is `crate::tracking`; PAUSE is `crate::pause`.
+//! NO-EVICT is recorded (flag `e`) and NO-TOUCH accepted; neither changes anything, since kvik
+//! never evicts clients and keeps no key access times.
 
 use super::admin::help_reply;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CommandSpec, Flags, KeySpec};
-use crate::clients::{ClientInfo, NO_CMD};
+use crate::clients::{ClientFlags, ClientInfo, NO_CMD};
+use crate::session::ReplyMode;
+use crate::tracking::{Mode, SessionTracking};
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -55,7 +57,7 @@ static SUBS: &[CommandSpec] = &[
             "2.4.0",
             "O(N) where N is the number of client connections",
         ),
-    CommandSpec::new("no-evict", 3, ADMIN_SUB, KeySpec::NONE, client_on_off)
+    CommandSpec::new("no-evict", 3, ADMIN_SUB, KeySpec::NONE, client_no_evict)
         .acl(ADMIN_ACL)
         .group("connection")
         .doc(
@@ -95,6 +97,54 @@ static SUBS: &[CommandSpec] = &[
             "5.0.0",
             "O(log N) where N is the number of client connections",
         ),
+    CommandSpec::new("pause", -3, ADMIN_SUB, KeySpec::NONE, client_pause)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc(
+            "Suspends commands processing.",
+            "3.0.0",
+            "O(1)",
+        ),
+    CommandSpec::new("unpause", 2, ADMIN_SUB, KeySpec::NONE, client_unpause)
+        .acl(ADMIN_ACL)
+        .group("connection")
+        .doc(
+            "Resumes processing commands from paused clients.",
+            "6.2.0",
+            "O(N) Where N is the number of paused clients",
+        ),
+    CommandSpec::new("tracking", -3, SUB, KeySpec::NONE, client_tracking)
+        .acl(ACL)
+        .group("connection")
+        .doc(
+            "Controls server-assisted client-side caching for the connection.",
+            "6.0.0",
+            "O(1). Some options may introduce additional complexity.",
+        ),
+    CommandSpec::new("caching", 3, SUB, KeySpec::NONE, client_caching)
+        .acl(ACL)
+        .group("connection")
+        .doc(
+            "Instructs the server whether to track the keys in the next request.",
+            "6.0.0",
+            "O(1)",
+        ),
+    CommandSpec::new("getredir", 2, SUB, KeySpec::NONE, client_getredir)
+        .acl(ACL)
+        .group("connection")
+        .doc(
+            "Returns the client ID to which the connection's tracking notifications are redirected.",
+            "6.0.0",
+            "O(1)",
+        ),
+    CommandSpec::new("trackinginfo", 2, SUB, KeySpec::NONE, client_trackinginfo)
+        .acl(ACL)
+        .group("connection")
+        .doc(
+            "Returns information about server-assisted client-side caching for the connection.",
+            "6.2.0",
+            "O(1)",
+        ),
     CommandSpec::new(
         "help",
         2,
@@ -132,19 +182,21 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
-/// order. Fields kvik does not track (MULTI, memory breakdown) show Redis's idle values.
+/// order plus Redis 7.2's `watch=`. Fields kvik does not track (memory breakdown) show Redis's
+/// idle values.
 pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let cmd = match c.last_cmd.load(Relaxed) {
         NO_CMD => "NULL".to_string(),
         id => super::table().entry(id).full_name.clone(),
     };
     let obuf = c.obuf.load(Relaxed);
+    let multi = c.state.multi.load(Relaxed);
     let mut s = String::with_capacity(300);
     let _ = write!(
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
-         multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} \
-         tot-mem=0 events=r cmd={} user={} redir=-1 resp={}",
+         multi={} watch={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 \
+         omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={}",
         c.id,
         c.addr,
         c.laddr,
@@ -152,18 +204,45 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.name_string(),
         now_ms.saturating_sub(c.created_ms) / 1000,
         now_ms.saturating_sub(c.last_interaction_ms.load(Relaxed)) / 1000,
-        if c.subs.any() { "P" } else { "N" },
+        flag_letters(c),
         c.db.load(Relaxed),
         c.subs.channels.load(Relaxed),
         c.subs.patterns.load(Relaxed),
         c.subs.shard.load(Relaxed),
+        multi,
+        c.state.watch.load(Relaxed),
         c.qbuf.load(Relaxed),
         obuf,
         cmd,
         c.user_name(),
+        c.state.redir.load(Relaxed),
         c.resp.load(Relaxed),
     );
     s
+}
+
+/// CLIENT LIST's `flags=`: Redis's letters in Redis's order, `N` for none.
+fn flag_letters(c: &ClientInfo) -> String {
+    let f = c.state.flags();
+    let letters = [
+        ('P', c.subs.any()),
+        ('x', c.state.multi.load(Relaxed) >= 0),
+        ('b', f.contains(ClientFlags::BLOCKED)),
+        ('t', f.contains(ClientFlags::TRACKING)),
+        ('R', f.contains(ClientFlags::BROKEN_REDIR)),
+        ('B', f.contains(ClientFlags::BCAST)),
+        ('e', f.contains(ClientFlags::NO_EVICT)),
+    ];
+    let s: String = letters
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(l, _)| l)
+        .collect();
+    if s.is_empty() {
+        "N".into()
+    } else {
+        s
+    }
 }
 
 fn client_id(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
@@ -388,11 +467,26 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT NO-EVICT / NO-TOUCH on|off: accepted, no effect in kvik.
+/// CLIENT NO-TOUCH on|off: accepted, no effect in kvik.
 fn client_on_off(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    if args[2].eq_ignore_ascii_case(b"on") || args[2].eq_ignore_ascii_case(b"off") {
-        ctx.out.ok();
-        Ok(())
+    on_off(&args[2])?;
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT NO-EVICT on|off: shown as flag `e`; kvik never evicts clients.
+fn client_no_evict(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let on = on_off(&args[2])?;
+    ctx.session.client.state.set(ClientFlags::NO_EVICT, on);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn on_off(arg: &[u8]) -> Result<bool, CmdError> {
+    if arg.eq_ignore_ascii_case(b"on") {
+        Ok(true)
+    } else if arg.eq_ignore_ascii_case(b"off") {
+        Ok(false)
     } else {
         Err(CmdError::syntax())
     }
@@ -422,19 +516,260 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// CLIENT REPLY ON|OFF|SKIP: only ON, the default, is supported.
+/// CLIENT REPLY ON|OFF|SKIP. OFF and SKIP write no reply of their own; the dispatcher drops the
+/// replies they silence (`cmd::gate_reply`).
 fn client_reply(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mode = &args[2];
     if mode.eq_ignore_ascii_case(b"on") {
+        ctx.session.reply_mode = ReplyMode::On;
         ctx.out.ok();
-        Ok(())
-    } else if mode.eq_ignore_ascii_case(b"off") || mode.eq_ignore_ascii_case(b"skip") {
-        Err(CmdError::err(
-            "CLIENT REPLY OFF and SKIP are not supported by kvik",
-        ))
+    } else if mode.eq_ignore_ascii_case(b"off") {
+        ctx.session.reply_mode = ReplyMode::Off;
+    } else if mode.eq_ignore_ascii_case(b"skip") {
+        if ctx.session.reply_mode != ReplyMode::Off {
+            ctx.session.reply_mode = ReplyMode::SkipNext;
+        }
     } else {
-        Err(CmdError::syntax())
+        return Err(CmdError::syntax());
     }
+    Ok(())
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL] (milliseconds).
+fn client_pause(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    use crate::pause::PauseMode;
+    let timeout = kvik_resp::parse_i64(&args[2])
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    let mode = match args.get(3) {
+        _ if args.len() > 4 => {
+            return Err(CmdError::err(format_args!(
+                "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&args[1])
+            )))
+        }
+        None => PauseMode::All,
+        Some(m) if m.eq_ignore_ascii_case(b"write") => PauseMode::Write,
+        Some(m) if m.eq_ignore_ascii_case(b"all") => PauseMode::All,
+        Some(_) => return Err(CmdError::err("CLIENT PAUSE mode must be WRITE or ALL")),
+    };
+    let until = ctx.now_ms.saturating_add(timeout as u64);
+    ctx.server.pause.pause(mode, until);
+    ctx.out.ok();
+    Ok(())
+}
+
+fn client_unpause(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    unpause_on(ctx.server, ctx.out)
+}
+
+fn unpause_on(server: &crate::server::Server, out: &mut super::ctx::Reply) -> CmdResult {
+    server.pause.unpause();
+    for io in server.io_handles.get().into_iter().flatten() {
+        io.wake(); // held connections are tried again at once
+    }
+    out.ok();
+    Ok(())
+}
+
+/// CLIENT UNPAUSE is answered on the I/O thread (see `crate::pause`): paused writes may hold
+/// every worker.
+pub(crate) fn on_io_thread(entry: &super::Entry) -> Option<super::script::IoServe> {
+    (entry.full_name == "client|unpause").then_some(super::script::IoServe::Run(unpause_on))
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP], with
+/// Redis 7.0's checks in its order.
+fn client_tracking(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let mut mode = Mode::default();
+    let mut i = 3;
+    while i < args.len() {
+        let opt = &args[i];
+        let more = i + 1 < args.len();
+        if opt.eq_ignore_ascii_case(b"redirect") && more {
+            i += 1;
+            if mode.redirect != 0 {
+                return Err(CmdError::err(
+                    "A client can only redirect to a single other client",
+                ));
+            }
+            let id = kvik_resp::parse_i64(&args[i]).ok_or(CmdError::not_integer())?;
+            if id <= 0 || ctx.server.clients.get(id as u64).is_none() {
+                return Err(CmdError::err(
+                    "The client ID you want redirect to does not exist",
+                ));
+            }
+            mode.redirect = id as u64;
+        } else if opt.eq_ignore_ascii_case(b"bcast") {
+            mode.bcast = true;
+        } else if opt.eq_ignore_ascii_case(b"optin") {
+            mode.optin = true;
+        } else if opt.eq_ignore_ascii_case(b"optout") {
+            mode.optout = true;
+        } else if opt.eq_ignore_ascii_case(b"noloop") {
+            mode.noloop = true;
+        } else if opt.eq_ignore_ascii_case(b"prefix") && more {
+            i += 1;
+            mode.prefixes.push(args[i].to_vec());
+        } else {
+            return Err(CmdError::syntax());
+        }
+        i += 1;
+    }
+    let state = &args[2];
+    if state.eq_ignore_ascii_case(b"off") {
+        ctx.session.tracking = None; // its drop unregisters it
+        ctx.out.ok();
+        return Ok(());
+    }
+    if !state.eq_ignore_ascii_case(b"on") {
+        return Err(CmdError::syntax());
+    }
+    check_tracking_options(ctx, &mode)?;
+    match ctx.session.tracking.as_mut() {
+        Some(t) => t.update(mode),
+        None => {
+            let t = SessionTracking::enable(&ctx.server.tracking, &ctx.session.client, mode);
+            ctx.session.tracking = Some(t);
+        }
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT TRACKING ON's consistency checks, against each other and the current mode.
+fn check_tracking_options(ctx: &Ctx<'_>, mode: &Mode) -> CmdResult {
+    if !mode.bcast && !mode.prefixes.is_empty() {
+        return Err(CmdError::err(
+            "PREFIX option requires BCAST mode to be enabled",
+        ));
+    }
+    let current = ctx.server.tracking.mode(ctx.session.id());
+    if current.as_ref().is_some_and(|c| c.bcast != mode.bcast) {
+        return Err(CmdError::err(
+            "You can't switch BCAST mode on/off before disabling tracking for this client, \
+             and then re-enabling it with a different mode.",
+        ));
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return Err(CmdError::err(
+            "OPTIN and OPTOUT are not compatible with BCAST",
+        ));
+    }
+    if mode.optin && mode.optout {
+        return Err(CmdError::err(
+            "You can't specify both OPTIN mode and OPTOUT mode",
+        ));
+    }
+    if current
+        .as_ref()
+        .is_some_and(|c| (mode.optin && c.optout) || (mode.optout && c.optin))
+    {
+        return Err(CmdError::err(
+            "You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, \
+             and then re-enabling it with a different mode.",
+        ));
+    }
+    if mode.bcast {
+        let existing = current.as_ref().map_or(&[][..], |c| &c.prefixes[..]);
+        for (i, p) in mode.prefixes.iter().enumerate() {
+            if let Some(e) = existing.iter().find(|e| overlaps(e, p)) {
+                return Err(prefix_overlap(p, "an existing", e));
+            }
+            if let Some(o) = mode.prefixes[i + 1..].iter().find(|o| overlaps(o, p)) {
+                return Err(prefix_overlap(p, "another provided", o));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether one prefix is a prefix of the other (Redis's `stringCheckPrefix`).
+fn overlaps(a: &[u8], b: &[u8]) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+fn prefix_overlap(p: &[u8], which: &str, other: &[u8]) -> CmdError {
+    CmdError::err(format_args!(
+        "Prefix '{}' overlaps with {which} prefix '{}'. Prefixes for a single client must not overlap.",
+        String::from_utf8_lossy(p),
+        String::from_utf8_lossy(other)
+    ))
+}
+
+/// CLIENT CACHING YES|NO: for the next command (or transaction) of an OPTIN / OPTOUT client.
+fn client_caching(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let Some(t) = ctx.session.tracking.as_mut() else {
+        return Err(CmdError::err(
+            "CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled",
+        ));
+    };
+    let opt = &args[2];
+    if opt.eq_ignore_ascii_case(b"yes") {
+        if !t.optin {
+            return Err(CmdError::err(
+                "CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if opt.eq_ignore_ascii_case(b"no") {
+        if !t.optout {
+            return Err(CmdError::err(
+                "CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(CmdError::syntax());
+    }
+    t.caching = true;
+    ctx.out.ok();
+    Ok(())
+}
+
+/// CLIENT GETREDIR: the redirect id, 0 when tracking without one, -1 when not tracking.
+fn client_getredir(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    ctx.out.int(ctx.session.client.state.redir.load(Relaxed));
+    Ok(())
+}
+
+/// CLIENT TRACKINGINFO: a map of `flags` (a set), `redirect` and `prefixes`.
+fn client_trackinginfo(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    let mode = ctx.server.tracking.mode(ctx.session.id());
+    let caching = ctx.session.tracking.as_ref().is_some_and(|t| t.caching);
+    let mut flags: Vec<&str> = Vec::new();
+    match &mode {
+        None => flags.push("off"),
+        Some(m) => {
+            flags.push("on");
+            let table = [
+                ("bcast", m.bcast),
+                ("optin", m.optin),
+                ("caching-yes", m.optin && caching),
+                ("optout", m.optout),
+                ("caching-no", m.optout && caching),
+                ("noloop", m.noloop),
+                ("broken_redirect", m.broken.load(Relaxed)),
+            ];
+            flags.extend(table.iter().filter(|(_, on)| *on).map(|(f, _)| *f));
+        }
+    }
+    let out = &mut *ctx.out;
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flags.len());
+    for f in flags {
+        out.bulk(f.as_bytes());
+    }
+    out.bulk(b"redirect");
+    out.int(mode.as_ref().map_or(-1, |m| m.redirect as i64));
+    out.bulk(b"prefixes");
+    let prefixes = mode.as_ref().map_or(&[][..], |m| &m.prefixes[..]);
+    out.array(prefixes.len());
+    for p in prefixes {
+        out.bulk(p);
+    }
+    Ok(())
 }
 
 fn client_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
@@ -470,16 +805,29 @@ fn client_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
             "      Return clients of specified type.",
             "    * ID <client-id> [<client-id> ...]",
             "      Return clients with the given ids.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "REPLY (ON|OFF|SKIP)",
-            "    Control the replies sent to the current connection (kvik: ON only).",
+            "    Control the replies sent to the current connection.",
             "SETNAME <name>",
             "    Assign the name <name> to the current connection.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
             "SETINFO <LIB-NAME|LIB-VER> <value>",
             "    Set client library name or version (accepted, not shown).",
             "NO-EVICT (ON|OFF)",
-            "    Protect current client connection from eviction (no effect in kvik).",
+            "    Protect current client connection from eviction (kvik never evicts clients).",
             "NO-TOUCH (ON|OFF)",
             "    Do not touch the LRU/LFU of accessed keys (no effect in kvik).",
         ],

@@ -269,6 +269,8 @@ fn reset(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     s.authenticated = ctx.server.config.acl.default_authenticated();
     s.asking = false;
     s.readonly = false;
+    s.tracking = None; // turns CLIENT TRACKING off
+    s.reply_mode = crate::session::ReplyMode::On;
     s.client.db.store(0, Relaxed);
     s.client.resp.store(2, Relaxed);
     *s.client.name.lock() = None;

@@ -43,7 +43,7 @@ pub mod swapdb;
 pub mod zset;
 
 use crate::server::Server;
-use crate::session::Session;
+use crate::session::{ReplyMode, Session};
 use blocked::Ready;
 use cached::{CacheCtx, RtcError};
 use ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply};
@@ -282,6 +282,37 @@ pub fn execute(
     mode: Mode,
     queue_wait: Duration,
 ) -> Ready {
+    let (mark, was) = (out.buf.len(), session.reply_mode);
+    session.paused = None;
+    let ready = execute_checked(server, session, out, args, mode, queue_wait);
+    if session.paused.is_none() {
+        gate_reply(session, out, mark, was);
+    }
+    publish_state(session);
+    ready
+}
+
+/// Whether the session's held command (see [`crate::pause`]) must still wait; clears the mark
+/// once the pause is over.
+pub fn still_paused(server: &Server, session: &mut Session) -> bool {
+    match session.paused {
+        Some(may_write) if server.pause.holds(may_write) => true,
+        _ => {
+            session.paused = None;
+            false
+        }
+    }
+}
+
+/// [`execute`] without its reply gate and state publishing.
+fn execute_checked(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+    mode: Mode,
+    queue_wait: Duration,
+) -> Ready {
     let start = Instant::now();
     let entry = match table().resolve(args) {
         Ok(e) => e,
@@ -303,6 +334,11 @@ pub fn execute(
     }
     if let Some(e) = script::busy_refusal(server, entry) {
         reject(server, session, out, Some(entry.id), &e);
+        return Ready::default();
+    }
+    let may_write = pause_class(session, entry);
+    if server.pause.holds(may_write) {
+        session.paused = Some(may_write); // not run: the run comes back with it first
         return Ready::default();
     }
     if !multi::intercept(server, session, out, entry, args) {
@@ -330,9 +366,29 @@ pub fn execute_cached(
     let Ok(entry) = table().resolve(args) else {
         return Outcome::NotServed;
     };
+    if server.pause.holds(pause_class(session, entry)) {
+        return Outcome::NotServed; // the worker path holds it (see `crate::pause`)
+    }
+    let (mark, was) = (out.buf.len(), session.reply_mode);
+    let outcome = execute_cached_entry(server, session, out, args, entry, start);
+    if outcome == Outcome::Done {
+        gate_reply(session, out, mark, was);
+    }
+    outcome
+}
+
+/// [`execute_cached`] once the entry is resolved.
+fn execute_cached_entry(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    args: &Args,
+    entry: &Entry,
+    start: Instant,
+) -> Outcome {
     // While scripts run, SCRIPT KILL, FUNCTION KILL and BUSY refusals are answered here, so
     // they need no worker (scripts may hold them all).
-    let for_scripts = script::on_io_thread(server, entry);
+    let for_scripts = script::on_io_thread(server, entry).or_else(|| client::on_io_thread(entry));
     let read = entry.spec.rtc.filter(|_| {
         server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
     });
@@ -379,6 +435,7 @@ pub fn execute_cached(
     let Some(check) = isolation::RtcRead::begin(server, db, entry, args) else {
         return Outcome::NotServed; // a write of its keys is in progress
     };
+    track_reads(server, session, entry, args);
     let mark = out.buf.len();
     let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
     let result = handler(&mut ctx, args);
@@ -579,7 +636,8 @@ pub(crate) fn run_entry(
 }
 
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
-/// holds the session's selected one (see `storage::dbmap`): the one place both the pool
+/// holds the session's selected one (see `storage::dbmap`), with the client noted for
+/// tracking (NOLOOP) and its read keys remembered: the one place both the pool
 /// ([`run_entry`]) and a run-to-completion write ([`run_write_here`]) call a handler.
 fn call_handler(
     server: &Server,
@@ -589,6 +647,8 @@ fn call_handler(
     args: &Args,
     mode: Mode,
 ) -> CmdResult {
+    crate::tracking::set_current(session.id());
+    track_reads(server, session, entry, args);
     let db = Ctx::physical_db(server, session);
     let mut ctx = Ctx {
         server,
@@ -608,7 +668,7 @@ fn call_handler(
 #[allow(clippy::too_many_arguments)]
 fn account(
     server: &Server,
-    session: &Session,
+    session: &mut Session,
     out: &mut Reply,
     entry: &Entry,
     args: &Args,
@@ -633,6 +693,73 @@ fn account(
             .slowlog
             .maybe_record(&server.config, session, args, elapsed, queue_wait);
     }
+    // CLIENT CACHING lasts one command (or one transaction, or one script); CLIENT commands
+    // keep it.
+    if let Some(t) = session.tracking.as_mut() {
+        if t.caching
+            && session.multi.is_none()
+            && !session.in_exec
+            && !session.in_script
+            && !entry.full_name.starts_with("client|")
+        {
+            t.caching = false;
+        }
+    }
+}
+
+/// CLIENT TRACKING: remembers the keys a read-only command is about to read, for the session's
+/// invalidations (before it reads, so a write that races the read is still reported).
+/// Read-only script commands are not remembered themselves, only what their scripts read.
+fn track_reads(server: &Server, session: &Session, entry: &Entry, args: &Args) {
+    let Some(t) = &session.tracking else {
+        return;
+    };
+    if !entry.spec.flags.contains(Flags::READONLY)
+        || matches!(entry.spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+        || !t.remembers()
+    {
+        return;
+    }
+    let positions = entry.spec.key_positions(args);
+    server
+        .tracking
+        .remember(session.id(), positions.iter().map(|&i| &args[i][..]));
+}
+
+/// Whether CLIENT PAUSE WRITE holds this command: a write or a command that may replicate
+/// (PUBLISH, scripts with writes ...), or an EXEC whose queue holds one, as Redis decides.
+fn pause_class(session: &Session, entry: &Entry) -> bool {
+    let writes = |f: Flags| f.intersects(Flags::WRITE | Flags::MAY_REPLICATE);
+    writes(entry.spec.flags)
+        || (entry.spec.in_multi == spec::InMulti::Exec
+            && session.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| writes(table().entry(q.id).spec.flags))
+            }))
+}
+
+/// CLIENT REPLY OFF / SKIP: drops the reply this command wrote (from `mark`); `was` is the mode
+/// before it ran. Pushes (pub/sub, invalidations) go through the mailbox and are never dropped.
+fn gate_reply(session: &mut Session, out: &mut Reply, mark: usize, was: ReplyMode) {
+    let now = session.reply_mode;
+    let drop = was == ReplyMode::Skipping || matches!(now, ReplyMode::Off | ReplyMode::SkipNext);
+    session.reply_mode = match now {
+        ReplyMode::SkipNext => ReplyMode::Skipping,
+        ReplyMode::Skipping => ReplyMode::On,
+        m => m,
+    };
+    if drop {
+        out.buf.truncate(mark);
+    }
+}
+
+/// Publishes what CLIENT LIST shows of the session (`multi=`, `watch=`, flag `x`).
+fn publish_state(session: &Session) {
+    let state = &session.client.state;
+    let multi = session.multi.as_ref().map_or(-1, |m| m.len() as i64);
+    state.multi.store(multi, Ordering::Relaxed);
+    state.watch.store(session.watches.len(), Ordering::Relaxed);
 }
 
 #[cfg(test)]

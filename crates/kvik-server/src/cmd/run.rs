@@ -6,7 +6,7 @@
 //! the cache there), the rest normally; each command's slowlog entry carries the job's queue
 //! wait. After each command the clients blocked on keys it filled are served, before the
 //! connection's next command (as Redis does). The run stops early after QUIT (the rest is
-//! dropped), when a command blocks the client, or once its replies pass `max_output` (the rest
+//! dropped), when a command blocks the client or is held by CLIENT PAUSE, or once its replies pass `max_output` (the rest
 //! comes back in [`Ran::rest`] and runs when the client has read enough), so a pipeline of big
 //! reads cannot make one job's output unbounded. The run's replies go back only after its writes
 //! are in the WAL ([`crate::storage::Storage::make_durable`]: one flush for the whole run, shared
@@ -41,6 +41,7 @@ pub fn run_commands(
     let mut reply = Reply::new(session.proto);
     let mut run = run.into_iter();
     let mut mode = first_mode;
+    let mut held = None;
     for args in run.by_ref() {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             execute(server, &mut session, &mut reply, &args, mode, queue_wait)
@@ -51,6 +52,10 @@ pub fn run_commands(
             reply.error(&INTERNAL_ERROR);
             Ready::collect()
         });
+        if session.paused.is_some() {
+            held = Some(args); // CLIENT PAUSE: not run; the I/O thread holds the rest
+            break;
+        }
         blocked::serve(server, ready);
         if session.close_after_reply || session.blocked.is_some() || reply.buf.len() > max_output {
             break;
@@ -66,7 +71,7 @@ pub fn run_commands(
     let rest = if session.close_after_reply {
         Vec::new()
     } else {
-        run.collect()
+        held.into_iter().chain(run).collect()
     };
     Ran {
         session,

@@ -71,7 +71,9 @@ const PROCESS: &str = "kvik's process handling (daemon, pid file, syslog, signal
 const STREAM_NODES: &str =
     "kvik stores each stream entry as its own RocksDB record: there are no listpack nodes to size";
 const HLL_SPARSE: &str = "HyperLogLogs turn dense past Redis's default, 3000 bytes, always";
-const NOT_YET: &str = "the feature it configures is not implemented in kvik";
+/// The one row kvik acts on: the server reads it from here (see `crate::tracking`).
+const TRACKING: &str =
+    "not stored without effect: it bounds CLIENT TRACKING's table (read by the server)";
 const ALWAYS: &str = "always on in kvik";
 /// A row that acts as in Redis (its value is read where it matters, e.g. by `crate::acl`); it
 /// is a row here for Redis's value syntax, default and CONFIG GET / SET.
@@ -249,7 +251,7 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("tls-session-cache-size", [], Int(0, I32), "20480", true, TLS),
     p!("tls-session-cache-timeout", [], Int(0, I32), "300", true, TLS),
     p!("tls-session-caching", [], Bool, "yes", true, TLS),
-    p!("tracking-table-max-keys", [], Int(0, I64), "1000000", true, NOT_YET),
+    p!("tracking-table-max-keys", [], Int(0, I64), "1000000", true, TRACKING),
     p!("unixsocket", [], Str, "", false, "kvik listens on TCP only"),
     p!("unixsocketperm", [], Octal, "0", false, "kvik listens on TCP only"),
     p!("zset-max-listpack-entries", ["zset-max-ziplist-entries"], Int(0, I64), "128", true, ENCODING),

@@ -70,6 +70,8 @@ pub struct IoThread {
     /// Connections whose output waits for this thread's writes to reach the WAL (see
     /// [`IoThread::write_out`]): flushed together at the end of the turn.
     unflushed: Vec<Token>,
+    /// Connections whose next command CLIENT PAUSE holds, tried again each turn.
+    held: Vec<Token>,
 }
 
 impl IoThread {
@@ -103,6 +105,7 @@ impl IoThread {
             by_id: HashMap::new(),
             parked: HashSet::new(),
             unflushed: Vec::new(),
+            held: Vec::new(),
         })
     }
 
@@ -139,6 +142,9 @@ impl IoThread {
             }
             self.drain_inbox();
             self.check_block_timeouts();
+            for t in std::mem::take(&mut self.held) {
+                self.drive(t);
+            }
             for t in std::mem::take(&mut self.again) {
                 self.drive(t);
             }
@@ -227,6 +233,7 @@ impl IoThread {
             io: self.handles[self.index].clone(),
             mailbox: Default::default(),
             subs: Default::default(),
+            state: Default::default(),
         });
         server.clients.add(info.clone());
         self.by_id.insert(info.id, token);
@@ -240,7 +247,7 @@ impl IoThread {
         while let Ok(msg) = self.inbox.try_recv() {
             match msg {
                 IoMsg::NewConn(stream, addr) => self.adopt(stream, addr),
-                IoMsg::Done(done) => self.complete(done),
+                IoMsg::Done(done) => self.complete(*done),
                 IoMsg::Kill(id) => {
                     let token = self
                         .conns
@@ -383,6 +390,12 @@ impl IoThread {
                 break;
             }
             if !conn.leftover.is_empty() {
+                if cmd::still_paused(&server, conn.session.as_mut().expect("not in pool")) {
+                    if !self.held.contains(&token) {
+                        self.held.push(token);
+                    }
+                    break;
+                }
                 let run = std::mem::take(&mut conn.leftover);
                 let session = conn.session.take().expect("not in pool");
                 submit_run(&server, &self.pool, home, token, session, run, Mode::Normal);
@@ -399,6 +412,12 @@ impl IoThread {
             let max_run = if session.authenticated { MAX_RUN } else { 1 };
             let mut run = conn.parse_run(&limits, max_run);
             if !run.is_empty() {
+                // Pushes (pub/sub, tracking invalidations) queued before these commands were
+                // read go out before their replies, as in Redis.
+                let pushed = conn.client.mailbox.take();
+                if !pushed.is_empty() && !conn.write_failed {
+                    conn.queue_output(&pushed);
+                }
                 // Run-to-completion: answer the leading cache hits here; the first command that
                 // is not an rtc hit, and everything after it, goes to the pool in order.
                 let mut first_mode = Mode::Normal;
@@ -726,6 +745,6 @@ fn submit_run(
             queue_wait,
             OUTPUT_BACKPRESSURE,
         );
-        home.send(IoMsg::Done(Completion { token, ran }));
+        home.send(IoMsg::Done(Box::new(Completion { token, ran })));
     }));
 }

@@ -32,8 +32,9 @@ use std::thread::JoinHandle;
 pub(crate) enum IoMsg {
     /// A freshly accepted connection to adopt.
     NewConn(mio::net::TcpStream, SocketAddr),
-    /// A pool job finished a run of this connection's commands.
-    Done(Completion),
+    /// A pool job finished a run of this connection's commands (boxed: a session is big, the
+    /// other messages are small).
+    Done(Box<Completion>),
     /// CLIENT KILL of this client id.
     Kill(u64),
     /// The blocked command of this client id was served (or unblocked): its reply. It may

@@ -244,7 +244,7 @@ fn clients_section(server: &Server, w: &mut Lines<'_>) {
     w.field("client_recent_max_input_buffer", max_in);
     w.field("client_recent_max_output_buffer", max_out);
     w.field("blocked_clients", server.blocking.len());
-    w.field("tracking_clients", 0);
+    w.field("tracking_clients", server.tracking.clients_count());
     w.field("clients_in_timeout_table", 0);
 }
 
@@ -459,6 +459,10 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
     w.field("latest_fork_usec", 0);
     w.field("total_forks", 0);
     w.field("migrate_cached_sockets", 0);
+    let (keys, items, prefixes) = server.tracking.totals();
+    w.field("tracking_total_keys", keys);
+    w.field("tracking_total_items", items);
+    w.field("tracking_total_prefixes", prefixes);
     w.field("unexpected_error_replies", 0);
     w.field("total_error_replies", s.total_error_replies.load(Relaxed));
     pool_fields(server, w);

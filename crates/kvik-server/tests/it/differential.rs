@@ -5,7 +5,10 @@
 //! Sequences are drawn from a table of command templates over a small key space, so keys are
 //! often of the wrong type, missing, or emptied; members, scores and counts include the edge values
 //! (negative counts, inf, NaN, exclusive ranges, huge integers). Some sequences speak RESP3, some
-//! wrap commands in MULTI/EXEC (with queueing errors and WATCH).
+//! wrap commands in MULTI/EXEC (with queueing errors and WATCH), some turn client tracking on
+//! and off (in RESP2 only: the moment Redis flushes a BCAST push to its own writer depends on
+//! its event loop, so RESP3 sequences would compare timing; tests/it/tracking.rs compares the
+//! pushes in a scenario instead).
 //!
 //! Replies are compared as parsed frames, byte for byte, except where Redis's order is a hash-table
 //! accident (SMEMBERS, HGETALL ...: sorted first) or random (HRANDFIELD ...: lengths only), and TTLs
@@ -83,6 +86,17 @@ const TEMPLATES: &[&str] = &[
     "MEMORY USAGE K SAMPLES -1|abc",
     "DEBUG SLEEP 0",
     "LATENCY HISTORY command",
+    // client tracking on this connection (RESP2 sequences only, see `run_sequence`)
+    "CLIENT TRACKING on",
+    "CLIENT TRACKING off",
+    "CLIENT TRACKING on BCAST",
+    "CLIENT TRACKING on BCAST PREFIX a PREFIX {t}",
+    "CLIENT TRACKING on OPTIN",
+    "CLIENT TRACKING on OPTOUT",
+    "CLIENT CACHING yes",
+    "CLIENT CACHING no",
+    "CLIENT TRACKINGINFO",
+    "CLIENT GETREDIR",
     // hashes
     "HSET K FV+",
     "HSETNX K F V",
@@ -640,6 +654,7 @@ fn run_sequence(seed: u64, kvik: &mut Peer, redis: &mut Peer) -> Result<(), Stri
     let transactions = only_filter().is_none_or(|only| only.iter().any(|c| c == "multi"));
     let mut rng = Rng::new(seed);
     for p in [&mut *kvik, &mut *redis] {
+        p.call(&["CLIENT".into(), "TRACKING".into(), "off".into()]);
         p.call(&["FLUSHALL".into()]);
     }
     let resp3 = rng.chance(30);
@@ -659,7 +674,11 @@ fn run_sequence(seed: u64, kvik: &mut Peer, redis: &mut Peer) -> Result<(), Stri
             Some(_) if rng.chance(3) => vec!["GET".into()],
             _ => {
                 let t = templates[rng.below(templates.len())];
-                expand(t, &mut rng)
+                if resp3 && t.starts_with("CLIENT TRACKING on") {
+                    vec!["CLIENT".into(), "TRACKINGINFO".into()]
+                } else {
+                    expand(t, &mut rng)
+                }
             }
         };
         history.push(args.join(" "));
