@@ -445,6 +445,7 @@ mod tests {
         let mut b = super::super::Batch::default();
         b.put_meta(&primary, 0, b"k", &Meta::string(b"v1".to_vec(), 0));
         primary.commit(b).unwrap();
+        primary.make_durable().unwrap(); // group commit: the WAL file has it once flushed
         let mut applied = 0;
         for item in primary.wal_after(from).unwrap() {
             let (seq, batch) = item.unwrap();
