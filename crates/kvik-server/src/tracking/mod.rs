@@ -146,19 +146,16 @@ impl Tracking {
         if mode.bcast && mode.prefixes.is_empty() {
             mode.prefixes.push(Vec::new());
         }
-        let mut modes = self.modes.write();
-        if let Some(old) = modes.get(&client.id) {
-            if mode.bcast {
-                let mut all = old.prefixes.clone();
-                all.extend(
-                    mode.prefixes
-                        .drain(..)
-                        .filter(|p| !old.prefixes.contains(p)),
-                );
-                mode.prefixes = all;
-            }
-        } else {
-            self.active.fetch_add(1, Relaxed);
+        // One lock at a time (the write path takes `prefixes`, then `modes`).
+        let old = self.mode(client.id);
+        if let Some(old) = old.as_ref().filter(|_| mode.bcast) {
+            let mut all = old.prefixes.clone();
+            all.extend(
+                mode.prefixes
+                    .drain(..)
+                    .filter(|p| !old.prefixes.contains(p)),
+            );
+            mode.prefixes = all;
         }
         mode.prefixes.sort(); // TRACKINGINFO lists them in byte order, as Redis's radix tree
         if mode.bcast {
@@ -175,7 +172,14 @@ impl Tracking {
         s.set(ClientFlags::BROKEN_REDIR, false);
         s.set(ClientFlags::BCAST, mode.bcast);
         s.redir.store(mode.redirect as i64, Relaxed);
-        modes.insert(client.id, Arc::new(mode));
+        if self
+            .modes
+            .write()
+            .insert(client.id, Arc::new(mode))
+            .is_none()
+        {
+            self.active.fetch_add(1, Relaxed);
+        }
     }
 
     /// Turns tracking off for client `id` (CLIENT TRACKING OFF, disconnect). Keys it read stay
@@ -296,21 +300,21 @@ impl Tracking {
 
     /// BCAST: each prefix's clients get the written keys under it, one message per prefix.
     fn broadcast(&self, keys: &[&[u8]], current: u64) {
-        let table = self.prefixes.read();
-        if table.is_empty() {
-            return;
-        }
-        for (prefix, ids) in table.iter() {
+        // Collected first: sending takes other locks, never while `prefixes` is held.
+        let mut sends: Vec<(Vec<u64>, Vec<&[u8]>)> = Vec::new();
+        for (prefix, ids) in self.prefixes.read().iter() {
             let mut matched: Vec<&[u8]> = Vec::new();
             for &k in keys {
                 if k.starts_with(prefix) && !matched.contains(&k) {
                     matched.push(k);
                 }
             }
-            if matched.is_empty() {
-                continue;
+            if !matched.is_empty() {
+                sends.push((ids.clone(), matched));
             }
-            for &id in ids {
+        }
+        for (ids, matched) in sends {
+            for id in ids {
                 let Some(mode) = self.mode(id) else { continue };
                 if mode.noloop && id == current {
                     continue;
