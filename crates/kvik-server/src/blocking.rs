@@ -271,6 +271,10 @@ pub(crate) struct Claimed {
 }
 
 impl WriteObserver for Blocking {
+    fn keys_touched(&self, keys: &[(u16, &[u8], Option<Kind>)]) {
+        self.keys_written(keys);
+    }
+
     fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]) {
         if self.count.load(Ordering::SeqCst) == 0 {
             return;

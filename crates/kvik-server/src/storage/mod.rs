@@ -86,6 +86,10 @@ pub trait WriteObserver: Send + Sync {
     /// write, or `None` if deleted). Observers see logical (client-visible) databases, here and
     /// below (see `dbmap`).
     fn keys_written(&self, keys: &[(u16, &[u8], Option<Kind>)]);
+    /// A commit Redis does not signal as a modification of its keys (stream consumer-group
+    /// bookkeeping, see [`Batch::quiet`]): no WATCH abort, no tracking invalidation; blocked
+    /// clients may still need to look (XGROUP DESTROY answers NOGROUP).
+    fn keys_touched(&self, _keys: &[(u16, &[u8], Option<Kind>)]) {}
     /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`).
     fn db_flushed(&self, db: Option<u16>);
     /// Whether [`keys_changed`](WriteObserver::keys_changed) should be worked out at all
@@ -170,6 +174,8 @@ impl FsyncPolicy {
 pub struct Batch {
     inner: rocksdb::WriteBatch,
     effects: Vec<CacheEffect>,
+    /// A write Redis does not signal as a modification of its keys (see [`Batch::quiet`]).
+    quiet: bool,
 }
 
 /// One key's write: the raw meta key and, for a put, the encoded meta value (shared with the
@@ -490,7 +496,11 @@ impl Storage {
             self.cache.apply(db, key, put);
         }
         for o in observers.iter() {
-            o.keys_written(&written);
+            if batch.quiet {
+                o.keys_touched(&written);
+            } else {
+                o.keys_written(&written);
+            }
         }
         if let Some(changes) = changes.filter(|c| !c.is_empty() && result.is_ok()) {
             let changes: Vec<KeyChange<'_>> = changes
@@ -792,6 +802,12 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.inner.is_empty()
+    }
+
+    /// Marks the batch as a write Redis 7.0 does not signal as a key modification: consumer
+    /// groups, their PELs and XSETID (WATCH and client tracking do not see it).
+    pub fn quiet(&mut self) {
+        self.quiet = true;
     }
 }
 

@@ -811,3 +811,84 @@ fn stream_commands_notify_like_redis() {
     assert!(events[1].contains("xgroup-createconsumer"), "{}", events[1]);
     assert_eq!(events[0], events[1]);
 }
+
+/// As Redis 7.0.15 (checked with redis-py against redis-server): consumer-group bookkeeping
+/// and XSETID do not abort a transaction WATCHing the stream; entry changes do.
+#[test]
+fn group_bookkeeping_does_not_touch_watched_streams() {
+    let s = TestServer::start();
+    let mut w = s.client();
+    let mut o = s.client();
+    let cases: &[(&[&str], bool)] = &[
+        (&["XADD", "s", "*", "f", "v"], true),
+        (&["XDEL", "s", "1-1"], true),
+        (&["XGROUP", "CREATE", "s", "g2", "0"], false),
+        (&["XGROUP", "SETID", "s", "g", "0"], false),
+        (&["XGROUP", "DESTROY", "s", "g"], false),
+        (&["XGROUP", "CREATECONSUMER", "s", "g", "c9"], false),
+        (&["XGROUP", "DELCONSUMER", "s", "g", "c1"], false),
+        (
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c1",
+                "COUNT",
+                "1",
+                "STREAMS",
+                "s",
+                ">",
+            ],
+            false,
+        ),
+        (&["XACK", "s", "g", "1-1"], false),
+        (&["XCLAIM", "s", "g", "c2", "0", "1-1"], false),
+        (&["XAUTOCLAIM", "s", "g", "c2", "0", "0"], false),
+        (&["XSETID", "s", "5-5"], false),
+    ];
+    for (cmd, aborts) in cases {
+        let _: () = redis::cmd("FLUSHALL").query(&mut o).unwrap();
+        let _: String = redis::cmd("XADD")
+            .arg("s")
+            .arg("1-1")
+            .arg("f")
+            .arg("v")
+            .query(&mut o)
+            .unwrap();
+        let _: String = redis::cmd("XADD")
+            .arg("s")
+            .arg("2-1")
+            .arg("f")
+            .arg("v")
+            .query(&mut o)
+            .unwrap();
+        let _: String = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg("s")
+            .arg("g")
+            .arg("0")
+            .query(&mut o)
+            .unwrap();
+        let _: redis::Value = redis::cmd("XREADGROUP")
+            .arg("GROUP")
+            .arg("g")
+            .arg("c1")
+            .arg("COUNT")
+            .arg(1)
+            .arg("STREAMS")
+            .arg("s")
+            .arg(">")
+            .query(&mut o)
+            .unwrap();
+        let _: () = redis::cmd("WATCH").arg("s").query(&mut w).unwrap();
+        let mut c = redis::cmd(cmd[0]);
+        for a in &cmd[1..] {
+            c.arg(*a);
+        }
+        let _: redis::Value = c.query(&mut o).unwrap();
+        let _: () = redis::cmd("MULTI").query(&mut w).unwrap();
+        let _: String = redis::cmd("PING").query(&mut w).unwrap();
+        let res: redis::Value = redis::cmd("EXEC").query(&mut w).unwrap();
+        assert_eq!(res == redis::Value::Nil, *aborts, "{cmd:?}");
+    }
+}

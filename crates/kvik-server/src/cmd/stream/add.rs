@@ -406,7 +406,7 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         s.state.max_deleted = max_deleted;
     }
     s.touch();
-    s.commit()?;
+    s.commit_quiet()?;
     ctx.notify(Class::Stream, "xsetid", key);
     ctx.out.ok();
     Ok(())

@@ -95,6 +95,7 @@ pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     } else {
         strict_id(&args[4])?
     };
+    let existed = existing.is_some();
     let mut s = match existing {
         Some(s) => s,
         None => Stream::create(ctx, key)?,
@@ -106,7 +107,11 @@ pub fn create(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ));
     }
     s.put_group(name, &GroupRec::new(id, read));
-    s.commit()?;
+    if existed {
+        s.commit_quiet()?;
+    } else {
+        s.commit()?; // MKSTREAM created the key: that is a modification
+    }
     ctx.notify(Class::Stream, "xgroup-create", key);
     ctx.out.ok();
     Ok(())
@@ -140,7 +145,7 @@ pub fn setid(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     g.last_id = id;
     g.entries_read = read;
     s.put_group(name, &g);
-    s.commit()?;
+    s.commit_quiet()?;
     ctx.notify(Class::Stream, "xgroup-setid", key);
     ctx.out.ok();
     Ok(())
@@ -156,7 +161,7 @@ pub fn destroy(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     }
     s.destroy_group(name);
-    s.commit()?;
+    s.commit_quiet()?;
     ctx.notify(Class::Stream, "xgroup-destroy", key);
     ctx.out.int(1);
     Ok(())
@@ -173,7 +178,7 @@ pub fn createconsumer(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     s.seen_consumer(name, &mut g, &args[4], ctx.now_ms)?;
     s.put_group(name, &g);
-    s.commit()?;
+    s.commit_quiet()?;
     ctx.notify(Class::Stream, "xgroup-createconsumer", key);
     ctx.out.int(1);
     Ok(())
@@ -190,7 +195,7 @@ pub fn delconsumer(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let pending = s.delete_consumer(name, &mut g, &args[4])?;
     s.put_group(name, &g);
-    s.commit()?;
+    s.commit_quiet()?;
     ctx.notify(Class::Stream, "xgroup-delconsumer", key);
     ctx.out.int(pending as i64);
     Ok(())
@@ -249,7 +254,7 @@ pub fn xack(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     if acked > 0 {
         s.put_group(name, &g);
-        s.commit()?;
+        s.commit_quiet()?;
     }
     ctx.out.int(acked);
     Ok(())
@@ -498,7 +503,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     if changed {
         s.put_group(name, &g);
-        s.commit()?;
+        s.commit_quiet()?;
         if created {
             ctx.notify(Class::Stream, "xgroup-createconsumer", key);
         }
@@ -595,7 +600,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     if seen || !deleted.is_empty() {
         s.put_group(name, &g);
-        s.commit()?;
+        s.commit_quiet()?;
         if created {
             ctx.notify(Class::Stream, "xgroup-createconsumer", key);
         }

@@ -379,7 +379,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         };
         if let Some(entries) = entries {
             s.put_group(group, &g);
-            s.commit()?;
+            s.commit_quiet()?;
             if created {
                 ctx.notify(Class::Stream, "xgroup-createconsumer", key);
             }

@@ -83,6 +83,13 @@ impl<'s, 'k> Stream<'s, 'k> {
         self.dirty = true;
     }
 
+    /// [`Stream::commit`] for consumer-group bookkeeping and XSETID, which Redis 7.0 does not
+    /// signal as a modification: WATCH and client tracking do not see it (`Batch::quiet`).
+    pub fn commit_quiet(mut self) -> Result<(), CmdError> {
+        self.batch.quiet();
+        self.commit()
+    }
+
     /// Writes the staged changes and the meta record in one batch, if anything changed.
     pub fn commit(mut self) -> Result<(), CmdError> {
         if !self.dirty {
