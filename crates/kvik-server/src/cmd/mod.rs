@@ -459,20 +459,7 @@ fn execute_cached_entry(
             .keyspace_hits
             .fetch_add(hits, Ordering::Relaxed);
     }
-    server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
-    monitor::feed(server, session, entry, args);
-    account(
-        server,
-        session,
-        out,
-        entry,
-        args,
-        mark,
-        result,
-        start,
-        Duration::ZERO,
-    );
-    Outcome::Done
+    served_here(server, session, out, entry, args, mark, result, start)
 }
 
 /// Runs a run-to-completion write (`CommandSpec::rtc_write`) on the I/O thread with the worker
@@ -499,8 +486,24 @@ fn run_write_here(
         entry.full_name
     );
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
-    monitor::feed(server, session, entry, args);
+    served_here(server, session, out, entry, args, mark, result, start)
+}
+
+/// The end of a command answered on the I/O thread (a cached read or a run-to-completion
+/// write): counted as run to completion, shown to MONITOR, accounted as on a worker.
+#[allow(clippy::too_many_arguments)]
+fn served_here(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mark: usize,
+    result: CmdResult,
+    start: Instant,
+) -> Outcome {
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
     account(
         server,
         session,
