@@ -5,6 +5,9 @@
 #   hits     the same server, keys drawn from its first HOT keys only (all cache hits): the
 #            memory-speed ceiling the large cases are held against
 #   redis    redis-server (no persistence) holding the same data, where it fits in RAM
+#   NAME=no  the loaded server with one speed switch turned off for its round (CONFIG SET), for
+#            each NAME in OFF_SWITCHES (default: rtc-storage-read, hot-cache misses answered
+#            from RocksDB's memory on the I/O thread)
 #
 # Each dataset (N keys of SIZE bytes, loaded in order with kvik-bench --dist seq) gets GET
 # uniform, GET zipf 0.99, SET uniform and a 90:10 GET/SET mix, rounds alternating the sides.
@@ -40,6 +43,7 @@ HOT=${HOT:-1000}                 # the all-hits side's keyspace
 CLIENTS=${CLIENTS:-50}
 REDIS_MAX_GB=${REDIS_MAX_GB:-8}  # skip the redis side when the raw data is larger than this
 KVIK_ARGS=${KVIK_ARGS:-}
+OFF_SWITCHES=${OFF_SWITCHES-rtc-storage-read}
 MAXMEMORY=${MAXMEMORY:-auto}     # kvik's whole budget; auto = 10% of the raw data, at least 64 MiB
 PLOT_DIR=${PLOT_DIR:-docs/benchmarks}
 RESULTS=$BENCH_TMP/results.csv
@@ -106,16 +110,19 @@ for dataset in $DATASETS; do
   phase "measure"
   sides=(kvik hits)
   [ -n "$rport" ] && sides+=(redis)
+  for switch in $OFF_SWITCHES; do sides+=("$switch=no"); done
   for round in $(seq 1 "$ROUNDS"); do
     for side in "${sides[@]}"; do
       port=$kport; keys=$n
       [ "$side" = hits ] && keys=$HOT
       [ "$side" = redis ] && port=$rport
       phase "round $round $side"
+      case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" no >/dev/null ;; esac
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t get -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" zipf 0.99" run_kb "$port" "$side" -t get -r "$keys" --dist zipf --zipf-s 0.99 --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" --dist zipf --duration "$DURATION" -c "$CLIENTS"
+      case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" yes >/dev/null ;; esac
     done
   done
 
@@ -164,6 +171,7 @@ print(f"  DBSIZE = {sys.argv[1]} keys: p50 {p50:.3f} ms, p99 {p99:.3f} ms (kvik-
   sum_sides=(kvik hits)
   [ -n "$rport" ] && sum_sides+=(redis)
   sum_sides+=(100k)
+  for switch in $OFF_SWITCHES; do sum_sides+=("$switch=no"); done
   summarize_kb "kvik at $label" "$PLOT_DIR/scale-${dataset}.svg" "${sum_sides[@]}"
   if [ -s "$series" ]; then
     cp "$series" "$PLOT_DIR/scale-${dataset}-series.csv"

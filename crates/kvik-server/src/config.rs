@@ -77,6 +77,8 @@ pub struct Config {
     pub rtc_read: AtomicBool,
     pub group_commit: AtomicBool,
     pub rtc_write: AtomicBool,
+    /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
+    pub rtc_storage_read: AtomicBool,
     pub cache_write_allocate: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
@@ -859,6 +861,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rtc-storage-read",
+        default: "yes",
+        mutable: true,
+        help: "when a simple read (GET, MGET, HGET, EXISTS, TTL ...) misses the hot cache, try RocksDB's memtables and block cache on the I/O thread before handing it to a worker",
+        get: |c| if c.rtc_storage_read.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_storage_read.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "wal-flush-hold",
         default: "no",
         mutable: true,
@@ -1050,6 +1063,7 @@ impl Default for Config {
             rtc_read: AtomicBool::new(true),
             group_commit: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
+            rtc_storage_read: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),

@@ -165,6 +165,7 @@ fn rerun(server: &Server, id: u64, w: &Claimed, ready: &[u8]) -> Option<Vec<u8>>
             mode: Mode::Normal,
             args: &args,
             blocked_again: false,
+            deferred_lookups: Default::default(),
         };
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             (entry.spec.handler)(&mut ctx, &args)

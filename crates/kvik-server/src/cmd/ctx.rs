@@ -46,6 +46,29 @@ pub struct Ctx<'a> {
     /// ([`Ctx::physical_db`]), so the whole command runs against one database even if a
     /// SWAPDB races it.
     pub db: u16,
+    /// Keyspace hits and misses of a [`Mode::NoWait`] run, published only if it completes
+    /// (a run that would wait is run again by the pool, which counts them then).
+    pub deferred_lookups: DeferredLookups,
+}
+
+/// See [`Ctx::deferred_lookups`].
+#[derive(Default)]
+pub struct DeferredLookups {
+    hits: std::cell::Cell<u64>,
+    misses: std::cell::Cell<u64>,
+}
+
+impl DeferredLookups {
+    /// Adds the counts to the server's keyspace stats.
+    pub fn publish(&self, stats: &crate::stats::Stats) {
+        let (hits, misses) = (self.hits.take(), self.misses.take());
+        if hits > 0 {
+            stats.keyspace_hits.fetch_add(hits, Ordering::Relaxed);
+        }
+        if misses > 0 {
+            stats.keyspace_misses.fetch_add(misses, Ordering::Relaxed);
+        }
+    }
 }
 
 impl<'a> Ctx<'a> {
@@ -137,6 +160,15 @@ impl<'a> Ctx<'a> {
     }
 
     fn count_lookup(&self, found: bool) {
+        if self.mode == Mode::NoWait {
+            let cell = if found {
+                &self.deferred_lookups.hits
+            } else {
+                &self.deferred_lookups.misses
+            };
+            cell.set(cell.get() + 1);
+            return;
+        }
         let stats = &self.server.stats;
         if found {
             stats.keyspace_hits.fetch_add(1, Ordering::Relaxed);
@@ -169,7 +201,7 @@ impl<'a> Ctx<'a> {
         key: &[u8],
         kind: Kind,
     ) -> Result<Option<(View<'a>, Meta)>, CmdError> {
-        let view = self.storage().view();
+        let view = self.storage().view_with(self.wait());
         let meta = view.get_live(self.db(), key, self.now_ms)?;
         self.count_lookup(meta.is_some());
         match meta {

@@ -65,6 +65,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hget", 3, READ_FAST, KeySpec::ONE, |c, a| hget(c, a))
         .rtc(|c, a| hget(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the value of a field in a hash.", "2.0.0", "O(1)"),

@@ -46,6 +46,31 @@ pub(super) fn lock_read_keys<'s>(
     Some(server.storage.lock_in(keys.map(|k| (db, k))))
 }
 
+/// On an I/O thread: [`lock_read_keys`] without waiting; `Err(Busy)` if another thread holds
+/// one of the stripes.
+pub(super) fn try_lock_read_keys<'s>(
+    server: &'s Server,
+    db: u16,
+    entry: &Entry,
+    args: &Args,
+) -> Result<Option<KeyGuard<'s>>, Busy> {
+    if !entry.spec.flags.contains(Flags::READONLY) {
+        return Ok(None);
+    }
+    let mut keys = keys(entry, args).peekable();
+    if keys.peek().is_none() {
+        return Ok(None);
+    }
+    server
+        .storage
+        .try_lock_in_for(keys.map(|k| (db, k)), std::time::Duration::ZERO)
+        .map(Some)
+        .ok_or(Busy)
+}
+
+/// A writer holds one of the keys (see [`try_lock_read_keys`]).
+pub(super) struct Busy;
+
 /// A cached read on an I/O thread, checked against writes in progress.
 pub(super) struct RtcRead {
     /// The cache write epochs of its keys when it began (only for reads of several keys).

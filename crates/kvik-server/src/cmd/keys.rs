@@ -48,11 +48,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("exists", -2, READ_FAST, KeySpec::ALL, |c, a| exists(c, a))
         .rtc(|c, a| exists(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Determines whether one or more keys exist.", "1.0.0", "O(N) where N is the number of keys to check."),
     CommandSpec::new("type", 2, READ_FAST, KeySpec::ONE, |c, a| type_(c, a))
         .rtc(|c, a| type_(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Determines the type of value stored at a key.", "1.0.0", "O(1)"),
@@ -94,21 +96,25 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0", "O(1)"),
     CommandSpec::new("ttl", 2, READ_FAST, KeySpec::ONE, |c, a| ttl(c, a))
         .rtc(|c, a| ttl(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time in seconds of a key.", "1.0.0", "O(1)"),
     CommandSpec::new("pttl", 2, READ_FAST, KeySpec::ONE, |c, a| pttl(c, a))
         .rtc(|c, a| pttl(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time in milliseconds of a key.", "2.6.0", "O(1)"),
     CommandSpec::new("expiretime", 2, READ_FAST, KeySpec::ONE, |c, a| expiretime(c, a))
         .rtc(|c, a| expiretime(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time of a key as a Unix timestamp.", "7.0.0", "O(1)"),
     CommandSpec::new("pexpiretime", 2, READ_FAST, KeySpec::ONE, |c, a| pexpiretime(c, a))
         .rtc(|c, a| pexpiretime(c, a))
+        .rtc_storage()
         .acl(&["keyspace", "read", "fast"])
         .group("generic")
         .doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0", "O(1)"),

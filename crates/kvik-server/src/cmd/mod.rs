@@ -429,7 +429,7 @@ fn execute_cached_entry(
         if !write {
             return Outcome::NotServed;
         }
-        return run_write_here(server, session, out, entry, args, start);
+        return run_here(server, session, out, entry, args, start, Outcome::NotServed);
     };
     let db = Ctx::physical_db(server, session);
     let Some(check) = isolation::RtcRead::begin(server, db, entry, args) else {
@@ -450,6 +450,9 @@ fn execute_cached_entry(
         Err(RtcError::Reply(e)) => Err(e),
         Err(RtcError::Miss) => {
             out.buf.truncate(mark);
+            if entry.spec.rtc_storage && server.config.rtc_storage_read.load(Ordering::Relaxed) {
+                return run_here(server, session, out, entry, args, start, Outcome::Missed);
+            }
             return Outcome::Missed;
         }
     };
@@ -462,23 +465,30 @@ fn execute_cached_entry(
     served_here(server, session, out, entry, args, mark, result, start)
 }
 
-/// Runs a run-to-completion write (`CommandSpec::rtc_write`) on the I/O thread with the worker
-/// handler in [`Mode::NoWait`]. If it would wait it has changed nothing: its half-written reply
-/// is dropped and the pool runs it. Its reply leaves once the I/O thread made its writes
+/// Runs `entry`'s worker handler on the I/O thread in [`Mode::NoWait`]: a run-to-completion
+/// write (`CommandSpec::rtc_write`), or a read that missed the hot cache
+/// (`CommandSpec::rtc_storage`; it takes its keys' locks as on a worker, tried). If it would
+/// wait it has changed nothing: its half-written reply is dropped and the pool runs it
+/// (`would_block` says how). A write's reply leaves once the I/O thread made its writes
 /// durable (the I/O thread's end of turn, `Storage::make_durable`).
-fn run_write_here(
+fn run_here(
     server: &Server,
     session: &mut Session,
     out: &mut Reply,
     entry: &Entry,
     args: &Args,
     start: Instant,
+    would_block: Outcome,
 ) -> Outcome {
+    let db = Ctx::physical_db(server, session);
+    let Ok(_reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
+        return would_block;
+    };
     let mark = out.buf.len();
     let result = call_handler(server, session, out, entry, args, Mode::NoWait);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
-        return Outcome::NotServed;
+        return would_block;
     }
     debug_assert!(
         Ready::collect().is_empty(),
@@ -662,8 +672,13 @@ fn call_handler(
         args,
         blocked_again: false,
         db,
+        deferred_lookups: Default::default(),
     };
-    (entry.spec.handler)(&mut ctx, args)
+    let result = (entry.spec.handler)(&mut ctx, args);
+    if !matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+        ctx.deferred_lookups.publish(&server.stats);
+    }
+    result
 }
 
 /// After a command ran, on either path: its error reply replaces anything it half-wrote

@@ -285,6 +285,11 @@ pub struct CommandSpec {
     /// `Ctx::commit` (or `CollWrite`) and the `Ctx` reads, and make no key ready for blocked
     /// clients.
     pub rtc_write: bool,
+    /// For a read with an [`CommandSpec::rtc`] handler: when the hot cache misses, the I/O
+    /// thread runs the worker handler in [`super::ctx::Mode::NoWait`] before handing the
+    /// command to the pool, so a read RocksDB answers from memory (memtables, block cache)
+    /// costs no hand-off. For handlers that read through the `Ctx` reads only.
+    pub rtc_storage: bool,
     /// Queued inside MULTI or run at once.
     pub in_multi: InMulti,
     /// How cluster mode routes it (by its keys, or ASKING / RESTORE-ASKING / MIGRATE / SELECT's
@@ -332,6 +337,7 @@ impl CommandSpec {
             cache: CacheEffect::None,
             rtc: None,
             rtc_write: false,
+            rtc_storage: false,
             in_multi: InMulti::Queued,
             routing: Routing::Keys,
             db_refs: None,
@@ -392,6 +398,12 @@ impl CommandSpec {
     /// Makes a write run-to-completion (see [`CommandSpec::rtc_write`]).
     pub const fn rtc_write(mut self) -> CommandSpec {
         self.rtc_write = true;
+        self
+    }
+    /// Lets a cached read that missed try RocksDB's memory on the I/O thread (see
+    /// [`CommandSpec::rtc_storage`]).
+    pub const fn rtc_storage(mut self) -> CommandSpec {
+        self.rtc_storage = true;
         self
     }
     pub const fn in_multi(mut self, in_multi: InMulti) -> CommandSpec {

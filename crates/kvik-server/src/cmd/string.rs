@@ -46,6 +46,7 @@ const RANGE_COMPLEXITY: &str = "O(N) where N is the length of the returned strin
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("get", 2, READ_FAST, KeySpec::ONE, |c, a| get(c, a))
         .rtc(|c, a| get(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("string")
         .doc("Returns the string value of a key.", "1.0.0", "O(1)"),
@@ -86,6 +87,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Sets the string value of a key and its expiry in milliseconds.", "2.6.0", "O(1)"),
     CommandSpec::new("mget", -2, READ_FAST, KeySpec::ALL, |c, a| mget(c, a))
         .rtc(|c, a| mget(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("string")
         .doc(
@@ -154,6 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("strlen", 2, READ_FAST, KeySpec::ONE, |c, a| strlen(c, a))
         .rtc(|c, a| strlen(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("string")
         .doc("Returns the length of the string value of a key.", "2.2.0", "O(1)"),
@@ -194,6 +197,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Increments the floating point value of a key by a number.", "2.6.0", "O(1)"),
     CommandSpec::new("getrange", 4, READ, KeySpec::ONE, |c, a| getrange(c, a))
         .rtc(|c, a| getrange(c, a))
+        .rtc_storage()
         .acl(ACL_READ_SLOW)
         .group("string")
         .doc("Returns a substring of the string value of a key.", "2.4.0", RANGE_COMPLEXITY),
@@ -211,6 +215,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("substr", 4, READ, KeySpec::ONE, |c, a| getrange(c, a))
         .rtc(|c, a| getrange(c, a))
+        .rtc_storage()
         .acl(ACL_READ_SLOW)
         .group("string")
         .doc("Returns a substring of the string value of a key.", "1.0.0", RANGE_COMPLEXITY),

@@ -74,10 +74,16 @@ pub struct View<'a> {
 impl Storage {
     /// A consistent snapshot for readers that read a key's meta and then its members.
     pub fn view(&self) -> View<'_> {
+        self.view_with(Wait::Allowed)
+    }
+
+    /// [`Storage::view`] whose reads, with [`Wait::Never`], answer from the memtables and the
+    /// block cache only (`Incomplete` if they would read the disk).
+    pub fn view_with(&self, wait: Wait) -> View<'_> {
         View {
             storage: self,
             snapshot: Some(self.db.snapshot()),
-            wait: Wait::Allowed,
+            wait,
         }
     }
 

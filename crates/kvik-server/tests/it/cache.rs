@@ -591,3 +591,78 @@ fn a_pipelined_mixed_run_matches_sequential_execution() {
         "no command ran to completion"
     );
 }
+
+/// Reads every key of `keys` in one pipeline; returns how many of them the I/O thread answered
+/// (`rtc_commands`) and the keyspace hits and misses they counted.
+fn read_all(con: &mut Connection, keys: &[String]) -> (u64, u64, u64) {
+    let before = (
+        stat(con, "rtc_commands"),
+        stat(con, "keyspace_hits"),
+        stat(con, "keyspace_misses"),
+    );
+    let mut pipe = redis::pipe();
+    for k in keys {
+        pipe.cmd("GET").arg(k);
+    }
+    let values: Vec<Option<String>> = pipe.query(con).unwrap();
+    for (k, v) in keys.iter().zip(&values) {
+        let expected = k.strip_prefix("key:").map(|i| format!("value-{i}"));
+        assert_eq!(v, &expected, "GET {k}");
+    }
+    (
+        stat(con, "rtc_commands") - before.0,
+        stat(con, "keyspace_hits") - before.1,
+        stat(con, "keyspace_misses") - before.2,
+    )
+}
+
+/// A read that misses the hot cache but whose key RocksDB holds in memory (memtable, block
+/// cache) is answered on the I/O thread too (`rtc-storage-read`); one that would read the disk
+/// goes to the pool. Keyspace hits and misses are counted once either way.
+#[test]
+fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
+    let mut s = TestServer::start_with(&["--cache-maxmemory", "64kb", "--cache-shards", "4"]);
+    let mut c = s.client();
+    let n = 3000;
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg(format!("value-{i}"))
+            .ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
+    let mut keys: Vec<String> = (0..n).map(|i| format!("key:{i}")).collect();
+    keys.extend((0..100).map(|i| format!("absent:{i}")));
+
+    // Everything is in the memtable: every GET is answered on the I/O thread, though the hot
+    // cache holds only a few hundred of these keys.
+    let (rtc, hits, misses) = read_all(&mut c, &keys);
+    assert_eq!((rtc, hits, misses), (n + 100, n, 100));
+    assert!(
+        stat(&mut c, "cache_evictions") > 0,
+        "the hot cache is too small for them"
+    );
+
+    // Switched off, hot-cache misses go to the pool; the counts are the same.
+    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-storage-read", "no"]);
+    let (rtc, hits, misses) = read_all(&mut c, &keys);
+    assert!(rtc < n / 2, "{rtc} answered on the I/O thread");
+    assert_eq!((hits, misses), (n, 100));
+
+    // After a restart the data is in SST files and the block cache is cold: a read of a cold
+    // block goes to the pool, which loads it; once loaded, every read stays on the I/O thread.
+    s.restart();
+    let mut c = s.client();
+    let one = vec!["key:1".to_string()];
+    assert_eq!(
+        read_all(&mut c, &one),
+        (0, 1, 0),
+        "a cold block is read by the pool"
+    );
+    let (_, hits, misses) = read_all(&mut c, &keys);
+    assert_eq!((hits, misses), (n, 100));
+    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-storage-read", "yes"]);
+    let (rtc, hits, misses) = read_all(&mut c, &keys);
+    assert_eq!((rtc, hits, misses), (n + 100, n, 100));
+}
