@@ -80,6 +80,7 @@ pub struct Config {
     /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
     pub rtc_storage_read: AtomicBool,
     pub cache_write_allocate: AtomicBool,
+    pub cache_absent_keys: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
@@ -831,6 +832,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-absent-keys",
+        default: "yes",
+        mutable: true,
+        help: "a read that finds no key notes it in the hot cache as absent, so the next read of it (GET of a missing key, EXISTS, SET NX) needs no RocksDB lookup",
+        get: |c| if c.cache_absent_keys.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_absent_keys.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
@@ -1065,6 +1077,7 @@ impl Default for Config {
             rtc_write: AtomicBool::new(true),
             rtc_storage_read: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
+            cache_absent_keys: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
@@ -1172,6 +1185,7 @@ impl Config {
             policy: *self.cache_policy.read(),
             fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
             write_allocate: self.cache_write_allocate.load(Relaxed),
+            absent_keys: self.cache_absent_keys.load(Relaxed),
         }
     }
 }

@@ -30,6 +30,7 @@
 #[cfg(test)]
 mod sim;
 
+use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -115,6 +116,32 @@ impl Hit {
     }
 }
 
+/// What the cache knows of a key it holds: that it does not exist (a read found nothing; a
+/// GET of a missing key is then a hit too), or its record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Known {
+    Absent,
+    Present(Hit),
+}
+
+impl Known {
+    /// Its expiry in Unix ms (0: none; an absent key has none).
+    pub fn expire_at_ms(&self) -> u64 {
+        match self {
+            Known::Absent => 0,
+            Known::Present(h) => h.expire_at_ms,
+        }
+    }
+
+    /// The record, if the key exists.
+    pub fn present(self) -> Option<Hit> {
+        match self {
+            Known::Absent => None,
+            Known::Present(h) => Some(h),
+        }
+    }
+}
+
 /// The write epoch of a key, read before a RocksDB read that may fill the cache.
 #[derive(Clone, Copy, Debug)]
 pub struct FillToken {
@@ -125,7 +152,7 @@ pub struct FillToken {
 struct Entry {
     db: u16,
     key: Box<[u8]>,
-    hit: Hit,
+    known: Known,
     size: usize,
     /// Shard clock at the last access.
     tick: u32,
@@ -190,6 +217,8 @@ pub struct CacheSettings {
     pub fill_delay_us: u64,
     /// A written string enters the cache even if it was not cached (`cache-write-allocate`).
     pub write_allocate: bool,
+    /// A read that found no key notes it as absent (`cache-absent-keys`).
+    pub absent_keys: bool,
 }
 
 impl Default for CacheSettings {
@@ -203,6 +232,7 @@ impl Default for CacheSettings {
             policy: Policy::Lfu,
             fill_delay_us: 0,
             write_allocate: true,
+            absent_keys: true,
         }
     }
 }
@@ -218,6 +248,7 @@ pub struct Cache {
     /// widening the window in which a racing write must be noticed.
     fill_delay_us: AtomicU64,
     write_allocate: AtomicBool,
+    absent_keys: AtomicBool,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -243,6 +274,7 @@ impl Cache {
             policy: AtomicU8::new(s.policy as u8),
             fill_delay_us: AtomicU64::new(s.fill_delay_us),
             write_allocate: AtomicBool::new(s.write_allocate),
+            absent_keys: AtomicBool::new(s.absent_keys),
             seed,
             stats: CacheStats::default(),
         }
@@ -289,6 +321,11 @@ impl Cache {
         self.write_allocate.store(on, Relaxed);
     }
 
+    /// `cache-absent-keys`: switching it off drops nothing already cached (entries of absent
+    /// keys stay correct; they age out).
+    pub fn set_absent_keys(&self, on: bool) {
+        self.absent_keys.store(on, Relaxed);
+    }
     pub fn set_fill_delay_us(&self, us: u64) {
         self.fill_delay_us.store(us, Relaxed);
     }
@@ -327,9 +364,10 @@ impl Cache {
         &cell.epochs[((hash >> 48) as usize) % STRIPES]
     }
 
-    /// The cached record of `key`, if cached and not expired at `now_ms` (an expired entry is
-    /// dropped). Counts a cache hit or miss. No allocation: the value is reference-counted.
-    pub fn get(&self, db: u16, key: &[u8], now_ms: u64) -> Option<Hit> {
+    /// What the cache knows of `key` (its record, or that it is absent), if it holds the key
+    /// and the record has not expired at `now_ms` (an expired entry is dropped). Counts a cache
+    /// hit or miss. No allocation: the value is reference-counted.
+    pub fn get(&self, db: u16, key: &[u8], now_ms: u64) -> Option<Known> {
         if !self.enabled() {
             return None;
         }
@@ -343,8 +381,8 @@ impl Cache {
                 None => None,
                 Some(i) if s.entries[i as usize].pending => None,
                 Some(i)
-                    if s.entries[i as usize].hit.expire_at_ms != 0
-                        && s.entries[i as usize].hit.expire_at_ms <= now_ms =>
+                    if s.entries[i as usize].known.expire_at_ms() != 0
+                        && s.entries[i as usize].known.expire_at_ms() <= now_ms =>
                 {
                     s.remove_at(i as usize);
                     None
@@ -361,7 +399,7 @@ impl Cache {
                     }
                     e.tick = clock;
                     e.last_s = crate::clock::coarse_secs();
-                    Some(e.hit.clone())
+                    Some(e.known.clone())
                 }
             }
         };
@@ -374,11 +412,11 @@ impl Cache {
         found
     }
 
-    /// The expiry (0: none) of `key`'s entry, if the cache holds one and no write of it is in
+    /// Whether `key` exists and its expiry, if the cache holds it and no write of it is in
     /// flight. A writer holding the key's lock may take it as the key's stored state instead
     /// of reading RocksDB: entries change only under that lock ([`Cache::begin_write`] and
     /// [`Cache::apply`]) or by fills that a write since their read refuses. Counts nothing.
-    pub fn cached_expiry(&self, db: u16, key: &[u8]) -> Option<u64> {
+    pub fn cached_state(&self, db: u16, key: &[u8]) -> Option<KeyState> {
         if !self.enabled() {
             return None;
         }
@@ -386,7 +424,11 @@ impl Cache {
         let s = self.cell(hash).shard.lock();
         let i = s.find(db, key)?;
         let e = &s.entries[i];
-        (!e.pending).then_some(e.hit.expire_at_ms)
+        let state = match &e.known {
+            Known::Absent => KeyState::Absent,
+            Known::Present(h) => KeyState::Present(h.expire_at_ms),
+        };
+        (!e.pending).then_some(state)
     }
 
     /// What the cache knows of `key`'s use, without counting it as one (OBJECT FREQ and
@@ -435,7 +477,7 @@ impl Cache {
         self.fill_value(token, db, key, meta.kind, meta.expire_at_ms, value);
     }
 
-    /// [`fill`](Cache::fill) with a value already built (hashes will use this).
+    /// [`fill`](Cache::fill) with a value already built (a small hash read whole).
     pub fn fill_value(
         &self,
         token: FillToken,
@@ -450,8 +492,25 @@ impl Cache {
                 return;
             }
         }
+        let hit = Hit {
+            kind,
+            expire_at_ms,
+            value,
+        };
+        self.fill_known(token, db, key, Known::Present(hit));
+    }
+
+    /// Notes that `key` does not exist (a read found nothing after `token` was taken), so the
+    /// next read of it is a hit, unless the key was written since or `cache-absent-keys` is off.
+    pub fn fill_absent(&self, token: FillToken, db: u16, key: &[u8]) {
+        if self.absent_keys.load(Relaxed) && self.admits_key(key) {
+            self.fill_known(token, db, key, Known::Absent);
+        }
+    }
+
+    fn fill_known(&self, token: FillToken, db: u16, key: &[u8], known: Known) {
         let cell = self.cell(token.hash);
-        let size = entry_size(key, &value);
+        let size = entry_size(key, &known);
         let budget = self.shard_budget();
         if size > budget / 4 {
             return;
@@ -470,18 +529,7 @@ impl Cache {
         if s.find(db, key).is_some() {
             return;
         }
-        self.insert_evicting(
-            &mut s,
-            db,
-            key,
-            Hit {
-                kind,
-                expire_at_ms,
-                value,
-            },
-            size,
-            budget,
-        );
+        self.insert_evicting(&mut s, db, key, known, size, budget);
         self.stats.fills.fetch_add(1, Relaxed);
     }
 
@@ -523,21 +571,14 @@ impl Cache {
             None => return,
         }
         if let Some((Kind::String, expire_at_ms, value)) = put {
-            let value = CachedValue::Str(value);
-            let size = entry_size(key, &value);
+            let known = Known::Present(Hit {
+                kind: Kind::String,
+                expire_at_ms,
+                value: CachedValue::Str(value),
+            });
+            let size = entry_size(key, &known);
             if size <= budget / 4 {
-                self.insert_evicting(
-                    &mut s,
-                    db,
-                    key,
-                    Hit {
-                        kind: Kind::String,
-                        expire_at_ms,
-                        value,
-                    },
-                    size,
-                    budget,
-                );
+                self.insert_evicting(&mut s, db, key, known, size, budget);
             }
         }
     }
@@ -577,14 +618,14 @@ impl Cache {
         s: &mut Shard,
         db: u16,
         key: &[u8],
-        hit: Hit,
+        known: Known,
         size: usize,
         budget: usize,
     ) {
         while s.used + size > budget && !s.entries.is_empty() {
             self.evict_one(s);
         }
-        s.insert(db, key, hit, size);
+        s.insert(db, key, known, size);
     }
 
     fn evict_one(&self, s: &mut Shard) {
@@ -647,7 +688,7 @@ impl Shard {
             .map(|&i| i as usize)
     }
 
-    fn insert(&mut self, db: u16, key: &[u8], hit: Hit, size: usize) {
+    fn insert(&mut self, db: u16, key: &[u8], known: Known, size: usize) {
         if self.maps.len() <= db as usize {
             self.maps.resize_with(db as usize + 1, HashMap::default);
         }
@@ -657,7 +698,7 @@ impl Shard {
         self.entries.push(Entry {
             db,
             key: key.into(),
-            hit,
+            known,
             size,
             tick: self.clock,
             freq: LFU_INIT,
@@ -680,8 +721,12 @@ impl Shard {
     }
 }
 
-fn entry_size(key: &[u8], value: &CachedValue) -> usize {
-    2 * key.len() + value.bytes() + ENTRY_OVERHEAD
+fn entry_size(key: &[u8], known: &Known) -> usize {
+    let value = match known {
+        Known::Absent => 0,
+        Known::Present(h) => h.value.bytes(),
+    };
+    2 * key.len() + value + ENTRY_OVERHEAD
 }
 
 /// LFU decay: one step per `decay` shard accesses since the entry was last touched, so the
@@ -758,10 +803,13 @@ mod tests {
         Meta::string(v.as_bytes().to_vec(), 0)
     }
 
-    fn str_of(h: Option<Hit>) -> Option<Vec<u8>> {
-        h.map(|h| match h.value {
-            CachedValue::Str(b) => b.to_vec(),
-            _ => panic!("not a string"),
+    fn str_of(known: Option<Known>) -> Option<Vec<u8>> {
+        known.map(|k| match k {
+            Known::Present(Hit {
+                value: CachedValue::Str(b),
+                ..
+            }) => b.to_vec(),
+            other => panic!("not a string: {other:?}"),
         })
     }
 
@@ -792,7 +840,7 @@ mod tests {
     #[test]
     fn written_strings_enter_the_cache_with_write_allocate() {
         let c = Cache::new(CacheSettings::default());
-        assert_eq!(c.cached_expiry(0, b"new"), None);
+        assert_eq!(c.cached_state(0, b"new"), None);
         c.apply(
             0,
             b"new",
@@ -800,18 +848,18 @@ mod tests {
         );
         assert_eq!(str_of(c.get(0, b"new", 1)), Some(b"x".to_vec()));
         assert_eq!(
-            c.cached_expiry(0, b"new"),
-            Some(77),
+            c.cached_state(0, b"new"),
+            Some(KeyState::Present(77)),
             "its state, for the next write"
         );
         c.begin_write(0, b"new");
         assert_eq!(
-            c.cached_expiry(0, b"new"),
+            c.cached_state(0, b"new"),
             None,
             "not while a write is in flight"
         );
         c.apply(0, b"new", None);
-        assert_eq!(c.cached_expiry(0, b"new"), None);
+        assert_eq!(c.cached_state(0, b"new"), None);
         // Only strings: a written hash is dropped, never added.
         c.apply(0, b"h", Some((Kind::Hash, 0, Bytes::from_static(b""))));
         assert!(c.get(0, b"h", 1).is_none());
@@ -903,5 +951,47 @@ mod tests {
         let t = c.fill_token(0, b"k");
         c.fill(t, 0, b"k", &s("v"), 1);
         assert_eq!(c.entries(), 0);
+    }
+
+    #[test]
+    fn absent_keys_are_known_until_written() {
+        let c = Cache::new(no_write_allocate());
+        let t = c.fill_token(0, b"gone");
+        c.fill_absent(t, 0, b"gone");
+        assert_eq!(c.get(0, b"gone", 1), Some(Known::Absent));
+        assert_eq!(c.cached_state(0, b"gone"), Some(KeyState::Absent));
+        // A write replaces the entry, as for any cached key; a delete drops it.
+        c.begin_write(0, b"gone");
+        assert_eq!(
+            c.get(0, b"gone", 1),
+            None,
+            "not served while a write is in flight"
+        );
+        c.apply(
+            0,
+            b"gone",
+            Some((Kind::String, 0, Bytes::from_static(b"v"))),
+        );
+        assert_eq!(str_of(c.get(0, b"gone", 1)), Some(b"v".to_vec()));
+        let t = c.fill_token(0, b"list");
+        c.fill_absent(t, 0, b"list");
+        c.begin_write(0, b"list");
+        c.apply(0, b"list", Some((Kind::List, 0, Bytes::new())));
+        assert_eq!(c.get(0, b"list", 1), None, "only strings are cached");
+        // A read that raced a write fills nothing, absent or not.
+        let t = c.fill_token(0, b"raced");
+        c.begin_write(0, b"raced");
+        c.apply(
+            0,
+            b"raced",
+            Some((Kind::String, 0, Bytes::from_static(b"v"))),
+        );
+        c.fill_absent(t, 0, b"raced");
+        assert_eq!(c.get(0, b"raced", 1), None);
+        // Switched off, nothing absent is noted.
+        c.set_absent_keys(false);
+        let t = c.fill_token(0, b"other");
+        c.fill_absent(t, 0, b"other");
+        assert_eq!(c.get(0, b"other", 1), None);
     }
 }

@@ -74,7 +74,11 @@ fn hit_ratio(policy: Policy, fraction: f64, keys: &[u64]) -> f64 {
     let key_bytes = |k: u64| format!("key:{k:06}");
     let per_entry = entry_size(
         key_bytes(0).as_bytes(),
-        &CachedValue::Str(Bytes::from(vec![0; 100])),
+        &Known::Present(Hit {
+            kind: Kind::String,
+            expire_at_ms: 0,
+            value: CachedValue::Str(Bytes::from(vec![0; 100])),
+        }),
     );
     let c = Cache::new(CacheSettings {
         max_bytes: (KEYS as f64 * fraction * per_entry as f64) as u64,

@@ -10,7 +10,8 @@
 //! handler `|c, a| get(c, a)`).
 
 use super::bitmap::segments::{self, BitValue};
-use super::ctx::{string_of_hit, Ctx, HashRead};
+use super::ctx::{string_of_hit, Ctx, DeferredLookups, HashRead};
+use crate::cache::Known;
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
 use crate::server::Server;
@@ -18,7 +19,6 @@ use crate::session::Session;
 use crate::storage::encoding::Meta;
 use crate::storage::StorageError;
 use bytes::Bytes;
-use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
@@ -114,9 +114,9 @@ pub struct CacheCtx<'a> {
     server: &'a Server,
     out: &'a mut Reply,
     now_ms: u64,
-    /// Keyspace hits, added to the stats only if the command completes (a command that misses
-    /// is counted once, by the worker that runs it).
-    hits: Cell<u64>,
+    /// Keyspace hits and misses, added to the stats only if the command completes (a command
+    /// that misses the cache is counted once, by whoever runs it then).
+    lookups: DeferredLookups,
     /// The on-disk database of the session's (the hot cache is keyed by it; see `Ctx::db`).
     db: u16,
 }
@@ -133,7 +133,7 @@ impl<'a> CacheCtx<'a> {
             server,
             out,
             now_ms,
-            hits: Cell::new(0),
+            lookups: DeferredLookups::default(),
         }
     }
 
@@ -149,21 +149,22 @@ impl<'a> CacheCtx<'a> {
         self.server.cluster.node().is_some()
     }
 
-    pub fn hits(&self) -> u64 {
-        self.hits.get()
+    /// The keyspace hits and misses the command counted (see [`DeferredLookups`]).
+    pub fn into_lookups(self) -> DeferredLookups {
+        self.lookups
     }
 
-    /// The cached entry of `key`, counted as a hit, or [`RtcError::Miss`]. The cache holds
-    /// existing keys only, so every answer it gives is a hit.
-    fn hit(&self, key: &[u8]) -> Result<crate::cache::Hit, RtcError> {
-        let hit = self
+    /// What the cache knows of `key` (counted as a keyspace hit or miss, as Redis counts the
+    /// lookup), or [`RtcError::Miss`] if it does not hold the key.
+    fn known(&self, key: &[u8]) -> Result<Known, RtcError> {
+        let known = self
             .server
             .storage
             .cache()
             .get(self.db, key, self.now_ms)
             .ok_or(RtcError::Miss)?;
-        self.hits.set(self.hits.get() + 1);
-        Ok(hit)
+        self.lookups.count(known != Known::Absent);
+        Ok(known)
     }
 }
 
@@ -185,10 +186,13 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
             .load(Ordering::Relaxed)
     }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, RtcError> {
-        Ok(Some(self.hit(key)?.to_meta()))
+        Ok(self.known(key)?.present().map(|h| h.to_meta()))
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, RtcError> {
-        Ok(Some(string_of_hit(self.hit(key)?)?))
+        match self.known(key)?.present() {
+            Some(hit) => Ok(Some(string_of_hit(hit)?)),
+            None => Ok(None),
+        }
     }
     /// The cache holds inline strings only: a segmented bitmap is always a miss.
     fn read_bits(
@@ -196,9 +200,12 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         key: &[u8],
         _spans: Option<&[Range<u64>]>,
     ) -> Result<Option<BitValue<'a>>, RtcError> {
-        Ok(Some(BitValue::Inline(string_of_hit(self.hit(key)?)?)))
+        match self.known(key)?.present() {
+            Some(hit) => Ok(Some(BitValue::Inline(string_of_hit(hit)?))),
+            None => Ok(None),
+        }
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
-        Ok(HashRead::of_hit(self.hit(key)?)?)
+        Ok(HashRead::of_known(self.known(key)?)?)
     }
 }

@@ -2,7 +2,7 @@
 //! shared server with its storage, and a reply writer. (On an I/O thread a run-to-completion
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
-use crate::cache::{CachedValue, Hit};
+use crate::cache::{CachedValue, Hit, Known};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
@@ -59,6 +59,12 @@ pub struct DeferredLookups {
 }
 
 impl DeferredLookups {
+    /// One lookup: of a key that exists (`found`) or not.
+    pub fn count(&self, found: bool) {
+        let cell = if found { &self.hits } else { &self.misses };
+        cell.set(cell.get() + 1);
+    }
+
     /// Adds the counts to the server's keyspace stats.
     pub fn publish(&self, stats: &crate::stats::Stats) {
         let (hits, misses) = (self.hits.take(), self.misses.take());
@@ -144,29 +150,34 @@ impl<'a> Ctx<'a> {
         let storage = &self.server.storage;
         let cache = storage.cache();
         if self.mode != Mode::SkipCache {
-            if let Some(hit) = cache.get(self.db(), key, self.now_ms) {
-                return Ok(Lookup::Cached(hit));
+            match cache.get(self.db(), key, self.now_ms) {
+                Some(Known::Present(hit)) => return Ok(Lookup::Cached(hit)),
+                Some(Known::Absent) => return Ok(Lookup::Absent),
+                None => {}
             }
         }
         if !cache.admits_key(key) {
-            return Ok(Lookup::Stored(self.get_live(key)?));
+            return Ok(self.get_live(key)?.map_or(Lookup::Absent, Lookup::Stored));
         }
         let token = cache.fill_token(self.db(), key);
-        let meta = self.get_live(key)?;
-        if let Some(m) = &meta {
-            cache.fill(token, self.db(), key, m, self.now_ms);
+        match self.storage().get_meta_with(self.db(), key, self.wait())? {
+            // Only a key without a record is noted absent: an expired record still counts as a
+            // key until it is removed, and writers take their prior state from the cache.
+            None => {
+                cache.fill_absent(token, self.db(), key);
+                Ok(Lookup::Absent)
+            }
+            Some(m) if m.is_expired(self.now_ms) => Ok(Lookup::Absent),
+            Some(m) => {
+                cache.fill(token, self.db(), key, &m, self.now_ms);
+                Ok(Lookup::Stored(m))
+            }
         }
-        Ok(Lookup::Stored(meta))
     }
 
     fn count_lookup(&self, found: bool) {
         if self.mode == Mode::NoWait {
-            let cell = if found {
-                &self.deferred_lookups.hits
-            } else {
-                &self.deferred_lookups.misses
-            };
-            cell.set(cell.get() + 1);
+            self.deferred_lookups.count(found);
             return;
         }
         let stats = &self.server.stats;
@@ -181,8 +192,9 @@ impl<'a> Ctx<'a> {
     /// Served by the hot cache when it holds the key.
     pub fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
         let meta = match self.read_through(key)? {
+            Lookup::Absent => None,
             Lookup::Cached(hit) => Some(hit.to_meta()),
-            Lookup::Stored(meta) => meta,
+            Lookup::Stored(meta) => Some(meta),
         };
         self.count_lookup(meta.is_some());
         Ok(meta)
@@ -229,9 +241,9 @@ impl<'a> Ctx<'a> {
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
         if self.mode != Mode::SkipCache {
-            if let Some(hit) = cache.get(self.db(), key, self.now_ms) {
-                self.count_lookup(true);
-                return HashRead::of_hit(hit);
+            if let Some(known) = cache.get(self.db(), key, self.now_ms) {
+                self.count_lookup(known != Known::Absent);
+                return HashRead::of_known(known);
             }
         }
         let token = cache.fill_token(self.db(), key);
@@ -272,13 +284,13 @@ impl<'a> Ctx<'a> {
     /// shares the cached bytes (no copy, no allocation).
     pub fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
         let value = match self.read_through(key)? {
+            Lookup::Absent => None,
             Lookup::Cached(hit) => Some(string_of_hit(hit)),
-            Lookup::Stored(None) => None,
-            Lookup::Stored(Some(m)) if m.kind == Kind::String => Some(Ok(Bytes::from(m.value))),
-            Lookup::Stored(Some(m)) if m.kind == Kind::Bitmap => {
+            Lookup::Stored(m) if m.kind == Kind::String => Some(Ok(Bytes::from(m.value))),
+            Lookup::Stored(m) if m.kind == Kind::Bitmap => {
                 Some(self.bitmap_string(key, &m).map(Bytes::from))
             }
-            Lookup::Stored(Some(_)) => Some(Err(CmdError::wrong_type())),
+            Lookup::Stored(_) => Some(Err(CmdError::wrong_type())),
         };
         self.count_lookup(value.is_some());
         value.transpose()
@@ -307,7 +319,10 @@ pub enum HashRead<'a> {
 
 impl<'a> HashRead<'a> {
     /// A cache hit read as a hash: WRONGTYPE if it is another kind.
-    pub(super) fn of_hit(hit: Hit) -> Result<HashRead<'a>, CmdError> {
+    pub(super) fn of_known(known: Known) -> Result<HashRead<'a>, CmdError> {
+        let Known::Present(hit) = known else {
+            return Ok(HashRead::Missing);
+        };
         match hit.value {
             CachedValue::Hash(fields) => Ok(HashRead::Cached(fields)),
             CachedValue::Str(_) => Err(CmdError::wrong_type()),
@@ -323,8 +338,10 @@ pub(super) fn string_of_hit(hit: Hit) -> Result<Bytes, CmdError> {
     }
 }
 
-/// Where a read was answered from.
+/// What a read found, and where: no key (the hot cache knew, or RocksDB said), a hot cache
+/// hit, or a record read from RocksDB.
 enum Lookup {
+    Absent,
     Cached(Hit),
-    Stored(Option<Meta>),
+    Stored(Meta),
 }

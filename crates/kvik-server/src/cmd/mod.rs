@@ -439,7 +439,7 @@ fn execute_cached_entry(
     let mark = out.buf.len();
     let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
     let result = handler(&mut ctx, args);
-    let hits = ctx.hits();
+    let lookups = ctx.into_lookups();
     if !check.still_whole(server) {
         out.buf.truncate(mark);
         return Outcome::NotServed;
@@ -456,12 +456,7 @@ fn execute_cached_entry(
             return Outcome::Missed;
         }
     };
-    if hits > 0 {
-        server
-            .stats
-            .keyspace_hits
-            .fetch_add(hits, Ordering::Relaxed);
-    }
+    lookups.publish(&server.stats);
     served_here(server, session, out, entry, args, mark, result, start)
 }
 

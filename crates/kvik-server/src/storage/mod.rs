@@ -547,9 +547,9 @@ impl Storage {
                 continue;
             }
             let cached = decode_meta_key(&e.raw_key)
-                .and_then(|(db, _, key)| self.cache.cached_expiry(db, key));
+                .and_then(|(db, _, key)| self.cache.cached_state(db, key));
             match cached {
-                Some(at) => states.push((&e.raw_key, KeyState::Present(at))),
+                Some(state) => states.push((&e.raw_key, state)),
                 None => {
                     unknown.push(states.len());
                     states.push((&e.raw_key, KeyState::Absent));
@@ -814,13 +814,16 @@ impl Batch {
 #[cfg(test)]
 mod cache_effect_tests {
     use super::*;
-    use crate::cache::CachedValue;
+    use crate::cache::{CachedValue, Known};
 
     fn cached(s: &Storage, db: u16, key: &[u8]) -> Option<Vec<u8>> {
-        s.cache().get(db, key, 1).map(|h| match h.value {
-            CachedValue::Str(b) => b.to_vec(),
-            CachedValue::Hash(_) => panic!("string expected"),
-        })
+        s.cache()
+            .get(db, key, 1)
+            .and_then(Known::present)
+            .map(|h| match h.value {
+                CachedValue::Str(b) => b.to_vec(),
+                CachedValue::Hash(_) => panic!("string expected"),
+            })
     }
 
     fn fill(s: &Storage, db: u16, key: &[u8]) {
@@ -887,7 +890,10 @@ mod cache_effect_tests {
         let mut b = Batch::default();
         b.delete_meta(&s, 0, b"a");
         s.commit(b).unwrap();
-        assert_eq!(s.cache().cached_expiry(0, b"c"), Some(far + 1));
+        assert_eq!(
+            s.cache().cached_state(0, b"c"),
+            Some(KeyState::Present(far + 1))
+        );
         assert_eq!(s.key_count(0), 2);
         assert_eq!(s.expires_count(0), 1);
     }

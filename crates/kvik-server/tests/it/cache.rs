@@ -666,3 +666,60 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
     let (rtc, hits, misses) = read_all(&mut c, &keys);
     assert_eq!((rtc, hits, misses), (n + 100, n, 100));
 }
+
+/// A read that finds no key notes it in the hot cache (`cache-absent-keys`): the next read of
+/// it is a cache hit answered on the I/O thread, counted as a keyspace miss as Redis counts it,
+/// and any write that creates the key makes the note go away.
+#[test]
+fn absent_keys_are_cache_hits_until_created() {
+    let s = TestServer::start_with(&["--rtc-storage-read", "no"]);
+    let mut c = s.client();
+    let create: &[&[&str]] = &[
+        &["SET", "k", "v"],
+        &["MSET", "k", "v"],
+        &["INCR", "k"],
+        &["APPEND", "k", "v"],
+        &["SETNX", "k", "v"],
+        &["HSET", "k", "f", "v"],
+        &["LPUSH", "k", "v"],
+        &["SADD", "k", "v"],
+        &["ZADD", "k", "1", "v"],
+        &["XADD", "k", "*", "f", "v"],
+        &["PFADD", "k", "v"],
+        &["SETBIT", "k", "7", "1"],
+        &["COPY", "src", "k"],
+        &["RENAME", "src", "k"],
+        &["EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", "k"],
+    ];
+    for cmd in create {
+        let _: i64 = q(&mut c, &["DEL", "k"]);
+        let _: String = q(&mut c, &["SET", "src", "v"]);
+        assert_eq!(get(&mut c, "k"), None);
+        let before = (
+            stat(&mut c, "rtc_commands"),
+            stat(&mut c, "cache_hits"),
+            stat(&mut c, "keyspace_misses"),
+        );
+        assert_eq!(get(&mut c, "k"), None);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 0);
+        assert_eq!(q::<String>(&mut c, &["TYPE", "k"]), "none");
+        let after = (
+            stat(&mut c, "rtc_commands"),
+            stat(&mut c, "cache_hits"),
+            stat(&mut c, "keyspace_misses"),
+        );
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+            (3, 3, 3),
+            "absent k is known before {cmd:?}"
+        );
+        let _: Value = qv(&mut c, cmd);
+        assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 1, "after {cmd:?}");
+    }
+    // Switched off, an absent key is read from RocksDB every time.
+    let _: String = q(&mut c, &["CONFIG", "SET", "cache-absent-keys", "no"]);
+    assert_eq!(get(&mut c, "nothing"), None);
+    let before = stat(&mut c, "rtc_commands");
+    assert_eq!(get(&mut c, "nothing"), None);
+    assert_eq!(stat(&mut c, "rtc_commands"), before);
+}
