@@ -646,7 +646,7 @@ pub(crate) fn run_entry(
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
 /// holds the session's selected one (see `storage::dbmap`), with the client noted for
 /// tracking (NOLOOP) and its read keys remembered: the one place both the pool
-/// ([`run_entry`]) and a run-to-completion write ([`run_write_here`]) call a handler.
+/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler.
 fn call_handler(
     server: &Server,
     session: &mut Session,
