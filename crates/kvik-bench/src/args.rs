@@ -59,6 +59,10 @@ pub struct Cli {
     /// Value size in bytes, or a range MIN-MAX (uniform) for SET/MSET/... values.
     #[arg(short = 'd', default_value = "3")]
     pub data_size: String,
+    /// Values of random bytes, different for every request (as incompressible as real data;
+    /// the default repeats 'x', which RocksDB compresses to almost nothing).
+    #[arg(long)]
+    pub random_values: bool,
     /// Pipeline <numreq> requests (closed loop: send a batch, wait for all its replies).
     #[arg(short = 'P', default_value_t = 1)]
     pub pipeline: usize,
@@ -165,6 +169,7 @@ pub struct Config {
     pub keyspace: Option<u64>,
     pub data_min: usize,
     pub data_max: usize,
+    pub random_values: bool,
     pub pipeline: usize,
     pub tests: Option<Vec<String>>,
     pub quiet: bool,
@@ -332,6 +337,7 @@ impl Config {
             keyspace,
             data_min,
             data_max,
+            random_values: cli.random_values,
             pipeline: cli.pipeline,
             tests,
             quiet: cli.quiet,

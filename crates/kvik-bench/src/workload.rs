@@ -369,12 +369,18 @@ fn push_usize(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(n.to_string().as_bytes());
 }
 
+/// Size of the random pool `--random-values` cuts values from (per thread).
+const RANDOM_POOL_BYTES: usize = 4 << 20;
+
 /// Encodes requests from templates into a reusable scratch buffer.
 #[derive(Debug)]
 pub struct Encoder {
     pub keygen: Option<KeyGen>,
+    /// The bytes values are cut from: `data_max` x 'x', or with `--random-values` a larger pool
+    /// of random bytes from which each value starts at a random offset.
     pub data: Vec<u8>,
     pub data_min: usize,
+    pub data_max: usize,
     /// Cluster mode: multi-key commands share one `{tag}` so their keys hash to one slot.
     pub cluster: bool,
     arg: Vec<u8>,
@@ -386,8 +392,15 @@ impl Encoder {
             keygen: cfg
                 .keyspace
                 .map(|r| KeyGen::new(r, cfg.dist, thread, cfg.threads)),
-            data: vec![b'x'; cfg.data_max],
+            data: if cfg.random_values {
+                let mut pool = vec![0u8; cfg.data_max.max(RANDOM_POOL_BYTES)];
+                rand::thread_rng().fill(&mut pool[..]);
+                pool
+            } else {
+                vec![b'x'; cfg.data_max]
+            },
             data_min: cfg.data_min,
+            data_max: cfg.data_max,
             cluster: cfg.cluster,
             arg: Vec::new(),
         }
@@ -427,12 +440,17 @@ impl Encoder {
             match a {
                 Arg::Lit(b) => self.arg.extend_from_slice(b),
                 Arg::Data => {
-                    let len = if self.data_min == self.data.len() {
+                    let len = if self.data_min == self.data_max {
                         self.data_min
                     } else {
-                        rng.gen_range(self.data_min..=self.data.len())
+                        rng.gen_range(self.data_min..=self.data_max)
                     };
-                    self.arg.extend_from_slice(&self.data[..len]);
+                    let start = if self.data.len() > len {
+                        rng.gen_range(0..=self.data.len() - len)
+                    } else {
+                        0
+                    };
+                    self.arg.extend_from_slice(&self.data[start..start + len]);
                 }
                 Arg::Rand(parts) => {
                     if let (Some(t), true) = (tag, op.keys.contains(&i)) {
