@@ -6,8 +6,7 @@
 #            memory-speed ceiling the large cases are held against
 #   redis    redis-server (no persistence) holding the same data, where it fits in RAM
 #   NAME=no  the loaded server with one speed switch turned off for its round (CONFIG SET), for
-#            each NAME in OFF_SWITCHES (default: rtc-storage-read, hot-cache misses answered
-#            from RocksDB's memory on the I/O thread)
+#            each NAME in OFF_SWITCHES (default none; e.g. OFF_SWITCHES="cache-write-allocate")
 #
 # Each dataset (N keys of SIZE bytes, loaded in order with kvik-bench --dist seq) gets GET
 # uniform, GET zipf 0.99, SET uniform and a 90:10 GET/SET mix, rounds alternating the sides.
@@ -43,7 +42,10 @@ HOT=${HOT:-1000}                 # the all-hits side's keyspace
 CLIENTS=${CLIENTS:-50}
 REDIS_MAX_GB=${REDIS_MAX_GB:-8}  # skip the redis side when the raw data is larger than this
 KVIK_ARGS=${KVIK_ARGS:-}
-OFF_SWITCHES=${OFF_SWITCHES-rtc-storage-read}
+OFF_SWITCHES=${OFF_SWITCHES:-}
+RANDOM_VALUES=${RANDOM_VALUES:-1}  # values of random bytes (kvik-bench --random-values)
+VALUES=""
+[ "$RANDOM_VALUES" = 1 ] && VALUES="--random-values"
 MAXMEMORY=${MAXMEMORY:-auto}     # kvik's whole budget; auto = 10% of the raw data, at least 64 MiB
 PLOT_DIR=${PLOT_DIR:-docs/benchmarks}
 RESULTS=$BENCH_TMP/results.csv
@@ -99,12 +101,12 @@ for dataset in $DATASETS; do
 
   phase "load kvik: kvik-bench -t set -n $n -r $n --dist seq -d $size -c 50 -P 16"
   t0=$(date +%s.%N)
-  "$KVIK_BENCH" -p "$kport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" -c 50 -P 16 >/dev/null
+  "$KVIK_BENCH" -p "$kport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
   t1=$(date +%s.%N)
   echo "  kvik loaded in $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s; RSS $(( $(rss_kib "$kpid") >> 10 )) MiB; on disk $(du -sm "$BENCH_TMP/kvik-$dataset" | cut -f1) MiB"
   if [ -n "$rport" ]; then
     phase "load redis"
-    "$KVIK_BENCH" -p "$rport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" -c 50 -P 16 >/dev/null
+    "$KVIK_BENCH" -p "$rport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
   fi
 
   phase "measure"
@@ -120,8 +122,8 @@ for dataset in $DATASETS; do
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" no >/dev/null ;; esac
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t get -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" zipf 0.99" run_kb "$port" "$side" -t get -r "$keys" --dist zipf --zipf-s 0.99 --duration "$DURATION" -c "$CLIENTS"
-      KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" --dist uniform --duration "$DURATION" -c "$CLIENTS"
-      KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" --dist zipf --duration "$DURATION" -c "$CLIENTS"
+      KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" $VALUES --dist uniform --duration "$DURATION" -c "$CLIENTS"
+      KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" $VALUES --dist zipf --duration "$DURATION" -c "$CLIENTS"
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" yes >/dev/null ;; esac
     done
   done
@@ -130,10 +132,10 @@ for dataset in $DATASETS; do
   phase "SET at $label vs SET at 100k keys"
   sport=$(free_port)
   start_kvik "$sport" "small-$dataset" "${args[@]}"
-  "$KVIK_BENCH" -p "$sport" -q -t set -n 100000 -r 100000 --dist seq -d "$size" -c 50 -P 16 >/dev/null
+  "$KVIK_BENCH" -p "$sport" -q -t set -n 100000 -r 100000 --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
   for round in $(seq 1 "$ROUNDS"); do
-    KB_SUFFIX=" uniform (SET scale)" run_kb "$kport" "kvik" -t set -r "$n" -d "$size" --duration "$DURATION" -c "$CLIENTS"
-    KB_SUFFIX=" uniform (SET scale)" run_kb "$sport" "100k" -t set -r 100000 -d "$size" --duration "$DURATION" -c "$CLIENTS"
+    KB_SUFFIX=" uniform (SET scale)" run_kb "$kport" "kvik" -t set -r "$n" -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
+    KB_SUFFIX=" uniform (SET scale)" run_kb "$sport" "100k" -t set -r 100000 -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
   done
 
   phase "DBSIZE"

@@ -874,7 +874,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "rtc-storage-read",
-        default: "yes",
+        default: "no",
         mutable: true,
         help: "when a simple read (GET, MGET, HGET, EXISTS, TTL ...) misses the hot cache, try RocksDB's memtables and block cache on the I/O thread before handing it to a worker",
         get: |c| if c.rtc_storage_read.load(Relaxed) { "yes" } else { "no" }.into(),
@@ -1075,7 +1075,7 @@ impl Default for Config {
             rtc_read: AtomicBool::new(true),
             group_commit: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
-            rtc_storage_read: AtomicBool::new(true),
+            rtc_storage_read: AtomicBool::new(false),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),

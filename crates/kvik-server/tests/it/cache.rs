@@ -621,7 +621,14 @@ fn read_all(con: &mut Connection, keys: &[String]) -> (u64, u64, u64) {
 /// goes to the pool. Keyspace hits and misses are counted once either way.
 #[test]
 fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
-    let mut s = TestServer::start_with(&["--cache-maxmemory", "64kb", "--cache-shards", "4"]);
+    let mut s = TestServer::start_with(&[
+        "--cache-maxmemory",
+        "64kb",
+        "--cache-shards",
+        "4",
+        "--rtc-storage-read",
+        "yes",
+    ]);
     let mut c = s.client();
     let n = 3000;
     let mut pipe = redis::pipe();
@@ -654,6 +661,7 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
     // block goes to the pool, which loads it; once loaded, every read stays on the I/O thread.
     s.restart();
     let mut c = s.client();
+    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-storage-read", "yes"]);
     let one = vec!["key:1".to_string()];
     assert_eq!(
         read_all(&mut c, &one),
@@ -662,7 +670,6 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
     );
     let (_, hits, misses) = read_all(&mut c, &keys);
     assert_eq!((hits, misses), (n, 100));
-    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-storage-read", "yes"]);
     let (rtc, hits, misses) = read_all(&mut c, &keys);
     assert_eq!((rtc, hits, misses), (n + 100, n, 100));
 }
@@ -672,7 +679,7 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
 /// and any write that creates the key makes the note go away.
 #[test]
 fn absent_keys_are_cache_hits_until_created() {
-    let s = TestServer::start_with(&["--rtc-storage-read", "no"]);
+    let s = TestServer::start();
     let mut c = s.client();
     let create: &[&[&str]] = &[
         &["SET", "k", "v"],
