@@ -11,6 +11,7 @@
 //! of both tables that CONFIG GET / SET and the config file use.
 
 pub mod redis_params;
+pub mod rewrite;
 
 use crate::storage::budget::Split;
 use crate::storage::options::{StallLimits, Tuning};
@@ -91,6 +92,8 @@ pub struct Config {
     pub redis_params: RwLock<Vec<String>>,
     /// ACL users (`user` lines, `aclfile`, `requirepass`) and the ACL log (see `crate::acl`).
     pub acl: crate::acl::Acl,
+    /// The config file the server started with (absolute), which CONFIG REWRITE rewrites.
+    pub config_file: RwLock<Option<PathBuf>>,
 }
 
 /// Replication settings.
@@ -893,6 +896,13 @@ fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// kvik settings that are Redis's legacy name of another setting: (alias, canonical name).
+const SETTING_ALIASES: &[(&str, &str)] = &[
+    ("slaveof", "replicaof"),
+    ("slave-read-only", "replica-read-only"),
+    ("lua-time-limit", "busy-reply-threshold"),
+];
+
 /// Finds a setting by name, case-insensitively.
 pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
@@ -956,7 +966,10 @@ impl Param {
     /// The canonical name (two aliases of one parameter have the same).
     pub fn name(self) -> &'static str {
         match self {
-            Param::Kvik(s) => s.name,
+            Param::Kvik(s) => SETTING_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == s.name)
+                .map_or(s.name, |(_, canonical)| canonical),
             Param::Redis(i) => redis_params::REDIS_PARAMS[i].name,
         }
     }
@@ -1062,6 +1075,7 @@ impl Default for Config {
                     .collect(),
             ),
             acl: Default::default(),
+            config_file: RwLock::new(None),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");

@@ -204,8 +204,14 @@ fn server_section(server: &Server, w: &mut Lines<'_>) {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     w.field("executable", exe);
-    // kvik does not remember the config file's path; Redis prints an empty value without one.
-    w.field("config_file", "");
+    // Empty without a config file, as Redis.
+    let config_file = server.config.config_file.read().clone();
+    w.field(
+        "config_file",
+        config_file
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
     w.field("io_threads_active", 0);
 }
 
