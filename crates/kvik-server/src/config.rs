@@ -108,6 +108,10 @@ pub struct ReplSettings {
     /// `repl-wal-ttl`, seconds, and `repl-wal-size-limit`, bytes: the WAL kept for replicas.
     pub wal_ttl_secs: AtomicU64,
     pub wal_size_limit: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): a primary refuses writes
+    /// (NOREPLICAS) while fewer replicas acknowledged within the lag; 0 in either: no check.
+    pub min_replicas_to_write: AtomicU64,
+    pub min_replicas_max_lag: AtomicU64,
 }
 
 fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
@@ -646,6 +650,38 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "min-replicas-to-write",
+        default: "0",
+        mutable: true,
+        help: "a primary refuses writes (NOREPLICAS) while fewer replicas lag at most min-replicas-max-lag (0: never)",
+        get: |c| c.repl.min_replicas_to_write.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_to_write, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-slaves-to-write",
+        default: "0",
+        mutable: true,
+        help: "alias of min-replicas-to-write",
+        get: |c| c.repl.min_replicas_to_write.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_to_write, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-replicas-max-lag",
+        default: "10",
+        mutable: true,
+        help: "seconds since a replica's last acknowledgement for it to count for min-replicas-to-write (0: no check)",
+        get: |c| c.repl.min_replicas_max_lag.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_max_lag, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-slaves-max-lag",
+        default: "10",
+        mutable: true,
+        help: "alias of min-replicas-max-lag",
+        get: |c| c.repl.min_replicas_max_lag.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_max_lag, v, 0, i32::MAX as u64),
+    },
+    Setting {
         name: "repl-wal-ttl",
         default: "3600",
         mutable: false,
@@ -901,6 +937,8 @@ const SETTING_ALIASES: &[(&str, &str)] = &[
     ("slaveof", "replicaof"),
     ("slave-read-only", "replica-read-only"),
     ("lua-time-limit", "busy-reply-threshold"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
 ];
 
 /// Finds a setting by name, case-insensitively.

@@ -23,6 +23,7 @@ mod keycount;
 mod keys;
 mod keys_collections;
 mod lists;
+mod min_replicas;
 mod protocol;
 mod pubsub;
 mod replication;
