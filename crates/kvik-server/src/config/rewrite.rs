@@ -31,7 +31,8 @@ enum Form {
     Plain,
     /// A byte count in the largest exact unit: `maxmemory 30mb`.
     Memory,
-    /// A string, double-quoted with escapes; an empty one removes the parameter's lines.
+    /// A string, double-quoted with escapes. Empty, it removes the parameter's lines when the
+    /// default is empty too (Redis's unset strings), else it is written as `""`.
     Quoted,
     /// Always quoted, written when not empty (Redis's notify-keyspace-events).
     QuotedFlags,
@@ -233,7 +234,7 @@ fn rewrite_param(state: &mut State, p: Param, running: &Config, defaults: &Confi
             let shown = value.parse().map_or_else(|_| value.clone(), memory);
             state.put(name, format!("{name} {}", plain(&shown)), force)
         }
-        Form::Quoted if value.is_empty() => state.drop_option(name),
+        Form::Quoted if value.is_empty() && !force => state.drop_option(name),
         Form::Quoted | Form::QuotedFlags => {
             state.put(name, format!("{name} {}", quote(&value)), force)
         }
@@ -446,6 +447,7 @@ mod tests {
             ("requirepass", "a \"b\""),
             ("replicaof", "10.0.0.1 6380"),
             ("repl-backlog-size", "1000000"),
+            ("proc-title-template", ""),
         ]);
         let new = render(old, &c);
         assert!(
@@ -459,6 +461,7 @@ mod tests {
                 "client-output-buffer-limit normal 1mb 0 0",
                 "notify-keyspace-events \"AKE\"",
                 "replicaof 10.0.0.1 6380",
+                "proc-title-template \"\"",
                 "repl-backlog-size 1000000",
             ]
         );
