@@ -11,6 +11,7 @@
 //! of both tables that CONFIG GET / SET and the config file use.
 
 pub mod redis_params;
+pub mod rewrite;
 
 use crate::storage::budget::Split;
 use crate::storage::options::{StallLimits, Tuning};
@@ -94,6 +95,8 @@ pub struct Config {
     pub redis_params: RwLock<Vec<String>>,
     /// ACL users (`user` lines, `aclfile`, `requirepass`) and the ACL log (see `crate::acl`).
     pub acl: crate::acl::Acl,
+    /// The config file the server started with (absolute), which CONFIG REWRITE rewrites.
+    pub config_file: RwLock<Option<PathBuf>>,
 }
 
 /// Replication settings.
@@ -108,6 +111,10 @@ pub struct ReplSettings {
     /// `repl-wal-ttl`, seconds, and `repl-wal-size-limit`, bytes: the WAL kept for replicas.
     pub wal_ttl_secs: AtomicU64,
     pub wal_size_limit: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): a primary refuses writes
+    /// (NOREPLICAS) while fewer replicas acknowledged within the lag; 0 in either: no check.
+    pub min_replicas_to_write: AtomicU64,
+    pub min_replicas_max_lag: AtomicU64,
 }
 
 fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
@@ -646,6 +653,38 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "min-replicas-to-write",
+        default: "0",
+        mutable: true,
+        help: "a primary refuses writes (NOREPLICAS) while fewer replicas lag at most min-replicas-max-lag (0: never)",
+        get: |c| c.repl.min_replicas_to_write.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_to_write, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-slaves-to-write",
+        default: "0",
+        mutable: true,
+        help: "alias of min-replicas-to-write",
+        get: |c| c.repl.min_replicas_to_write.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_to_write, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-replicas-max-lag",
+        default: "10",
+        mutable: true,
+        help: "seconds since a replica's last acknowledgement for it to count for min-replicas-to-write (0: no check)",
+        get: |c| c.repl.min_replicas_max_lag.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_max_lag, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "min-slaves-max-lag",
+        default: "10",
+        mutable: true,
+        help: "alias of min-replicas-max-lag",
+        get: |c| c.repl.min_replicas_max_lag.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.min_replicas_max_lag, v, 0, i32::MAX as u64),
+    },
+    Setting {
         name: "repl-wal-ttl",
         default: "3600",
         mutable: false,
@@ -918,6 +957,15 @@ fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// kvik settings that are Redis's legacy name of another setting: (alias, canonical name).
+const SETTING_ALIASES: &[(&str, &str)] = &[
+    ("slaveof", "replicaof"),
+    ("slave-read-only", "replica-read-only"),
+    ("lua-time-limit", "busy-reply-threshold"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+];
+
 /// Finds a setting by name, case-insensitively.
 pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
@@ -981,7 +1029,10 @@ impl Param {
     /// The canonical name (two aliases of one parameter have the same).
     pub fn name(self) -> &'static str {
         match self {
-            Param::Kvik(s) => s.name,
+            Param::Kvik(s) => SETTING_ALIASES
+                .iter()
+                .find(|(alias, _)| *alias == s.name)
+                .map_or(s.name, |(_, canonical)| canonical),
             Param::Redis(i) => redis_params::REDIS_PARAMS[i].name,
         }
     }
@@ -1089,6 +1140,7 @@ impl Default for Config {
                     .collect(),
             ),
             acl: Default::default(),
+            config_file: RwLock::new(None),
         };
         for s in SETTINGS {
             (s.set)(&c, s.default).expect("defaults are valid");

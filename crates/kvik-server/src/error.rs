@@ -25,6 +25,8 @@ pub enum ErrorKind {
     Busy,
     BusyKey,
     ReadOnly,
+    /// A write refused under `min-replicas-to-write`.
+    NoReplicas,
     NoScript,
     NotBusy,
     Unkillable,
@@ -63,6 +65,7 @@ impl ErrorKind {
             ErrorKind::Busy => "BUSY",
             ErrorKind::BusyKey => "BUSYKEY",
             ErrorKind::ReadOnly => "READONLY",
+            ErrorKind::NoReplicas => "NOREPLICAS",
             ErrorKind::NoScript => "NOSCRIPT",
             ErrorKind::NotBusy => "NOTBUSY",
             ErrorKind::Unkillable => "UNKILLABLE",
@@ -161,6 +164,7 @@ impl CmdError {
             ErrorKind::NotBusy,
             ErrorKind::Unkillable,
             ErrorKind::ReadOnly,
+            ErrorKind::NoReplicas,
         ];
         let (code, message) = line.split_once(' ').unwrap_or((line, ""));
         match KINDS.iter().find(|k| k.prefix() == code) {

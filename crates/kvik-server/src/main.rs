@@ -51,6 +51,9 @@ fn load_config() -> Result<(Config, Option<String>), String> {
         config
             .load_file(&text)
             .map_err(|e| format!("config file {path}: {e}"))?;
+        // Absolute, as Redis keeps it: CONFIG REWRITE writes here whatever the working directory.
+        let absolute = std::path::absolute(path).map_err(|e| format!("config file {path}: {e}"))?;
+        *config.config_file.write() = Some(absolute);
     }
     for (name, _) in Param::all() {
         if let Some(v) = matches.get_one::<String>(name) {

@@ -308,9 +308,20 @@ impl RedisServer {
     /// Starts redis-server with extra `--name value` arguments and waits (bounded) until it
     /// answers PING (authenticating first when `extra` holds `--requirepass`).
     pub fn start(extra: &[&str]) -> RedisServer {
+        RedisServer::start_from(None, extra)
+    }
+
+    /// Like [`RedisServer::start`], reading the config file `config` first (as
+    /// `redis-server <config> --name value ...`).
+    pub fn start_with_config(config: &Path, extra: &[&str]) -> RedisServer {
+        RedisServer::start_from(Some(config), extra)
+    }
+
+    fn start_from(config: Option<&Path>, extra: &[&str]) -> RedisServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let child = Command::new("redis-server")
+            .args(config)
             .args(["--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--bind", "127.0.0.1"])

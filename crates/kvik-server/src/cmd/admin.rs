@@ -603,8 +603,23 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     Ok(())
 }
 
-fn config_rewrite(_ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
-    Err(CmdError::err("The server is running without a config file"))
+/// CONFIG REWRITE: the running configuration back into the config file (see
+/// `config::rewrite`), with Redis's errors.
+fn config_rewrite(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
+    let running = &ctx.server.config;
+    let Some(path) = running.config_file.read().clone() else {
+        return Err(CmdError::err("The server is running without a config file"));
+    };
+    if let Err(e) = config::rewrite::rewrite(&path, running) {
+        tracing::warn!(error = %e, file = %path.display(), "CONFIG REWRITE failed");
+        return Err(CmdError::err(format_args!(
+            "Rewriting config file: {}",
+            config::rewrite::error_text(&e)
+        )));
+    }
+    tracing::info!(file = %path.display(), "CONFIG REWRITE executed with success");
+    ctx.out.ok();
+    Ok(())
 }
 
 fn config_help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {

@@ -252,6 +252,12 @@ pub(crate) const READONLY_REPLICA: CmdError = CmdError::new(
     "You can't write against a read only replica.",
 );
 
+/// A write on a primary with fewer good replicas than `min-replicas-to-write`.
+pub(crate) const NO_GOOD_REPLICAS: CmdError = CmdError::new(
+    crate::error::ErrorKind::NoReplicas,
+    "Not enough good replicas to write.",
+);
+
 /// The reply of a command that panicked (the connection lives on).
 pub(crate) const INTERNAL_ERROR: CmdError =
     CmdError::fixed("internal error while running the command");
@@ -570,12 +576,15 @@ fn admit<'s>(
         }
         server.repl.failover.wait_if_paused();
     }
-    if entry.spec.flags.contains(Flags::WRITE)
-        && server.config.repl.read_only.load(Ordering::Relaxed)
-        && server.repl.is_replica()
-    {
-        reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
-        return Admit::Rejected;
+    if writes(session, entry) {
+        if !server.repl.enough_good_replicas(&server.config.repl) {
+            reject(server, session, out, Some(entry.id), &NO_GOOD_REPLICAS);
+            return Admit::Rejected;
+        }
+        if server.config.repl.read_only.load(Ordering::Relaxed) && server.repl.is_replica() {
+            reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
+            return Admit::Rejected;
+        }
     }
     let Some(node) = server.cluster.node() else {
         return Admit::Run(None);
@@ -598,6 +607,20 @@ fn admit<'s>(
             Admit::Rejected
         }
     }
+}
+
+/// Whether the command writes, as Redis's checks before running (min-replicas-to-write, a
+/// read-only replica) see it: a write command, or EXEC of a transaction that queued one.
+fn writes(session: &Session, entry: &Entry) -> bool {
+    if entry.spec.flags.contains(Flags::WRITE) {
+        return true;
+    }
+    entry.spec.in_multi == spec::InMulti::Exec
+        && session.multi.as_ref().is_some_and(|m| {
+            m.queue
+                .iter()
+                .any(|q| table().entry(q.id).spec.flags.contains(Flags::WRITE))
+        })
 }
 
 /// Answers a command rejected before it ran (unknown, arity, auth, routing), as Redis's

@@ -183,8 +183,6 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("maxmemory-eviction-tenacity", [], Int(0, 100), "10", true, EVICTION),
     p!("maxmemory-policy", [], Enum(MAXMEMORY_POLICIES), "noeviction", true, EVICTION),
     p!("maxmemory-samples", [], Int(1, 64), "5", true, EVICTION),
-    p!("min-replicas-max-lag", ["min-slaves-max-lag"], Int(0, I32), "10", true, REPL),
-    p!("min-replicas-to-write", ["min-slaves-to-write"], Int(0, I32), "0", true, REPL),
     p!("no-appendfsync-on-rewrite", [], Bool, "no", true, AOF),
     p!("oom-score-adj", [], Enum(&["no", "yes", "relative", "absolute"]), "no", true, PROCESS),
     p!("oom-score-adj-values", [], Ints(3, -2000, 2000), "0 200 800", true, PROCESS),

@@ -304,6 +304,30 @@ impl Replication {
         self.acked.notify_all();
     }
 
+    /// Replicas past their full sync whose last acknowledgement is at most `max_lag_secs`
+    /// seconds old (whole seconds, as Redis counts a replica's lag): Redis's "good" replicas.
+    pub fn good_replicas(&self, max_lag_secs: u64) -> usize {
+        let now = Instant::now();
+        let s = self.state.lock();
+        s.replicas
+            .values()
+            .filter(|r| {
+                !r.syncing && now.saturating_duration_since(r.ack_at).as_secs() <= max_lag_secs
+            })
+            .count()
+    }
+
+    /// Whether a write may run under `min-replicas-to-write` / `min-replicas-max-lag`, as
+    /// Redis's check: always on a replica, or with either setting at 0.
+    pub fn enough_good_replicas(&self, settings: &crate::config::ReplSettings) -> bool {
+        let needed = settings.min_replicas_to_write.load(Relaxed);
+        let max_lag = settings.min_replicas_max_lag.load(Relaxed);
+        needed == 0
+            || max_lag == 0
+            || self.is_replica()
+            || self.good_replicas(max_lag) as u64 >= needed
+    }
+
     /// WAIT: blocks until `n` replicas acknowledged `offset` or `timeout` (None: no limit)
     /// passed; returns how many did.
     pub fn wait_acks(&self, offset: u64, n: usize, timeout: Option<Duration>) -> usize {

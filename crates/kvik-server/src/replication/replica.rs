@@ -19,6 +19,9 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const IDLE_POLL: Duration = Duration::from_millis(5);
 /// Acknowledgement period during a burst.
 const ACK_EVERY: Duration = Duration::from_millis(50);
+/// An idle link acknowledges at least this often, so its primary knows it is alive (Redis's
+/// replicas send REPLCONF ACK every second): `min-replicas-max-lag` counts from the last one.
+const ACK_REFRESH: Duration = Duration::from_secs(1);
 /// Silence (the primary pings every second) after which the link is considered dead.
 const LINK_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most bytes of batches held back waiting for the end of an atomic group; beyond it they are
@@ -255,8 +258,9 @@ fn stream_batches(
             if pending.ready() && !apply(server, generation, &mut pending, position)? {
                 break;
             }
-            if acked != Some(position.offset)
-                && (last_ack.elapsed() >= ACK_EVERY || r.buffer().is_empty())
+            if (acked != Some(position.offset)
+                && (last_ack.elapsed() >= ACK_EVERY || r.buffer().is_empty()))
+                || last_ack.elapsed() >= ACK_REFRESH
             {
                 send_ack(w, position.offset)?;
                 acked = Some(position.offset);
@@ -297,7 +301,9 @@ fn stream_batches(
             PING => repl.set_link(generation, |f, _| f.last_io = Some(Instant::now())),
             t => return Err(io::Error::other(format!("unexpected frame {t}"))),
         }
-        if acked != Some(position.offset) && last_ack.elapsed() >= ACK_EVERY {
+        if (acked != Some(position.offset) && last_ack.elapsed() >= ACK_EVERY)
+            || last_ack.elapsed() >= ACK_REFRESH
+        {
             send_ack(w, position.offset)?;
             acked = Some(position.offset);
             last_ack = Instant::now();

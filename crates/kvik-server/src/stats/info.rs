@@ -204,8 +204,14 @@ fn server_section(server: &Server, w: &mut Lines<'_>) {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     w.field("executable", exe);
-    // kvik does not remember the config file's path; Redis prints an empty value without one.
-    w.field("config_file", "");
+    // Empty without a config file, as Redis.
+    let config_file = server.config.config_file.read().clone();
+    w.field(
+        "config_file",
+        config_file
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
     w.field("io_threads_active", 0);
 }
 
@@ -556,6 +562,12 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
         }
     }
     w.field("connected_slaves", snap.replicas.len());
+    let settings = &server.config.repl;
+    let max_lag = settings.min_replicas_max_lag.load(Relaxed);
+    if settings.min_replicas_to_write.load(Relaxed) > 0 && max_lag > 0 {
+        // As Redis: only while min-replicas-to-write is in force.
+        w.field("min_slaves_good_slaves", server.repl.good_replicas(max_lag));
+    }
     for (i, r) in snap.replicas.iter().enumerate() {
         w.field(
             &format!("slave{i}"),
@@ -575,7 +587,6 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
     w.field("master_repl_offset", snap.offset);
     w.field("second_repl_offset", snap.second_offset);
     let oldest = server.storage.oldest_wal_seq();
-    let settings = &server.config.repl;
     w.field("repl_backlog_active", u8::from(oldest.is_some()));
     w.field("repl_backlog_size", settings.wal_size_limit.load(Relaxed));
     w.field("repl_backlog_first_byte_offset", oldest.unwrap_or(0));

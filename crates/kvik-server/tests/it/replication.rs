@@ -11,9 +11,9 @@ use redis::{Connection, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const CONVERGE: Duration = Duration::from_secs(60);
+pub(crate) const CONVERGE: Duration = Duration::from_secs(60);
 
-fn field(con: &mut Connection, name: &str) -> String {
+pub(crate) fn field(con: &mut Connection, name: &str) -> String {
     info(con, "replication")
         .get("Replication")
         .and_then(|s| s.get(name).cloned())
@@ -28,7 +28,7 @@ fn offset(con: &mut Connection) -> u64 {
     field(con, "master_repl_offset").parse().unwrap()
 }
 
-fn start_replica_of(primary: &TestServer, extra: &[&str]) -> TestServer {
+pub(crate) fn start_replica_of(primary: &TestServer, extra: &[&str]) -> TestServer {
     let target = format!("127.0.0.1 {}", primary.port);
     let mut args = vec!["--replicaof", target.as_str()];
     args.extend_from_slice(extra);

@@ -155,6 +155,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args, ro: bool) -> CmdResult {
             read_only: ro || flags.contains(ScriptFlags::NO_WRITES),
             cross_slot: flags.contains(ScriptFlags::ALLOW_CROSS_SLOT),
         };
+        super::refuse_writes_without_replicas(server, flags, rules)?;
         run(ctx, eng, Target::Function(&name), &keys, &argv, rules, args);
         Ok(())
     })

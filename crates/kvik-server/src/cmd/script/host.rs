@@ -31,6 +31,7 @@ pub const UNDECLARED_BUSY: &str = "ERR Script attempted to access a key it did n
 
 const CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
 const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
+const NO_GOOD_REPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 const NON_LOCAL: &str = "ERR Script attempted to access a non local key in a cluster node";
 
 /// What the script may do, from its command and flags.
@@ -118,6 +119,14 @@ impl<'a> ServerHost<'a> {
             && self.server.config.repl.read_only.load(Ordering::Relaxed)
         {
             return Err(READONLY_REPLICA);
+        }
+        if flags.contains(Flags::WRITE)
+            && !self
+                .server
+                .repl
+                .enough_good_replicas(&self.server.config.repl)
+        {
+            return Err(NO_GOOD_REPLICAS);
         }
         if let Some(node) = self.server.cluster.node() {
             let state = node.state.read();

@@ -233,9 +233,25 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args, by_sha: bool, ro: bool) -> CmdRe
             cross_slot: flags.contains(ScriptFlags::EVAL_COMPAT_MODE)
                 || flags.contains(ScriptFlags::ALLOW_CROSS_SLOT),
         };
+        refuse_writes_without_replicas(server, flags, rules)?;
         run(ctx, eng, Target::Eval(&sha), &keys, &argv, rules, args);
         Ok(())
     })
+}
+
+/// A script that declared flags without `no-writes` is refused before it runs while
+/// `min-replicas-to-write` is not met, as Redis does; a script without flags (EVAL's
+/// compatibility mode) is checked at each write command instead (see `host`).
+fn refuse_writes_without_replicas(
+    server: &Server,
+    flags: ScriptFlags,
+    rules: Rules,
+) -> Result<(), CmdError> {
+    let declared_writer = !rules.read_only && !flags.contains(ScriptFlags::EVAL_COMPAT_MODE);
+    if declared_writer && !server.repl.enough_good_replicas(&server.config.repl) {
+        return Err(super::NO_GOOD_REPLICAS);
+    }
+    Ok(())
 }
 
 /// Publishes what a thread's script is (FUNCTION STATS, SCRIPT KILL) until dropped.
