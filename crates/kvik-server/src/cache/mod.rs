@@ -110,6 +110,7 @@ impl Hit {
                 len: f.len() as u64,
                 head: 0,
                 value: Vec::new(),
+                field_ttls: false,
             },
         }
     }
