@@ -231,8 +231,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
                         .delete_field_index(self.storage, &coll, member, old);
                 }
                 if at != 0 {
-                    self.batch
-                        .put_field_index(self.storage, &coll, member, at);
+                    self.batch.put_field_index(self.storage, &coll, member, at);
                 }
             }
             if at != 0 {

@@ -68,42 +68,114 @@ const fn ttl_spec(
 pub static COMMANDS: &[CommandSpec] = &[
     expire_spec(
         "hexpire",
-        |c, a| hexpire_generic(c, a, ExpireForm { millis: false, relative: true }),
+        |c, a| {
+            hexpire_generic(
+                c,
+                a,
+                ExpireForm {
+                    millis: false,
+                    relative: true,
+                },
+            )
+        },
         "Set expiry for hash field using relative time to expire (seconds)",
     ),
     expire_spec(
         "hpexpire",
-        |c, a| hexpire_generic(c, a, ExpireForm { millis: true, relative: true }),
+        |c, a| {
+            hexpire_generic(
+                c,
+                a,
+                ExpireForm {
+                    millis: true,
+                    relative: true,
+                },
+            )
+        },
         "Set expiry for hash field using relative time to expire (milliseconds)",
     ),
     expire_spec(
         "hexpireat",
-        |c, a| hexpire_generic(c, a, ExpireForm { millis: false, relative: false }),
+        |c, a| {
+            hexpire_generic(
+                c,
+                a,
+                ExpireForm {
+                    millis: false,
+                    relative: false,
+                },
+            )
+        },
         "Set expiry for hash field using an absolute Unix timestamp (seconds)",
     ),
     expire_spec(
         "hpexpireat",
-        |c, a| hexpire_generic(c, a, ExpireForm { millis: true, relative: false }),
+        |c, a| {
+            hexpire_generic(
+                c,
+                a,
+                ExpireForm {
+                    millis: true,
+                    relative: false,
+                },
+            )
+        },
         "Set expiry for hash field using an absolute Unix timestamp (milliseconds)",
     ),
     ttl_spec(
         "httl",
-        |c, a| httl_generic(c, a, TtlForm { millis: false, relative: true }),
+        |c, a| {
+            httl_generic(
+                c,
+                a,
+                TtlForm {
+                    millis: false,
+                    relative: true,
+                },
+            )
+        },
         "Returns the TTL in seconds of a hash field.",
     ),
     ttl_spec(
         "hpttl",
-        |c, a| httl_generic(c, a, TtlForm { millis: true, relative: true }),
+        |c, a| {
+            httl_generic(
+                c,
+                a,
+                TtlForm {
+                    millis: true,
+                    relative: true,
+                },
+            )
+        },
         "Returns the TTL in milliseconds of a hash field.",
     ),
     ttl_spec(
         "hexpiretime",
-        |c, a| httl_generic(c, a, TtlForm { millis: false, relative: false }),
+        |c, a| {
+            httl_generic(
+                c,
+                a,
+                TtlForm {
+                    millis: false,
+                    relative: false,
+                },
+            )
+        },
         "Returns the expiration time of a hash field as a Unix timestamp, in seconds.",
     ),
     ttl_spec(
         "hpexpiretime",
-        |c, a| httl_generic(c, a, TtlForm { millis: true, relative: false }),
+        |c, a| {
+            httl_generic(
+                c,
+                a,
+                TtlForm {
+                    millis: true,
+                    relative: false,
+                },
+            )
+        },
         "Returns the expiration time of a hash field as a Unix timestamp, in msec.",
     ),
     CommandSpec::new("hpersist", -5, WRITE_FAST, KeySpec::ONE, hpersist)
@@ -113,7 +185,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
         .group("hash")
-        .doc("Removes the expiration time for each specified field", "7.4.0", PER_FIELD),
+        .doc(
+            "Removes the expiration time for each specified field",
+            "7.4.0",
+            PER_FIELD,
+        ),
 ];
 
 /// The largest field expiry Redis 7.4 accepts, in Unix milliseconds (`HFE_MAX_ABS_TIME_MSEC`:
@@ -273,7 +349,11 @@ fn hexpire_generic(ctx: &mut Ctx<'_>, args: &Args, form: ExpireForm) -> CmdResul
     }
     // `hexpire` if a TTL was set, else `hdel` for fields a past time deleted; `del` if the
     // hash went with them (`commit_notify` also announces fields it found expired).
-    let event = if updated || !deleted { "hexpire" } else { "hdel" };
+    let event = if updated || !deleted {
+        "hexpire"
+    } else {
+        "hdel"
+    };
     w.commit_notify(ctx, Class::Hash, event)
 }
 

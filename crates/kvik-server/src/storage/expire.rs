@@ -19,8 +19,8 @@
 //!    expired key's meta record goes by active expiry, through a commit like any write.
 
 use super::encoding::{
-    db_prefix, decode_data_key, field_expired, meta_key, prefix_successor, split_field_value,
-    Kind, Meta,
+    db_prefix, decode_data_key, field_expired, meta_key, prefix_successor, split_field_value, Kind,
+    Meta,
 };
 use super::members::{Cf, Coll};
 use super::{expiry_index, Batch, Storage, StorageResult, CF_EXPIRY, CF_META};

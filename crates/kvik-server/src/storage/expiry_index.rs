@@ -123,7 +123,10 @@ mod tests {
         assert!(k < f && f < key(1, 0, b""));
         assert!(field_position(0, 5) <= f && field_position(0, 6) > f);
         let e = decode_field(&f).unwrap();
-        assert_eq!((e.at, e.key, e.version, e.field), (5, &b"h"[..], 9, &b"f1"[..]));
+        assert_eq!(
+            (e.at, e.key, e.version, e.field),
+            (5, &b"h"[..], 9, &b"f1"[..])
+        );
         assert_eq!(decode_field(&k), None);
     }
 }

@@ -17,6 +17,7 @@ mod config_sort;
 mod differential;
 mod durability;
 mod group_commit;
+mod hash_field_expiry;
 mod hashes;
 mod keycount;
 mod keys;
