@@ -348,11 +348,23 @@ fn expire_hash_fields(server: &Server) {
         ACTIVE_EXPIRE_BUDGET,
     ) {
         Ok(fields) => {
-            for (db, key, emptied) in fields {
-                let db = storage.dbs().logical(db);
-                server.pubsub.notify_key(Class::Hash, "hexpired", db, &key);
-                if emptied {
-                    server.pubsub.notify_key(Class::Generic, "del", db, &key);
+            // One `hexpired` per hash per cycle, as Redis: a field's entry is the hash's last
+            // one if it emptied it.
+            let emptied: std::collections::HashSet<(u16, &[u8])> = fields
+                .iter()
+                .filter(|f| f.2)
+                .map(|f| (f.0, f.1.as_slice()))
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            for (db, key, _) in &fields {
+                if !seen.insert((*db, key.as_slice())) {
+                    continue;
+                }
+                let gone = emptied.contains(&(*db, key.as_slice()));
+                let db = storage.dbs().logical(*db);
+                server.pubsub.notify_key(Class::Hash, "hexpired", db, key);
+                if gone {
+                    server.pubsub.notify_key(Class::Generic, "del", db, key);
                 }
             }
         }

@@ -40,6 +40,9 @@ pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[
     }
 }
 
+/// A member's committed value and, for a field of a hash with field TTLs, its expiry (0: none).
+pub type FieldEntry = (Vec<u8>, u64);
+
 /// A locked read-modify-write of one collection: [`CollWrite::open`] takes the key's lock and
 /// reads its live meta (WRONGTYPE for another kind); [`put`](CollWrite::put) and
 /// [`delete`](CollWrite::delete) stage member changes and keep the length; [`commit`](CollWrite::commit)
@@ -130,7 +133,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     pub fn get_entries<M: AsRef<[u8]>>(
         &mut self,
         members: &[M],
-    ) -> Result<Vec<Option<(Vec<u8>, u64)>>, CmdError> {
+    ) -> Result<Vec<Option<FieldEntry>>, CmdError> {
         let Some(coll) = self.coll() else {
             return Ok(vec![None; members.len()]);
         };

@@ -309,7 +309,7 @@ fn hexpire_generic(ctx: &mut Ctx<'_>, args: &Args, form: ExpireForm) -> CmdResul
         let f = &f[..];
         let current = match staged.get(f) {
             Some(state) => state.and_then(|prev| entry.as_ref().map(|e| (e.0.clone(), prev))),
-            None => entry.map(|(v, prev)| (v, prev)),
+            None => entry,
         };
         let change = match current {
             None => Change::Reply(NO_FIELD),
