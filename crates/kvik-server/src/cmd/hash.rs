@@ -508,7 +508,13 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
-    let sampler = Sampler::new(&view, Cf::Data, coll, live_len(&view, &coll, &meta)?);
+    let len = live_len(&view, &coll, &meta)?;
+    if len == 0 {
+        // Every field expired (not removed yet): as if the key did not exist.
+        ctx.out.array(0);
+        return Ok(());
+    }
+    let sampler = Sampler::new(&view, Cf::Data, coll, len);
     let resp3_pairs = with_values && ctx.out.proto == Proto::Resp3;
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
     if count >= 0 {

@@ -409,6 +409,10 @@ fn reads_never_return_an_expired_field() {
         &["HGET", "g", "only"]
     )
     .is_none()));
+    assert_eq!(q::<Option<String>>(&mut c, &["HRANDFIELD", "g"]), None);
+    assert!(q::<Vec<String>>(&mut c, &["HRANDFIELD", "g", "-5"]).is_empty());
+    assert!(q::<Vec<String>>(&mut c, &["HRANDFIELD", "g", "5", "WITHVALUES"]).is_empty());
+    assert!(q::<Vec<String>>(&mut c, &["HGETALL", "g"]).is_empty());
     assert_eq!(q::<i64>(&mut c, &["HDEL", "g", "only"]), 0);
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "g"]), 0);
 }
