@@ -338,6 +338,41 @@ pub(crate) fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()
         .expect("spawn compactor thread")
 }
 
+/// Active expiry of hash fields (`storage::expire::expire_fields`), with Redis's keyspace
+/// events: `hexpired` per field, `del` when the hash went with its last field.
+fn expire_hash_fields(server: &Server) {
+    use crate::pubsub::notify::Class;
+    let storage = &server.storage;
+    match crate::storage::expire::expire_fields(
+        storage,
+        server.config.databases(),
+        ACTIVE_EXPIRE_BUDGET,
+    ) {
+        Ok(fields) => {
+            // One `hexpired` per hash per cycle, as Redis: a field's entry is the hash's last
+            // one if it emptied it.
+            let emptied: std::collections::HashSet<(u16, &[u8])> = fields
+                .iter()
+                .filter(|f| f.2)
+                .map(|f| (f.0, f.1.as_slice()))
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            for (db, key, _) in &fields {
+                if !seen.insert((*db, key.as_slice())) {
+                    continue;
+                }
+                let gone = emptied.contains(&(*db, key.as_slice()));
+                let db = storage.dbs().logical(*db);
+                server.pubsub.notify_key(Class::Hash, "hexpired", db, key);
+                if gone {
+                    server.pubsub.notify_key(Class::Generic, "del", db, key);
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "active expiry of hash fields failed"),
+    }
+}
+
 /// The timer thread: active expiry and stats at `hz`; every second, the key counts' fold and,
 /// with `everysec`, the WAL sync.
 /// Timed work never rides on the worker pool's lists.
@@ -375,6 +410,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                         }
                         Err(e) => tracing::warn!(error = %e, "active expiry failed"),
                     }
+                    expire_hash_fields(&server);
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
                     let folded = if replica {

@@ -111,6 +111,7 @@ impl Hit {
                 len: f.len() as u64,
                 head: 0,
                 value: Vec::new(),
+                field_ttls: false,
             },
         }
     }

@@ -21,11 +21,13 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
-use crate::storage::encoding::{data_prefix, prefix_successor, Kind, Meta};
+use crate::storage::encoding::{
+    data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
+};
 use crate::storage::locks::KeyGuard;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View, Wait};
 use rand::Rng;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
 
 /// Adds to `batch` the meta record of a collection whose members just changed: a put with its
@@ -38,11 +40,20 @@ pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[
     }
 }
 
+/// A member's committed value and, for a field of a hash with field TTLs, its expiry (0: none).
+pub type FieldEntry = (Vec<u8>, u64);
+
 /// A locked read-modify-write of one collection: [`CollWrite::open`] takes the key's lock and
 /// reads its live meta (WRONGTYPE for another kind); [`put`](CollWrite::put) and
 /// [`delete`](CollWrite::delete) stage member changes and keep the length; [`commit`](CollWrite::commit)
 /// writes them with the meta record ([`put_or_delete_meta`]) in one batch, if anything changed.
 /// A collection that did not exist gets a fresh version on its first put.
+///
+/// For a hash with field TTLs (see `storage::encoding`) it also keeps the field values' expiry
+/// prefix and the fields' expiry index entries: a read meets an expired field, stages its
+/// removal (lazy expiry: one less in the length, `hexpired` on commit) and reports it absent;
+/// [`put`](CollWrite::put) clears a field's TTL (HSET), [`put_keep_ttl`](CollWrite::put_keep_ttl)
+/// keeps it (HINCRBY), [`set_ttl`](CollWrite::set_ttl) changes it (HEXPIRE, HPERSIST).
 pub struct CollWrite<'s, 'k> {
     pub storage: &'s Storage,
     pub db: u16,
@@ -52,6 +63,10 @@ pub struct CollWrite<'s, 'k> {
     pub meta: Option<Meta>,
     batch: Batch,
     changed: bool,
+    /// Expiry (non-zero) of each live field with a TTL read so far, as it will be committed.
+    ttls: HashMap<Vec<u8>, u64>,
+    /// Expired fields whose removal is staged (lazy expiry).
+    reclaimed: HashSet<Vec<u8>>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
     _guard: KeyGuard<'s>,
@@ -70,6 +85,8 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             meta,
             batch: Batch::default(),
             changed: false,
+            ttls: HashMap::new(),
+            reclaimed: HashSet::new(),
             wait: ctx.wait(),
             _guard: guard,
         })
@@ -89,30 +106,111 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         self.meta.as_ref().map(|m| Coll::new(self.db, self.key, m))
     }
 
+    /// True for a hash whose field values carry an expiry prefix.
+    pub fn has_field_ttls(&self) -> bool {
+        self.meta.as_ref().is_some_and(|m| m.field_ttls)
+    }
+
     /// A member's committed value (staged changes are not visible).
-    pub fn get(&self, member: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
-        match self.coll() {
-            Some(c) => Ok(self.storage.latest_with(self.wait).get_member(&c, member)?),
-            None => Ok(None),
-        }
+    pub fn get(&mut self, member: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+        Ok(self.get_entries(&[member])?.pop().flatten().map(|e| e.0))
     }
 
     /// Several members' committed values, in the order asked.
     pub fn get_many<M: AsRef<[u8]>>(
-        &self,
+        &mut self,
         members: &[M],
     ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
-        match self.coll() {
-            Some(c) => Ok(self
-                .storage
-                .latest_with(self.wait)
-                .get_members(&c, members)?),
-            None => Ok(vec![None; members.len()]),
-        }
+        Ok(self
+            .get_entries(members)?
+            .into_iter()
+            .map(|e| e.map(|e| e.0))
+            .collect())
     }
 
-    /// Stages `member` = `value` in the data CF; `is_new` adds one to the length.
+    /// Several members' committed values and expiry times (0: none; always 0 but for fields of
+    /// a hash with field TTLs). An expired field is staged for removal and reads as absent.
+    pub fn get_entries<M: AsRef<[u8]>>(
+        &mut self,
+        members: &[M],
+    ) -> Result<Vec<Option<FieldEntry>>, CmdError> {
+        let Some(coll) = self.coll() else {
+            return Ok(vec![None; members.len()]);
+        };
+        let raw = self
+            .storage
+            .latest_with(self.wait)
+            .get_members(&coll.raw(), members)?;
+        if !self.has_field_ttls() {
+            return Ok(raw.into_iter().map(|v| v.map(|v| (v, 0))).collect());
+        }
+        let now = crate::clock::unix_ms();
+        let mut out = Vec::with_capacity(members.len());
+        for (m, v) in members.iter().zip(raw) {
+            let m = m.as_ref();
+            let Some(v) = v.filter(|_| !self.reclaimed.contains(m)) else {
+                out.push(None);
+                continue;
+            };
+            let (at, value) = split_field_value(&v);
+            if field_expired(at, now) {
+                self.reclaim(m, at);
+                out.push(None);
+                continue;
+            }
+            if at != 0 {
+                self.ttls.entry(m.to_vec()).or_insert(at);
+            }
+            out.push(Some((value.to_vec(), at)));
+        }
+        Ok(out)
+    }
+
+    /// Stages the removal of an expired field (lazy expiry).
+    fn reclaim(&mut self, field: &[u8], at: u64) {
+        let Some(meta) = self.meta.as_mut() else {
+            return;
+        };
+        meta.len = meta.len.saturating_sub(1);
+        let coll = Coll::new(self.db, self.key, meta);
+        self.batch
+            .delete_member(self.storage, Cf::Data, &coll, field);
+        self.batch
+            .delete_field_index(self.storage, &coll, field, at);
+        self.reclaimed.insert(field.to_vec());
+    }
+
+    /// Stages `member` = `value` in the data CF; `is_new` adds one to the length. A hash
+    /// field's TTL is cleared (HSET).
     pub fn put(&mut self, member: &[u8], value: &[u8], is_new: bool) -> Result<(), CmdError> {
+        self.put_with_ttl(member, value, is_new, 0)
+    }
+
+    /// [`put`](CollWrite::put) that keeps a hash field's TTL (HINCRBY, HINCRBYFLOAT).
+    pub fn put_keep_ttl(
+        &mut self,
+        member: &[u8],
+        value: &[u8],
+        is_new: bool,
+    ) -> Result<(), CmdError> {
+        let at = self.ttls.get(member).copied().unwrap_or(0);
+        self.put_with_ttl(member, value, is_new, at)
+    }
+
+    /// Gives an existing field of a hash its value and the expiry `at` (0: none), making the
+    /// hash one with field TTLs first if it is not (HEXPIRE, HPERSIST).
+    pub fn set_ttl(&mut self, field: &[u8], value: &[u8], at: u64) -> Result<(), CmdError> {
+        self.enable_field_ttls()?;
+        self.put_with_ttl(field, value, false, at)
+    }
+
+    fn put_with_ttl(
+        &mut self,
+        member: &[u8],
+        value: &[u8],
+        is_new: bool,
+        at: u64,
+    ) -> Result<(), CmdError> {
         if self.meta.is_none() {
             let version = match self.wait {
                 Wait::Allowed => self.storage.next_version()?,
@@ -128,8 +226,51 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             meta.len += 1;
         }
         let coll = Coll::new(self.db, self.key, meta);
-        self.batch
-            .put_member(self.storage, Cf::Data, &coll, member, value);
+        if meta.field_ttls {
+            let old = self.ttls.remove(member).unwrap_or(0);
+            if old != at {
+                if old != 0 {
+                    self.batch
+                        .delete_field_index(self.storage, &coll, member, old);
+                }
+                if at != 0 {
+                    self.batch.put_field_index(self.storage, &coll, member, at);
+                }
+            }
+            if at != 0 {
+                self.ttls.insert(member.to_vec(), at);
+            }
+            self.reclaimed.remove(member);
+            self.batch.put_member(
+                self.storage,
+                Cf::Data,
+                &coll,
+                member,
+                &field_value(at, value),
+            );
+        } else {
+            self.batch
+                .put_member(self.storage, Cf::Data, &coll, member, value);
+        }
+        self.changed = true;
+        Ok(())
+    }
+
+    /// Makes the hash one whose field values carry an expiry prefix: rewrites every field
+    /// (once per hash; staged, so later puts of this write override them: call it before
+    /// staging any delete).
+    pub fn enable_field_ttls(&mut self) -> Result<(), CmdError> {
+        let Some(meta) = self.meta.as_mut().filter(|m| !m.field_ttls) else {
+            return Ok(());
+        };
+        let coll = Coll::new(self.db, self.key, meta).raw();
+        let view = self.storage.latest_with(self.wait);
+        let (batch, storage) = (&mut self.batch, self.storage);
+        view.for_each_member(Cf::Data, &coll, |f, v| {
+            batch.put_member(storage, Cf::Data, &coll, f, &field_value(0, v));
+            true
+        })?;
+        meta.field_ttls = true;
         self.changed = true;
         Ok(())
     }
@@ -143,6 +284,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let coll = Coll::new(self.db, self.key, meta);
         self.batch
             .delete_member(self.storage, Cf::Data, &coll, member);
+        if let Some(at) = self.ttls.remove(member) {
+            self.batch
+                .delete_field_index(self.storage, &coll, member, at);
+        }
         self.changed = true;
     }
 
@@ -163,7 +308,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
 
     /// [`commit`](CollWrite::commit), then, if anything changed, keyspace event `event` of
     /// `class` and `del` when the collection became empty (Redis's order), with the key still
-    /// locked.
+    /// locked. Fields found expired are announced with `hexpired` first.
     pub fn commit_notify(
         self,
         ctx: &Ctx<'_>,
@@ -171,10 +316,16 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         event: &'static str,
     ) -> Result<(), CmdError> {
         let (changed, emptied) = (self.changed, self.meta.is_some() && self.is_empty());
+        let reclaimed = !self.reclaimed.is_empty();
         let key = self.key;
         let guard = self.commit_keep_lock()?;
+        if reclaimed {
+            ctx.notify(Class::Hash, "hexpired", key);
+        }
         if changed {
             notify_write(ctx, class, event, key, emptied);
+        } else if reclaimed && emptied {
+            ctx.notify(Class::Generic, "del", key);
         }
         drop(guard);
         Ok(())
@@ -182,7 +333,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
 
     /// Commits and hands back the key's lock.
     fn commit_keep_lock(mut self) -> Result<KeyGuard<'s>, CmdError> {
-        if self.changed {
+        if self.changed || !self.reclaimed.is_empty() {
             if let Some(meta) = &self.meta {
                 put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
             }

@@ -250,7 +250,12 @@ impl<'a> Ctx<'a> {
         let Some((view, meta)) = self.read_collection(key, Kind::Hash)? else {
             return Ok(HashRead::Missing);
         };
-        if meta.len as usize > cache.max_fields() || !cache.enabled() || !cache.admits_key(key) {
+        // A hash with field TTLs is never cached: a cached copy would outlive its fields.
+        if meta.field_ttls
+            || meta.len as usize > cache.max_fields()
+            || !cache.enabled()
+            || !cache.admits_key(key)
+        {
             return Ok(HashRead::Stored(view, meta));
         }
         let mut fields = Vec::with_capacity(meta.len as usize);

@@ -261,7 +261,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Reads a field for HINCRBY / HINCRBYFLOAT and stores the new value `f` computes from it.
+/// Reads a field for HINCRBY / HINCRBYFLOAT (an expired field reads as absent) and stores the new value `f` computes from it.
 fn modify_field(
     ctx: &Ctx<'_>,
     args: &Args,
@@ -271,7 +271,8 @@ fn modify_field(
     let mut w = CollWrite::open(ctx, &args[1], Kind::Hash)?;
     let old = w.get(&args[2])?;
     let new = f(old.as_deref())?;
-    w.put(&args[2], &new, old.is_none())?;
+    // As Redis 7.4: an increment changes the value in place, so a field keeps its TTL.
+    w.put_keep_ttl(&args[2], &new, old.is_none())?;
     w.commit_notify(ctx, Class::Hash, event)?;
     Ok(new)
 }
@@ -402,6 +403,9 @@ fn list_all(ctx: &mut Ctx<'_>, key: &[u8], part: Part) -> CmdResult {
         }
         return Ok(());
     };
+    if meta.field_ttls {
+        return list_live(ctx, &view, key, &meta, part);
+    }
     match part {
         Part::Both => ctx.out.map(meta.len as usize),
         _ => ctx.out.array(meta.len as usize),
@@ -430,6 +434,36 @@ fn list_all(ctx: &mut Ctx<'_>, key: &[u8], part: Part) -> CmdResult {
     Ok(())
 }
 
+/// [`list_all`] of a hash with field TTLs: its length counts fields that expired but were not
+/// removed yet, so the live fields are collected before the header is written.
+fn list_live(
+    ctx: &mut Ctx<'_>,
+    view: &crate::storage::View<'_>,
+    key: &[u8],
+    meta: &crate::storage::encoding::Meta,
+    part: Part,
+) -> CmdResult {
+    let coll = Coll::new(ctx.db(), key, meta);
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    view.for_each_member(Cf::Data, &coll, |f, v| {
+        entries.push((f.to_vec(), v.to_vec()));
+        true
+    })?;
+    match part {
+        Part::Both => ctx.out.map(entries.len()),
+        _ => ctx.out.array(entries.len()),
+    }
+    for (f, v) in &entries {
+        if part != Part::Values {
+            ctx.out.bulk(f);
+        }
+        if part != Part::Fields {
+            ctx.out.bulk(v);
+        }
+    }
+    Ok(())
+}
+
 fn hgetall(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     list_all(ctx, &args[1], Part::Both)
 }
@@ -452,7 +486,8 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let field = match ctx.read_collection(&args[1], Kind::Hash)? {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
-                Sampler::new(&view, Cf::Data, coll, meta.len).one()?
+                let len = live_len(&view, &coll, &meta)?;
+                Sampler::new(&view, Cf::Data, coll, len).one()?
             }
             None => None,
         };
@@ -474,7 +509,13 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
-    let sampler = Sampler::new(&view, Cf::Data, coll, meta.len);
+    let len = live_len(&view, &coll, &meta)?;
+    if len == 0 {
+        // Every field expired (not removed yet): as if the key did not exist.
+        ctx.out.array(0);
+        return Ok(());
+    }
+    let sampler = Sampler::new(&view, Cf::Data, coll, len);
     let resp3_pairs = with_values && ctx.out.proto == Proto::Resp3;
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
     if count >= 0 {
@@ -503,6 +544,24 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Err(ERR_OUT_OF_RANGE);
     }
     Ok(())
+}
+
+/// The number of fields reads see: the meta length, or for a hash with field TTLs (whose
+/// length may count expired fields not removed yet) a count of the live ones.
+fn live_len(
+    view: &crate::storage::View<'_>,
+    coll: &Coll<'_>,
+    meta: &crate::storage::encoding::Meta,
+) -> Result<u64, CmdError> {
+    if !meta.field_ttls {
+        return Ok(meta.len);
+    }
+    let mut n = 0;
+    view.for_each_member(Cf::Data, coll, |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(n)
 }
 
 fn write_pick(ctx: &mut Ctx<'_>, f: &[u8], v: &[u8], with_values: bool, resp3_pairs: bool) {

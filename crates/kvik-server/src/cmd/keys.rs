@@ -544,16 +544,17 @@ fn write_copy(
     let mut batch = Batch::default();
     let mut meta = meta.clone();
     if meta.is_collection() {
-        let from = Coll::new(src_db, src, &meta);
+        // Entries as stored: a hash's field TTLs travel in its values (and get index entries).
+        let from = Coll::new(src_db, src, &meta).raw();
         meta.version = storage.next_version()?;
-        let to = Coll::new(dst_db, dst, &meta);
+        let to = Coll::new(dst_db, dst, &meta).raw();
         let view = storage.latest();
         let mut bytes = 0;
         for cf in [Cf::Data, Cf::Score] {
             let mut c = view.members(cf, &from);
             c.first();
             while let Some((m, v)) = c.entry() {
-                batch.put_member(storage, cf, &to, m, v);
+                batch.copy_member(storage, cf, &to, &meta, m, v);
                 bytes += m.len() + v.len() + 32;
                 if bytes >= COPY_CHUNK {
                     storage.commit(std::mem::take(&mut batch))?;

@@ -160,7 +160,12 @@ pub fn encode_payload(rec: &KeyRecord) -> Vec<u8> {
         out.extend_from_slice(&rec.meta.value);
     } else {
         out.extend_from_slice(&rec.meta.len.to_be_bytes());
-        out.extend_from_slice(&rec.meta.head.to_be_bytes());
+        // A hash has no head: the word says whether its values carry field TTLs.
+        let head = match rec.meta.kind {
+            Kind::Hash => u64::from(rec.meta.field_ttls),
+            _ => rec.meta.head,
+        };
+        out.extend_from_slice(&head.to_be_bytes());
         put_entries(&mut out, &rec.data);
         put_entries(&mut out, &rec.score);
         if rec.meta.kind == Kind::Stream {
@@ -292,7 +297,11 @@ pub fn decode_payload(payload: &[u8]) -> Result<KeyRecord, PayloadError> {
     }
     let mut meta = Meta::collection(kind, 0, 0);
     meta.len = len;
-    meta.head = head;
+    if kind == Kind::Hash {
+        meta.field_ttls = head == 1;
+    } else {
+        meta.head = head;
+    }
     Ok(KeyRecord { meta, data, score })
 }
 

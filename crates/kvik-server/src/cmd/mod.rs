@@ -20,6 +20,7 @@ pub mod conn;
 pub mod ctx;
 pub mod debug;
 pub mod hash;
+pub mod hash_ttl;
 pub mod hll;
 mod isolation;
 pub mod keys;
@@ -219,6 +220,7 @@ pub fn table() -> &'static CommandTable {
             string::COMMANDS,
             list::COMMANDS,
             hash::COMMANDS,
+            hash_ttl::COMMANDS,
             set::COMMANDS,
             zset::COMMANDS,
             stream::COMMANDS,

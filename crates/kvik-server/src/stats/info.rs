@@ -446,6 +446,16 @@ fn stats_section(server: &Server, w: &mut Lines<'_>) {
         server.repl.sync_partial_err.load(Relaxed),
     );
     w.field("expired_keys", s.expired_keys.load(Relaxed));
+    // Redis 7.4's count of hash fields removed by active expiry; kvik adds the expired field
+    // records its compaction filter dropped first.
+    w.field(
+        "expired_subkeys",
+        server.storage.expired_fields.load(Relaxed),
+    );
+    w.field(
+        "kvik_compaction_expired_fields",
+        server.storage.compaction_expired_fields.load(Relaxed),
+    );
     w.field("expired_stale_perc", "0.00");
     w.field("expired_time_cap_reached_count", 0);
     w.field("evicted_keys", 0);

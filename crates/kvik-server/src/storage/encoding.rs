@@ -5,6 +5,7 @@
 //!           value: kind (u8) | expire_at_ms (u64 BE, 0 = none) | payload
 //!                  payload of a string:     the value bytes
 //!                  payload of a collection: version (u64 BE) | length (u64 BE)
+//!                  payload of a hash:       version | length [| flags (u8)]
 //!                  payload of a list:       version | length | head (u64 BE)
 //!                  payload of a bitmap:     version | byte length (u64 BE)
 //!                  payload of a stream:     version | length | stream state ([`super::stream`])
@@ -47,6 +48,14 @@
 //! most applications use (a few thousand flags) one point read, cacheable by the hot cache,
 //! while a write of an inline value never copies more than 16 KiB.
 //!
+//! **Hash field expiry.** A hash some of whose fields ever got a TTL (HEXPIRE and friends) has
+//! bit [`HASH_FIELD_TTLS`] set in a flags byte after its length; hashes without it (all hashes
+//! written before field expiry existed) have no flags byte and store plain field values. In a
+//! flagged hash every field value is `expire_at_ms (u64 BE, 0 = none) | value`
+//! ([`field_value`], [`split_field_value`]), so a field's expiry travels with it wherever the
+//! entry is copied. The flag is set once (the first HEXPIRE rewrites the values) and stays for
+//! the life of that version of the hash; it also keeps the hash out of the hot cache.
+//!
 //! The database index and the cluster slot come first so a database or a slot is one prefix
 //! (FLUSHDB and slot migration are range operations), and cluster mode never changes the format.
 //! The expiry sits at a fixed offset so the key counts (`counts`) read it without decoding the rest.
@@ -62,6 +71,37 @@ pub const META_HEADER_LEN: usize = 9;
 pub const BITMAP_SEGMENT_LEN: usize = 4096;
 /// The longest string a bit write leaves inline; longer ones become [`Kind::Bitmap`].
 pub const BITMAP_INLINE_MAX: u64 = 16 * 1024;
+
+/// Flag bit of a hash's meta record: its field values carry an expiry prefix.
+pub const HASH_FIELD_TTLS: u8 = 1;
+
+/// Bytes of the expiry prefix of a field value in a hash with [`HASH_FIELD_TTLS`].
+pub const FIELD_TTL_LEN: usize = 8;
+
+/// A field value of a hash with field TTLs: `expire_at_ms` (0 = none) then the value.
+pub fn field_value(expire_at_ms: u64, value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIELD_TTL_LEN + value.len());
+    out.extend_from_slice(&expire_at_ms.to_be_bytes());
+    out.extend_from_slice(value);
+    out
+}
+
+/// Splits a stored field value of a hash with field TTLs into (expire_at_ms, value); a value too
+/// short to hold the prefix (corruption) reads as a persistent empty value.
+pub fn split_field_value(raw: &[u8]) -> (u64, &[u8]) {
+    match raw.get(..FIELD_TTL_LEN) {
+        Some(at) => (
+            u64::from_be_bytes(at.try_into().expect("8 bytes")),
+            &raw[FIELD_TTL_LEN..],
+        ),
+        None => (0, &raw[raw.len()..]),
+    }
+}
+
+/// True if a field expiring at `at` (0 = never) has expired at `now_ms`.
+pub fn field_expired(at: u64, now_ms: u64) -> bool {
+    at != 0 && at <= now_ms
+}
 
 /// The type of a key, as TYPE reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +159,8 @@ pub struct Meta {
     /// A string's value; a stream's encoded state (`super::stream::StreamState`); empty for
     /// other collections.
     pub value: Vec<u8>,
+    /// A hash whose field values carry an expiry prefix ([`HASH_FIELD_TTLS`]).
+    pub field_ttls: bool,
 }
 
 impl Meta {
@@ -131,6 +173,7 @@ impl Meta {
             len: 0,
             head: 0,
             value,
+            field_ttls: false,
         }
     }
 
@@ -146,6 +189,7 @@ impl Meta {
             len: 0,
             head: if kind == Kind::List { LIST_MIDDLE } else { 0 },
             value: Vec::new(),
+            field_ttls: false,
         }
     }
 
@@ -174,6 +218,9 @@ impl Meta {
             }
             if self.kind == Kind::Stream {
                 out.extend_from_slice(&self.value);
+            }
+            if self.kind == Kind::Hash && self.field_ttls {
+                out.push(HASH_FIELD_TTLS);
             }
         }
         out
@@ -207,6 +254,8 @@ impl Meta {
             } else {
                 Vec::new()
             },
+            field_ttls: kind == Kind::Hash
+                && payload.get(16).is_some_and(|f| f & HASH_FIELD_TTLS != 0),
         })
     }
 }
@@ -344,8 +393,18 @@ mod tests {
             len: 3,
             head: 0,
             value: Vec::new(),
+            field_ttls: false,
         };
-        assert_eq!(Meta::decode(&h.encode()), Some(h));
+        assert_eq!(Meta::decode(&h.encode()), Some(h.clone()));
+        let flagged = Meta {
+            field_ttls: true,
+            ..h
+        };
+        assert_eq!(flagged.encode().len(), META_HEADER_LEN + 17);
+        assert_eq!(Meta::decode(&flagged.encode()), Some(flagged));
+        let v = field_value(42, b"abc");
+        assert_eq!(split_field_value(&v), (42, &b"abc"[..]));
+        assert!(field_expired(5, 5) && !field_expired(0, 5) && !field_expired(6, 5));
         let mut l = Meta::collection(Kind::List, 9, 5);
         l.len = 2;
         assert_eq!(l.head, LIST_MIDDLE);

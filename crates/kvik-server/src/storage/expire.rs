@@ -7,22 +7,34 @@
 //!    it costs O(keys that expired), and nothing at all while no key is due; it deletes the due
 //!    keys under their locks, re-checking after locking so a key rewritten meanwhile survives.
 //! 3. At compaction, for collection members only: [`data_filter`] drops the members of
-//!    collections that are gone: deleted, overwritten (a new version), or expired. This is what
-//!    makes DEL of a big collection O(1). Meta records are never dropped behind the writers'
+//!    collections that are gone: deleted, overwritten (a new version), or expired, and the
+//!    expired fields of hashes with field TTLs. This is what makes DEL of a big collection O(1).
+//!
+//! Hash fields with a TTL expire the same three ways: every read skips an expired field
+//! (`members::Coll`), [`expire_fields`] removes the due fields the expiry index lists (and the
+//! hash with its last field), and the compaction filter drops expired field records. A record
+//! the filter dropped before active expiry saw it still has its index entry, so active expiry
+//! finds the field missing with its entry present and takes it off the hash's length then. Meta records are never dropped behind the writers'
 //!    back: the key counts (`counts`) and the expiry index must see every removal, so an
 //!    expired key's meta record goes by active expiry, through a commit like any write.
 
-use super::encoding::{db_prefix, decode_data_key, meta_key, prefix_successor, Meta};
+use super::encoding::{
+    db_prefix, decode_data_key, field_expired, meta_key, prefix_successor, split_field_value, Kind,
+    Meta,
+};
+use super::members::{Cf, Coll};
 use super::{expiry_index, Batch, Storage, StorageResult, CF_EXPIRY, CF_META};
 use crate::clock::unix_ms;
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{ReadOptions, DB};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Compaction filter for the data and score column families: keeps an entry only while its
 /// collection's meta record exists, is live, and has the entry's version. A failed metadata read
 /// keeps the entry (it is looked at again in a later compaction).
-pub fn data_filter(db: &DB, raw_key: &[u8]) -> Decision {
+/// `value` is the entry's value: an expired field of a hash with field TTLs is dropped too (and
+/// counted in `dropped_fields`).
+pub fn data_filter(db: &DB, raw_key: &[u8], value: &[u8], dropped_fields: &AtomicU64) -> Decision {
     let Some(k) = decode_data_key(raw_key) else {
         return Decision::Keep;
     };
@@ -32,7 +44,15 @@ pub fn data_filter(db: &DB, raw_key: &[u8]) -> Decision {
     match db.get_pinned_cf(cf, meta_key(k.db, k.key)) {
         Ok(Some(raw)) => match Meta::decode(&raw) {
             Some(m) if m.is_collection() && m.version == k.version && !m.is_expired(unix_ms()) => {
-                Decision::Keep
+                if m.kind == Kind::Hash
+                    && m.field_ttls
+                    && field_expired(split_field_value(value).0, unix_ms())
+                {
+                    dropped_fields.fetch_add(1, Ordering::Relaxed);
+                    Decision::Remove
+                } else {
+                    Decision::Keep
+                }
             }
             Some(_) => Decision::Remove,
             None => Decision::Keep,
@@ -170,4 +190,145 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
         storage.commit(batch)?;
     }
     Ok(deleted)
+}
+
+// ---- Hash fields ----------------------------------------------------------------------------
+
+/// A hash field active expiry removed: (on-disk database, key, whether the hash went with it),
+/// for the `hexpired` and `del` keyspace events.
+pub type ExpiredField = (u16, Vec<u8>, bool);
+
+/// A due field index entry: (expire_at_ms, key, version, field).
+type DueField = (u64, Vec<u8>, u64, Vec<u8>);
+
+/// Removes at most `budget` due hash fields of databases `0..databases` (the active expiry of
+/// fields, run by the timer next to [`ActiveExpiry::run`]). Does nothing before the earliest
+/// time a field entry may be due (`Storage::field_expiry_from`, lowered by every commit that
+/// indexes a field).
+pub fn expire_fields(
+    storage: &Storage,
+    databases: u16,
+    budget: usize,
+) -> StorageResult<Vec<ExpiredField>> {
+    let now = unix_ms();
+    if storage.field_expiry_from.load(Ordering::Acquire) > now {
+        return Ok(Vec::new());
+    }
+    storage.field_expiry_from.swap(u64::MAX, Ordering::AcqRel);
+    let mut expired = Vec::new();
+    let mut next = u64::MAX;
+    let mut left = budget;
+    for db in 0..databases {
+        let result = due_fields(storage, db, now, left).and_then(|(due, resume)| {
+            left -= due.len();
+            next = next.min(resume);
+            for group in due.chunks(DELETE_GROUP) {
+                delete_fields_if_due(storage, db, group, now, &mut expired)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            storage.field_expiry_from.fetch_min(0, Ordering::AcqRel);
+            return Err(e);
+        }
+    }
+    storage.field_expiry_from.fetch_min(next, Ordering::AcqRel);
+    Ok(expired)
+}
+
+/// The field entries of `db` due at `now` (at most `budget`), and the time of the first entry
+/// not returned (`u64::MAX` past the last).
+fn due_fields(
+    storage: &Storage,
+    db: u16,
+    now: u64,
+    budget: usize,
+) -> StorageResult<(Vec<DueField>, u64)> {
+    let mut opts = ReadOptions::default();
+    if let Some(end) = prefix_successor(&db_prefix(db)) {
+        opts.set_iterate_upper_bound(end);
+    }
+    let mut it = storage.db.raw_iterator_cf_opt(storage.cf(CF_EXPIRY), opts);
+    it.seek(expiry_index::field_position(db, 0));
+    let mut due = Vec::new();
+    while let Some(e) = it.key().and_then(expiry_index::decode_field) {
+        if e.at > now || due.len() >= budget {
+            return Ok((due, e.at));
+        }
+        due.push((e.at, e.key.to_vec(), e.version, e.field.to_vec()));
+        it.next();
+    }
+    it.status()?;
+    Ok((due, u64::MAX))
+}
+
+/// Deletes the fields of `entries` that still expire at their entry's time, under their keys'
+/// locks, in one commit; a hash whose last field goes is deleted. Every entry is removed from
+/// the index (one whose field or hash changed meanwhile is stale).
+fn delete_fields_if_due(
+    storage: &Storage,
+    db: u16,
+    entries: &[DueField],
+    now: u64,
+    expired: &mut Vec<ExpiredField>,
+) -> StorageResult<()> {
+    let keys: Vec<&[u8]> = entries.iter().map(|e| e.1.as_slice()).collect();
+    let _guard = storage.lock(db, &keys);
+    let latest = storage.latest();
+    let mut batch = Batch::default();
+    // Each hash's meta as this commit will leave it, with whether it changed.
+    let mut hashes: Vec<(&[u8], Option<Meta>, bool)> = Vec::new();
+    for (at, key, version, field) in entries {
+        let i = match hashes.iter().position(|h| h.0 == key.as_slice()) {
+            Some(i) => i,
+            None => {
+                hashes.push((key, storage.get_meta(db, key)?, false));
+                hashes.len() - 1
+            }
+        };
+        let index_key = expiry_index::field_key(db, *at, key, *version, field);
+        let entry = &mut hashes[i];
+        let live = entry.1.as_mut().filter(|m| {
+            m.kind == Kind::Hash && m.field_ttls && m.version == *version && !m.is_expired(now)
+        });
+        if let Some(meta) = live {
+            let coll = Coll::new(db, key, meta).raw();
+            let gone = match latest.get_member(&coll, field)? {
+                Some(v) if split_field_value(&v).0 == *at => {
+                    batch.delete_member(storage, Cf::Data, &coll, field);
+                    true
+                }
+                Some(_) => false,
+                // Dropped by the compaction filter if its index entry is still there (a writer
+                // that removes a field removes its entry in the same batch).
+                None => storage
+                    .db
+                    .get_pinned_cf(storage.cf(CF_EXPIRY), &index_key)?
+                    .is_some(),
+            };
+            if gone {
+                meta.len = meta.len.saturating_sub(1);
+                entry.2 = true;
+                storage.expired_fields.fetch_add(1, Ordering::Relaxed);
+                expired.push((db, key.clone(), false));
+            }
+        }
+        batch.inner.delete_cf(storage.cf(CF_EXPIRY), index_key);
+    }
+    for (key, meta, changed) in &hashes {
+        match meta {
+            Some(m) if *changed && m.len == 0 => {
+                batch.delete_meta(storage, db, key);
+                if let Some(last) = expired.iter_mut().rev().find(|e| e.1 == *key) {
+                    last.2 = true;
+                }
+            }
+            Some(m) if *changed => batch.put_meta(storage, db, key, m),
+            _ => {}
+        }
+    }
+    if !batch.is_empty() {
+        storage.commit(batch)?;
+    }
+    Ok(())
 }

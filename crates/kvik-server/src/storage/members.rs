@@ -11,8 +11,10 @@
 //! gets a new version from [`Storage::next_version`], and the members of any other version are
 //! dropped later by the data compaction filter.
 
-use super::encoding::{data_prefix, prefix_successor, Meta};
-use super::{Batch, Storage, StorageResult, Wait, CF_DATA, CF_SCORE};
+use super::encoding::{
+    data_prefix, field_expired, prefix_successor, split_field_value, Kind, Meta, FIELD_TTL_LEN,
+};
+use super::{expiry_index, Batch, Storage, StorageResult, Wait, CF_DATA, CF_EXPIRY, CF_SCORE};
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
 /// The column family of a collection entry.
@@ -39,15 +41,41 @@ pub struct Coll<'k> {
     pub db: u16,
     pub key: &'k [u8],
     pub version: u64,
+    /// For a hash with field TTLs: the time reads judge field expiry at. Reads through this
+    /// `Coll` then skip expired fields and return values without their expiry prefix (see
+    /// `encoding`); `None` reads entries as stored.
+    pub ttl_now: Option<u64>,
 }
 
 impl<'k> Coll<'k> {
-    /// The collection `meta` describes, stored as `key` of database `db`.
+    /// The collection `meta` describes, stored as `key` of database `db`. Its reads hide
+    /// expired hash fields as of now.
     pub fn new(db: u16, key: &'k [u8], meta: &Meta) -> Coll<'k> {
         Coll {
             db,
             key,
             version: meta.version,
+            ttl_now: meta.field_ttls.then(crate::clock::unix_ms),
+        }
+    }
+
+    /// The same collection read as stored (field values with their expiry prefix, expired
+    /// fields included): for type-blind copies and for writers that keep the length.
+    pub fn raw(self) -> Coll<'k> {
+        Coll {
+            ttl_now: None,
+            ..self
+        }
+    }
+
+    /// A stored value as readers see it: `None` if it is an expired field.
+    fn visible(&self, raw: Vec<u8>) -> Option<Vec<u8>> {
+        match self.ttl_now {
+            None => Some(raw),
+            Some(now) => {
+                let (at, _) = split_field_value(&raw);
+                (!field_expired(at, now)).then(|| raw[FIELD_TTL_LEN.min(raw.len())..].to_vec())
+            }
         }
     }
 
@@ -130,11 +158,15 @@ impl<'a> View<'a> {
     /// One member's value in the data CF (a hash field's value, a sorted-set member's score,
     /// a list element at a position, an empty value for a set member).
     pub fn get_member(&self, coll: &Coll, member: &[u8]) -> StorageResult<Option<Vec<u8>>> {
-        self.storage.db.get_cf_opt(
-            self.storage.cf(CF_DATA),
-            coll.entry_key(member),
-            &self.read_opts(),
-        )
+        Ok(self
+            .storage
+            .db
+            .get_cf_opt(
+                self.storage.cf(CF_DATA),
+                coll.entry_key(member),
+                &self.read_opts(),
+            )?
+            .and_then(|v| coll.visible(v)))
     }
 
     /// Several members' values at once (HMGET, SMISMEMBER, ZMSCORE), in the order asked.
@@ -149,6 +181,7 @@ impl<'a> View<'a> {
             .db
             .multi_get_cf_opt(keys, &self.read_opts())
             .into_iter()
+            .map(|r| r.map(|v| v.and_then(|v| coll.visible(v))))
             .collect()
     }
 
@@ -167,6 +200,7 @@ impl<'a> View<'a> {
                 .db
                 .raw_iterator_cf_opt(self.storage.cf(cf.name()), o),
             prefix,
+            ttl_now: coll.ttl_now.filter(|_| cf == Cf::Data),
         }
     }
 
@@ -201,7 +235,7 @@ impl<'a> View<'a> {
             score: Vec::new(),
         };
         if rec.meta.is_collection() {
-            let coll = Coll::new(db, key, &rec.meta);
+            let coll = Coll::new(db, key, &rec.meta).raw();
             for (cf, out) in [(Cf::Data, &mut rec.data), (Cf::Score, &mut rec.score)] {
                 self.for_each_member(cf, &coll, |m, v| {
                     out.push((m.to_vec(), v.to_vec()));
@@ -214,35 +248,59 @@ impl<'a> View<'a> {
 }
 
 /// A positioned iterator over one collection's entries; the prefix is stripped from members.
+/// Over a hash with field TTLs read through [`Coll::new`], it steps over expired fields and
+/// strips the expiry prefix from values.
 pub struct MemberCursor<'a> {
     it: DBRawIteratorWithThreadMode<'a, DB>,
     prefix: Vec<u8>,
+    ttl_now: Option<u64>,
 }
 
 impl MemberCursor<'_> {
     pub fn first(&mut self) {
         self.it.seek_to_first();
+        self.skip_expired(true);
     }
     pub fn last(&mut self) {
         self.it.seek_to_last();
+        self.skip_expired(false);
     }
     /// Positions at the first entry whose member is >= `member`.
     pub fn seek(&mut self, member: &[u8]) {
         let mut raw = self.prefix.clone();
         raw.extend_from_slice(member);
         self.it.seek(raw);
+        self.skip_expired(true);
     }
     /// Positions at the last entry whose member is <= `member`.
     pub fn seek_back(&mut self, member: &[u8]) {
         let mut raw = self.prefix.clone();
         raw.extend_from_slice(member);
         self.it.seek_for_prev(raw);
+        self.skip_expired(false);
     }
     pub fn next(&mut self) {
         self.it.next();
+        self.skip_expired(true);
     }
     pub fn prev(&mut self) {
         self.it.prev();
+        self.skip_expired(false);
+    }
+    /// Moves past expired hash fields (forward or backward), if this cursor hides them.
+    fn skip_expired(&mut self, forward: bool) {
+        let Some(now) = self.ttl_now else { return };
+        while self.it.valid() {
+            let at = self.it.value().map_or(0, |v| split_field_value(v).0);
+            if !field_expired(at, now) {
+                return;
+            }
+            if forward {
+                self.it.next();
+            } else {
+                self.it.prev();
+            }
+        }
     }
     /// The current (member, value), or `None` past either end.
     pub fn entry(&self) -> Option<(&[u8], &[u8])> {
@@ -250,7 +308,12 @@ impl MemberCursor<'_> {
             return None;
         }
         let k = self.it.key()?;
-        Some((k.get(self.prefix.len()..)?, self.it.value()?))
+        let v = self.it.value()?;
+        let v = match self.ttl_now {
+            Some(_) => split_field_value(v).1,
+            None => v,
+        };
+        Some((k.get(self.prefix.len()..)?, v))
     }
     /// The error that ended the iteration, if one did.
     pub fn status(&self) -> StorageResult<()> {
@@ -280,6 +343,46 @@ impl Batch {
             .put_cf(storage.cf(cf.name()), coll.entry_key(member), value);
     }
 
+    /// Stores a copied entry of `to` (RENAME, COPY, RESTORE ...): the entry as it was stored,
+    /// plus, for a field with a TTL of a hash with field TTLs, its expiry index entry under the
+    /// new version.
+    pub fn copy_member(
+        &mut self,
+        storage: &Storage,
+        cf: Cf,
+        to: &Coll,
+        to_meta: &Meta,
+        member: &[u8],
+        value: &[u8],
+    ) {
+        self.put_member(storage, cf, to, member, value);
+        if cf == Cf::Data && to_meta.kind == Kind::Hash && to_meta.field_ttls {
+            let (at, _) = split_field_value(value);
+            if at != 0 {
+                self.put_field_index(storage, to, member, at);
+            }
+        }
+    }
+
+    /// Indexes field `field` of hash `coll` as expiring at `at`, for active expiry. After the
+    /// commit, the expiry cycle is told to look at `at` (see `expire`).
+    pub fn put_field_index(&mut self, storage: &Storage, coll: &Coll, field: &[u8], at: u64) {
+        self.inner.put_cf(
+            storage.cf(CF_EXPIRY),
+            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+            [],
+        );
+        self.field_expiry_min = self.field_expiry_min.min(at);
+    }
+
+    /// Removes the index entry of field `field` of hash `coll` expiring at `at`.
+    pub fn delete_field_index(&mut self, storage: &Storage, coll: &Coll, field: &[u8], at: u64) {
+        self.inner.delete_cf(
+            storage.cf(CF_EXPIRY),
+            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+        );
+    }
+
     /// Deletes a collection entry of `key` at `meta`'s version.
     pub fn delete_member(&mut self, storage: &Storage, cf: Cf, coll: &Coll, member: &[u8]) {
         self.inner
@@ -302,10 +405,10 @@ impl Batch {
         meta.expire_at_ms = expire_at_ms;
         if meta.is_collection() {
             meta.version = version;
-            let coll = Coll::new(db, key, &meta);
+            let coll = Coll::new(db, key, &meta).raw();
             for (cf, entries) in [(Cf::Data, &rec.data), (Cf::Score, &rec.score)] {
                 for (m, v) in entries {
-                    self.put_member(storage, cf, &coll, m, v);
+                    self.copy_member(storage, cf, &coll, &meta, m, v);
                 }
             }
         }

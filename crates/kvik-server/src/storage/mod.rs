@@ -170,12 +170,24 @@ impl FsyncPolicy {
 /// entry already cached, a delete drops it); [`Storage::commit`] applies them right after the
 /// RocksDB write, while the writer still holds its key locks. Every write goes through a batch,
 /// so no write command can forget its cache update.
-#[derive(Default)]
 pub struct Batch {
     inner: rocksdb::WriteBatch,
     effects: Vec<CacheEffect>,
     /// A write Redis does not signal as a modification of its keys (see [`Batch::quiet`]).
     quiet: bool,
+    /// The earliest hash-field expiry this batch indexes (`u64::MAX`: none).
+    field_expiry_min: u64,
+}
+
+impl Default for Batch {
+    fn default() -> Batch {
+        Batch {
+            inner: rocksdb::WriteBatch::default(),
+            effects: Vec::new(),
+            quiet: false,
+            field_expiry_min: u64::MAX,
+        }
+    }
 }
 
 /// One key's write: the raw meta key and, for a put, the encoded meta value (shared with the
@@ -208,6 +220,13 @@ pub struct Storage {
     wal: wal::WalGroup,
     /// Logical (client-visible) database -> on-disk database (SWAPDB).
     dbs: dbmap::DbMap,
+    /// The earliest time a hash-field index entry may be due (in any database): the field
+    /// expiry cycle does nothing before it (`expire`). 0 at open, so the first cycle looks.
+    field_expiry_from: AtomicU64,
+    /// Hash fields removed by active expiry, and expired field records the data compaction
+    /// filter dropped (INFO `expired_subkeys`, `kvik_compaction_expired_fields`).
+    pub expired_fields: AtomicU64,
+    pub compaction_expired_fields: Arc<AtomicU64>,
 }
 
 impl Drop for Storage {
@@ -237,15 +256,17 @@ impl Storage {
         let meta_opts = options::cf_options(&opts, &shared, tuning, CfRole::Meta);
         let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
         let closing = Arc::new(AtomicBool::new(false));
+        let compaction_expired_fields = Arc::new(AtomicU64::new(0));
         let data_cf_opts = |name: &'static str, role: CfRole| {
             let mut o = options::cf_options(&opts, &shared, tuning, role);
             let (handle, closing) = (handle.clone(), closing.clone());
-            o.set_compaction_filter(name, move |_level: u32, key: &[u8], _value: &[u8]| {
+            let dropped = compaction_expired_fields.clone();
+            o.set_compaction_filter(name, move |_level: u32, key: &[u8], value: &[u8]| {
                 if closing.load(Ordering::Relaxed) {
                     return rocksdb::compaction_filter::Decision::Keep;
                 }
                 match handle.get().and_then(Weak::upgrade) {
-                    Some(db) => expire::data_filter(&db, key),
+                    Some(db) => expire::data_filter(&db, key, value, &dropped),
                     None => rocksdb::compaction_filter::Decision::Keep,
                 }
             });
@@ -278,6 +299,9 @@ impl Storage {
             shared,
             wal: wal::WalGroup::default(),
             dbs: dbmap::DbMap::default(),
+            field_expiry_from: AtomicU64::new(0),
+            expired_fields: AtomicU64::new(0),
+            compaction_expired_fields,
         };
         storage.dbs = dbmap::DbMap::load(storage.get_internal(dbmap::DB_MAP_KEY)?.as_deref());
         storage.init_versions()?;
@@ -472,6 +496,12 @@ impl Storage {
         let result = self.write(batch.inner, wait);
         if result.is_ok() {
             tally.apply(&self.counts);
+            // After the write, so a running field expiry cycle that could not see the new
+            // index entry yet looks again (as the key index's scan start).
+            if batch.field_expiry_min != u64::MAX {
+                self.field_expiry_from
+                    .fetch_min(batch.field_expiry_min, Ordering::AcqRel);
+            }
         }
         drop(gate);
         let mut written = Vec::with_capacity(if observers.is_empty() {

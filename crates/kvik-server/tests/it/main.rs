@@ -18,6 +18,7 @@ mod config_sort;
 mod differential;
 mod durability;
 mod group_commit;
+mod hash_field_expiry;
 mod hashes;
 mod keycount;
 mod keys;
