@@ -4,7 +4,8 @@
 Every INTERVAL ms it writes a sentinel key on the primary and, once the primary acknowledged
 it, polls each replica until the replica serves that value; a sample is the time from the
 primary's reply to the value being visible on every replica. Runs until STOP_FILE exists (at
-most 15 minutes), then writes "count p50 p99 max" (ms) to OUT_FILE.
+most 15 minutes), then writes "count p50 p99 max" (ms) to OUT_FILE. OUT_FILE.ready appears once
+it is connected, so the load can start after it.
 
   repl_lag.py PRIMARY_PORT REPLICA_PORT[,REPLICA_PORT...] STOP_FILE OUT_FILE [INTERVAL_MS]
 """
@@ -46,6 +47,7 @@ def main():
     interval = (int(sys.argv[5]) if len(sys.argv) > 5 else 20) / 1000.0
     primary = Resp(int(primary_port))
     replicas = [Resp(int(p)) for p in replica_ports.split(",")]
+    open(out_file + ".ready", "w").close()
     samples = []
     started = time.monotonic()
     seq = 0

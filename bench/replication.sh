@@ -82,11 +82,12 @@ for round in $(seq 1 "$ROUNDS"); do
       for rport in "${rports[@]}"; do wait_link_up "$rport" 60; done
       for p in 1 16; do
         stop=$BENCH_TMP/lag-stop lagout=$BENCH_TMP/lag-out
-        rm -f "$stop" "$lagout"
+        rm -f "$stop" "$lagout" "$lagout.ready"
         lagpid=
         if [ "$replicas" -gt 0 ]; then
           python3 "$LAG" "$port" "$(IFS=,; echo "${rports[*]}")" "$stop" "$lagout" &
           lagpid=$!
+          for _ in $(seq 1 200); do [ -e "$lagout.ready" ] && break; sleep 0.05; done
         fi
         rps=$("$KVIK_BENCH" -p "$port" -q -t set -r 100000 -d 100 -c 50 -P "$p" --duration "${DUR}s" |
           grep -oE '[0-9.]+ requests per second' | cut -d' ' -f1)
