@@ -168,12 +168,12 @@ impl Shelf {
 }
 
 /// What a sender needs besides the checkpoint: the rate limit, whether the link is still
-/// wanted, and where to report the bytes sent (after each chunk).
+/// wanted, and where to report the bytes sent and the throttle's waits (after each chunk).
 pub struct Pace<'a> {
     pub throttle: &'a mut Throttle,
     pub limit: &'a dyn Fn() -> u64,
     pub keep_going: &'a dyn Fn() -> bool,
-    pub progress: &'a mut dyn FnMut(u64),
+    pub progress: &'a mut dyn FnMut(u64, u64),
 }
 
 /// The plan of one transfer: the files, the total size, and what the replica already holds.
@@ -251,7 +251,7 @@ pub fn send(made: &Made, plan: &Plan, out: &mut impl Write, pace: Pace<'_>) -> i
             protocol::write_frame(out, CHUNK, &[&buf[..n]])?;
             left -= n as u64;
             sent += n as u64;
-            (pace.progress)(sent);
+            (pace.progress)(sent, pace.throttle.waits);
         }
     }
     protocol::write_frame(out, CHECKPOINT_END, &[&made.seq.to_le_bytes()])?;
@@ -296,12 +296,12 @@ fn bad(msg: &str) -> io::Error {
 /// Receives a checkpoint into `dir`; returns its sequence number. A transfer that starts from
 /// zero empties `dir` first; one that resumes must continue exactly where `progress` stands.
 /// `progress` is kept current (also when this fails) and `on_progress` is called after the
-/// start frame and after every chunk.
+/// start frame and after every chunk; when it returns false the transfer is abandoned.
 pub fn receive(
     r: &mut impl Read,
     dir: &Path,
     progress: &mut Progress,
-    mut on_progress: impl FnMut(&Progress),
+    mut on_progress: impl FnMut(&Progress) -> bool,
 ) -> io::Result<u64> {
     let mut payload = Vec::new();
     loop {
@@ -328,7 +328,10 @@ pub fn receive(
     progress.total = total;
     progress.held = skipped;
     progress.read = 0;
-    on_progress(progress);
+    let abandoned = || io::Error::other("full sync abandoned");
+    if !on_progress(progress) {
+        return Err(abandoned());
+    }
     let mut file: Option<(File, u64)> = None;
     loop {
         match protocol::read_frame(r, &mut payload)? {
@@ -340,19 +343,24 @@ pub fn receive(
                     .ok()
                     .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..")
                     .ok_or_else(|| bad("bad file name"))?;
+                if from > size {
+                    return Err(bad("file offset past its size"));
+                }
                 let path = dir.join(name);
                 let f = if from == 0 {
                     File::create(&path)?
                 } else {
-                    let f = OpenOptions::new().append(true).open(&path)?;
-                    if f.metadata()?.len() != from || name != progress.file {
-                        return Err(bad("resumed file does not match what is held"));
+                    let held = OpenOptions::new().append(true).open(&path);
+                    match held {
+                        Ok(f) if name == progress.file && f.metadata()?.len() == from => f,
+                        _ => {
+                            // Not what this replica holds after all: the next sync starts
+                            // from zero rather than failing the same way again.
+                            *progress = Progress::default();
+                            return Err(bad("resumed file does not match what is held"));
+                        }
                     }
-                    f
                 };
-                if from > size {
-                    return Err(bad("file offset past its size"));
-                }
                 progress.file = name.to_string();
                 progress.file_offset = from;
                 file = Some((f, size - from));
@@ -366,7 +374,9 @@ pub fn receive(
                 *left -= payload.len() as u64;
                 progress.read += payload.len() as u64;
                 progress.file_offset += payload.len() as u64;
-                on_progress(progress);
+                if !on_progress(progress) {
+                    return Err(abandoned());
+                }
             }
             CHECKPOINT_END => {
                 finish(file.take())?;
@@ -418,7 +428,7 @@ mod tests {
                 throttle: &mut throttle,
                 limit: &|| 0,
                 keep_going: &|| true,
-                progress: &mut |_| {},
+                progress: &mut |_, _| {},
             },
         )
         .unwrap();
@@ -435,7 +445,7 @@ mod tests {
         // The link dies inside the first file.
         let mut progress = Progress::default();
         let mut cut = &whole[..400_000];
-        assert!(receive(&mut cut, &into, &mut progress, |_| {}).is_err());
+        assert!(receive(&mut cut, &into, &mut progress, |_| true).is_err());
         let resume = progress.resume().unwrap();
         assert_eq!(resume.file, "000001.sst");
         assert_eq!(resume.offset, CHUNK_SIZE as u64); // the one whole chunk received
@@ -445,7 +455,7 @@ mod tests {
         assert_eq!(plan.skipped, resume.offset);
         // Only the frames' headers are sent again, not the bytes held.
         assert!(rest.len() as u64 + resume.offset <= whole.len() as u64 + 64);
-        let seq = receive(&mut rest.as_slice(), &into, &mut progress, |_| {}).unwrap();
+        let seq = receive(&mut rest.as_slice(), &into, &mut progress, |_| true).unwrap();
         assert_eq!(seq, 42);
         assert_eq!(progress.have(), plan.total);
         for (name, _) in made.files().unwrap() {
@@ -500,7 +510,18 @@ mod tests {
         let (rest, _) = send_all(&made, Some(&r));
         let mut progress = Progress::default();
         let into = tmp.path().join("incoming");
-        assert!(receive(&mut rest.as_slice(), &into, &mut progress, |_| {}).is_err());
+        assert!(receive(&mut rest.as_slice(), &into, &mut progress, |_| true).is_err());
+        assert!(progress.resume().is_none());
+        // It claims the bytes, but its file is gone: the next sync starts from zero.
+        let mut progress = Progress {
+            id: "abc-1".into(),
+            total: 1000,
+            held: 500,
+            read: 0,
+            file: "a".into(),
+            file_offset: 500,
+        };
+        assert!(receive(&mut rest.as_slice(), &into, &mut progress, |_| true).is_err());
         assert!(progress.resume().is_none());
     }
 }

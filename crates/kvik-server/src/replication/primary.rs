@@ -203,7 +203,7 @@ fn send_checkpoint(
     let started = Instant::now();
     let mut logged = Instant::now();
     let mut throttle = Throttle::default();
-    let mut counted = 0u64;
+    let (mut counted, mut waits) = (0u64, 0u64);
     let result = checkpoint::send(
         made,
         &plan,
@@ -212,11 +212,14 @@ fn send_checkpoint(
             throttle: &mut throttle,
             limit: &|| server.config.repl.fullsync_max_bps.load(Ordering::Relaxed),
             keep_going: &|| alive.load(Ordering::Relaxed) && !server.is_shutting_down(),
-            progress: &mut |sent| {
+            progress: &mut |sent, throttled| {
                 stats
                     .sent_bytes
                     .fetch_add(sent - counted, Ordering::Relaxed);
-                counted = sent;
+                stats
+                    .throttled_waits
+                    .fetch_add(throttled - waits, Ordering::Relaxed);
+                (counted, waits) = (sent, throttled);
                 repl.replica_sync_progress(link, plan.skipped + sent, plan.total);
                 if logged.elapsed() >= LOG_EVERY {
                     logged = Instant::now();
@@ -232,7 +235,7 @@ fn send_checkpoint(
     );
     stats
         .throttled_waits
-        .fetch_add(throttle.waits, Ordering::Relaxed);
+        .fetch_add(throttle.waits - waits, Ordering::Relaxed);
     repl.replica_sync_progress(link, 0, 0);
     match &result {
         Ok(bytes) => tracing::info!(

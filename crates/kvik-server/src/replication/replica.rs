@@ -214,6 +214,8 @@ fn full_sync(
             f.sync_total = p.total;
             f.sync_read = p.have();
         });
+        // A role change (REPLICAOF elsewhere, promotion) ends this download.
+        repl.current(generation)
     });
     let seq = match received {
         Ok(seq) => seq,
