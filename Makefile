@@ -55,6 +55,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/collections.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/scale.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/pubsub.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/replication.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -68,6 +69,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/collections.sh
 	$(BENCH_LOCK) bash bench/scale.sh
 	$(BENCH_LOCK) bash bench/pubsub.sh
+	$(BENCH_LOCK) bash bench/replication.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -115,6 +115,12 @@ pub struct ReplSettings {
     /// (NOREPLICAS) while fewer replicas acknowledged within the lag; 0 in either: no check.
     pub min_replicas_to_write: AtomicU64,
     pub min_replicas_max_lag: AtomicU64,
+    /// `repl-fullsync-max-bytes-per-sec`: the rate a primary sends a full sync's checkpoint
+    /// at, per replica (0: no limit).
+    pub fullsync_max_bps: AtomicU64,
+    /// `repl-fullsync-resume-ttl`, seconds: how long a primary keeps a checkpoint whose
+    /// transfer was cut, for its replica to resume (0: never resumed).
+    pub fullsync_resume_ttl: AtomicU64,
 }
 
 fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
@@ -702,6 +708,25 @@ pub static SETTINGS: &[Setting] = &[
             c.repl.wal_size_limit.store(parse_memory(v)?, Relaxed);
             Ok(())
         },
+    },
+    Setting {
+        name: "repl-fullsync-max-bytes-per-sec",
+        default: "0",
+        mutable: true,
+        help: "most bytes per second a full sync's checkpoint is sent at, per replica (0: no limit; takes 10mb-style units)",
+        get: |c| c.repl.fullsync_max_bps.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.repl.fullsync_max_bps.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "repl-fullsync-resume-ttl",
+        default: "300",
+        mutable: true,
+        help: "seconds a primary keeps the checkpoint of a cut full sync for its replica to resume from (0: no resume)",
+        get: |c| c.repl.fullsync_resume_ttl.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.fullsync_resume_ttl, v, 0, 7 * 86400),
     },
     Setting {
         name: "lua-time-limit",

@@ -40,6 +40,8 @@ pub struct Session {
     pub monitor: Option<crate::pubsub::monitor::MonitorGuard>,
     /// REPLCONF listening-port: the port a replica on this connection serves clients on.
     pub repl_port: Option<u16>,
+    /// REPLCONF kvik-fullsync-resume: what a replica holds of a cut full sync.
+    pub repl_resume: Option<crate::replication::checkpoint::Resume>,
     /// Set by PSYNC: once the replies are sent, the I/O thread gives the socket (blocking
     /// mode) to this and forgets the connection (see `crate::replication::primary`).
     pub handoff: Option<Handoff>,
@@ -93,6 +95,7 @@ impl Session {
             subs: Default::default(),
             monitor: None,
             repl_port: None,
+            repl_resume: None,
             handoff: None,
             tracking: None,
             reply_mode: ReplyMode::On,

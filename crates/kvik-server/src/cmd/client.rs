@@ -265,14 +265,17 @@ fn client_getname(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Client types of Redis's `getClientTypeByName`. kvik has no replicas or masters, so a
-/// client is `pubsub` while it has subscriptions, else `normal`.
+/// Client types of Redis's `getClientTypeByName`. A client of the I/O threads is `pubsub`
+/// while it has subscriptions, else `normal`; replicas' links are not among them (their
+/// feeder threads hold the sockets), so only CLIENT KILL TYPE replica reaches them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClientType {
     Normal,
     PubSub,
-    /// replica, slave, master: no kvik client has it.
-    Replication,
+    /// replica, slave: a replica's link (see `Replication::cut_replica_links`).
+    Replica,
+    /// master: no kvik client has it.
+    Master,
 }
 
 fn client_type(name: &[u8]) -> Result<ClientType, CmdError> {
@@ -280,7 +283,8 @@ fn client_type(name: &[u8]) -> Result<ClientType, CmdError> {
     match &lower[..] {
         b"normal" => Ok(ClientType::Normal),
         b"pubsub" => Ok(ClientType::PubSub),
-        b"slave" | b"replica" | b"master" => Ok(ClientType::Replication),
+        b"slave" | b"replica" => Ok(ClientType::Replica),
+        b"master" => Ok(ClientType::Master),
         _ => Err(CmdError::err(format_args!(
             "Unknown client type '{}'",
             String::from_utf8_lossy(name)
@@ -395,6 +399,15 @@ impl KillFilter {
         Ok(f)
     }
 
+    /// TYPE replica and no other criterion: the replicas' links are killed too.
+    fn only_replicas(&self) -> bool {
+        self.client_type == Some(ClientType::Replica)
+            && self.id.is_none()
+            && self.addr.is_none()
+            && self.laddr.is_none()
+            && self.user.is_none()
+    }
+
     fn matches(&self, c: &ClientInfo) -> bool {
         self.client_type.is_none_or(|t| t == type_of(c))
             && self.id.is_none_or(|id| id == c.id)
@@ -462,6 +475,9 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             c.kill();
         }
         killed += 1;
+    }
+    if filter.only_replicas() {
+        killed += ctx.server.repl.cut_replica_links() as i64;
     }
     ctx.out.int(killed);
     Ok(())

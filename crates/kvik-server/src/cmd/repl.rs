@@ -163,6 +163,11 @@ fn replconf(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                 .and_then(|p| p.parse::<u16>().ok())
                 .ok_or(CmdError::not_integer())?;
             ctx.session.repl_port = Some(port);
+        } else if pair[0].eq_ignore_ascii_case(b"kvik-fullsync-resume") {
+            // "<checkpoint id> <offset> <file>"; unparsable: a full sync from the start.
+            ctx.session.repl_resume = std::str::from_utf8(&pair[1])
+                .ok()
+                .and_then(crate::replication::checkpoint::Resume::parse);
         }
     }
     ctx.out.ok();
@@ -187,6 +192,7 @@ fn psync(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         replid,
         offset: offset.max(0) as u64,
         listening_port: ctx.session.repl_port,
+        resume: ctx.session.repl_resume.take(),
     };
     ctx.session.handoff = Some(crate::session::Handoff(Box::new(move |stream| {
         primary::spawn(me, stream, req)

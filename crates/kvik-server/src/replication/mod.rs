@@ -4,7 +4,7 @@
 //! replicas, link status, counters) and the two sides of a link: `primary` (PSYNC's answer and
 //! the feeder thread that streams a checkpoint and the WAL), `replica` (the link thread that
 //! follows a primary). `protocol` is the frame format both speak, `checkpoint` the full sync's
-//! files. The storage side (applying batches, loading a checkpoint, the position record) is
+//! files (and the checkpoints kept so a cut transfer resumes), `throttle` its rate limit. The storage side (applying batches, loading a checkpoint, the position record) is
 //! `storage::replica`. docs/architecture.md ("Replication") has the design.
 //!
 //! Offsets are RocksDB sequence numbers of the primary's history: a primary's offset is its
@@ -15,12 +15,14 @@ pub mod failover;
 pub mod primary;
 pub mod protocol;
 pub mod replica;
+pub mod throttle;
 
 use crate::server::Server;
 use crate::storage::replica::Position;
 use crate::storage::{Storage, StorageResult};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,6 +68,10 @@ pub struct ReplicaInfo {
     /// The offset it last acknowledged, and when.
     pub ack: u64,
     pub ack_at: Instant,
+    /// The full sync's transfer: bytes sent of this checkpoint (resumed ones count what the
+    /// replica held) and its total (0 while there is none).
+    pub sync_sent: u64,
+    pub sync_total: u64,
 }
 
 /// This node's side as a replica.
@@ -78,6 +84,9 @@ pub struct Following {
     pub last_io: Option<Instant>,
     /// The position applied (the primary's id and offset), if any.
     pub position: Option<Position>,
+    /// During a full sync's transfer: the checkpoint's size and the bytes of it held.
+    pub sync_total: u64,
+    pub sync_read: u64,
 }
 
 struct State {
@@ -91,6 +100,8 @@ struct State {
     second_offset: i64,
     switch_seq: u64,
     replicas: BTreeMap<u64, ReplicaInfo>,
+    /// The replicas' sockets, for CLIENT KILL TYPE replica.
+    replica_sockets: BTreeMap<u64, TcpStream>,
     /// Bumped whenever the role changes: a link thread of an older generation stops.
     generation: u64,
 }
@@ -110,6 +121,23 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// Full-sync transfers: counters of both sides, and the primary's kept checkpoints.
+    pub fullsync: FullSyncStats,
+    pub shelf: Arc<checkpoint::Shelf>,
+}
+
+/// Counters of full-sync transfers (INFO replication's `kvik_fullsync_*`).
+#[derive(Default)]
+pub struct FullSyncStats {
+    /// As a primary: checkpoint bytes sent, bytes not sent again thanks to a resume, transfers
+    /// resumed, and the rate limit's waits.
+    pub sent_bytes: AtomicU64,
+    pub skipped_bytes: AtomicU64,
+    pub resumes_served: AtomicU64,
+    pub throttled_waits: AtomicU64,
+    /// As a replica: checkpoint bytes received and transfers resumed.
+    pub received_bytes: AtomicU64,
+    pub resumes: AtomicU64,
 }
 
 impl Default for Replication {
@@ -122,6 +150,7 @@ impl Default for Replication {
                 second_offset: -1,
                 switch_seq: 0,
                 replicas: BTreeMap::new(),
+                replica_sockets: BTreeMap::new(),
                 generation: 0,
             }),
             acked: Condvar::new(),
@@ -131,6 +160,8 @@ impl Default for Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            fullsync: Default::default(),
+            shelf: Default::default(),
         }
     }
 }
@@ -204,6 +235,8 @@ impl Replication {
                 state: LinkState::Connect,
                 last_io: None,
                 position,
+                sync_total: 0,
+                sync_read: 0,
             });
             s.generation
         };
@@ -269,10 +302,11 @@ impl Replication {
         (s.replid.clone(), from)
     }
 
-    /// Registers a replica link (the feeder thread); returns its id.
-    pub fn add_replica(&self, ip: String, port: u16) -> u64 {
+    /// Registers a replica link (the feeder thread) and its socket; returns its id.
+    pub fn add_replica(&self, ip: String, port: u16, socket: Option<TcpStream>) -> u64 {
         let id = self.next_link.fetch_add(1, Relaxed);
-        self.state.lock().replicas.insert(
+        let mut s = self.state.lock();
+        s.replicas.insert(
             id,
             ReplicaInfo {
                 ip,
@@ -280,9 +314,32 @@ impl Replication {
                 syncing: true,
                 ack: 0,
                 ack_at: Instant::now(),
+                sync_sent: 0,
+                sync_total: 0,
             },
         );
+        if let Some(socket) = socket {
+            s.replica_sockets.insert(id, socket);
+        }
         id
+    }
+
+    /// Records a replica's full-sync transfer progress (`total` 0: the transfer ended).
+    pub fn replica_sync_progress(&self, id: u64, sent: u64, total: u64) {
+        if let Some(r) = self.state.lock().replicas.get_mut(&id) {
+            r.sync_sent = sent;
+            r.sync_total = total;
+        }
+    }
+
+    /// Closes every replica's link (CLIENT KILL TYPE replica); returns how many. Each replica
+    /// reconnects by itself (and resumes a full sync that was cut).
+    pub fn cut_replica_links(&self) -> usize {
+        let s = self.state.lock();
+        for socket in s.replica_sockets.values() {
+            let _ = socket.shutdown(Shutdown::Both);
+        }
+        s.replica_sockets.len()
     }
 
     pub fn replica_synced(&self, id: u64) {
@@ -292,7 +349,10 @@ impl Replication {
     }
 
     pub fn remove_replica(&self, id: u64) {
-        self.state.lock().replicas.remove(&id);
+        let mut s = self.state.lock();
+        s.replicas.remove(&id);
+        s.replica_sockets.remove(&id);
+        drop(s);
         self.acked.notify_all();
     }
 

@@ -7,9 +7,14 @@
 //! if the retention removes files under a slow replica, ends the link (its next PSYNC gets a
 //! full sync). During a full sync RocksDB deletes no files until the stream from the
 //! checkpoint's sequence number has caught up once, so a full sync is never in vain.
+//!
+//! The checkpoint is sent at `repl-fullsync-max-bytes-per-sec` at most. If its transfer is
+//! cut, the checkpoint goes on the shelf (`checkpoint::Shelf`); the replica's next PSYNC names
+//! it with what it holds, and, if the WAL still covers the checkpoint, only the rest is sent.
 
-use super::checkpoint;
+use super::checkpoint::{self, Made, Pace, Plan, Resume};
 use super::protocol::{self, BATCH, PING};
+use super::throttle::Throttle;
 use crate::server::Server;
 use crate::storage::Storage;
 use std::io::{self, BufWriter, Write};
@@ -20,6 +25,8 @@ use std::time::{Duration, Instant};
 
 /// How long a write to a replica may block before the link is dropped (Redis's repl-timeout).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a full sync's progress is logged.
+const LOG_EVERY: Duration = Duration::from_secs(5);
 /// Heartbeat period while there is nothing to send.
 const PING_EVERY: Duration = Duration::from_secs(1);
 /// Sleep between looks at the WAL's end while idle.
@@ -32,6 +39,8 @@ pub struct Request {
     pub offset: u64,
     /// REPLCONF listening-port, if sent.
     pub listening_port: Option<u16>,
+    /// REPLCONF kvik-fullsync-resume: the part of a cut full sync the replica holds.
+    pub resume: Option<Resume>,
 }
 
 /// Serves a replica on `stream` (blocking mode) until the link ends. Spawned by the PSYNC
@@ -101,7 +110,7 @@ fn serve(server: &Arc<Server>, stream: TcpStream, req: Request) -> io::Result<()
     let (replid, from) = repl.continue_from(&req.replid, req.offset);
     let partial = from.filter(|&after| covered(storage, after));
     let mut out = BufWriter::with_capacity(256 * 1024, stream.try_clone()?);
-    let link = repl.add_replica(ip, req.listening_port.unwrap_or(0));
+    let link = repl.add_replica(ip, req.listening_port.unwrap_or(0), stream.try_clone().ok());
     let alive = Arc::new(AtomicBool::new(true));
     let _unregister = Unregister {
         server: server.clone(),
@@ -127,20 +136,126 @@ fn serve(server: &Arc<Server>, stream: TcpStream, req: Request) -> io::Result<()
             }
             repl.sync_full.fetch_add(1, Ordering::Relaxed);
             hold = Some(FileHold::new(storage)?);
-            let started = Instant::now();
-            let made = checkpoint::make(server)?;
+            let (made, resume) = checkpoint_for(server, &replid, req.resume.as_ref())?;
             write!(out, "+FULLRESYNC {replid} {}\r\n", made.seq)?;
-            let bytes = checkpoint::send(&made, &mut out)?;
-            tracing::info!(
-                seq = made.seq,
-                bytes,
-                ms = started.elapsed().as_millis() as u64,
-                "full sync sent"
-            );
+            if let Err(e) = send_checkpoint(server, &made, resume.as_ref(), &mut out, &alive, link)
+            {
+                // Kept for a while: the replica's next PSYNC resumes it.
+                let ttl = server
+                    .config
+                    .repl
+                    .fullsync_resume_ttl
+                    .load(Ordering::Relaxed);
+                repl.shelf.put(made, &replid, Duration::from_secs(ttl));
+                return Err(e);
+            }
             made.seq
         }
     };
     stream_wal(server, &mut out, after, &alive, link, &mut hold)
+}
+
+/// The checkpoint to send: the kept one the replica resumes, if it is still kept for this
+/// history and the WAL still covers it (file deletions are held already), else a new one.
+fn checkpoint_for(
+    server: &Server,
+    replid: &str,
+    resume: Option<&Resume>,
+) -> io::Result<(Arc<Made>, Option<Resume>)> {
+    if let Some(r) = resume {
+        match server.repl.shelf.take(&r.id, replid) {
+            Some(made) if covered(&server.storage, made.seq) => {
+                return Ok((made, Some(r.clone())));
+            }
+            Some(_) => tracing::info!(id = %r.id, "kept checkpoint no longer covered by the WAL"),
+            None => tracing::info!(id = %r.id, "no kept checkpoint to resume"),
+        }
+    }
+    Ok((Arc::new(checkpoint::make(server)?), None))
+}
+
+/// Sends the checkpoint (or its rest), rate-limited, reporting progress to INFO and the log.
+fn send_checkpoint(
+    server: &Server,
+    made: &Made,
+    resume: Option<&Resume>,
+    out: &mut BufWriter<TcpStream>,
+    alive: &AtomicBool,
+    link: u64,
+) -> io::Result<()> {
+    let repl = &server.repl;
+    let stats = &repl.fullsync;
+    let plan = Plan::new(made, resume)?;
+    if plan.skipped > 0 {
+        stats.resumes_served.fetch_add(1, Ordering::Relaxed);
+        stats
+            .skipped_bytes
+            .fetch_add(plan.skipped, Ordering::Relaxed);
+    }
+    tracing::info!(
+        id = %made.id,
+        seq = made.seq,
+        total = plan.total,
+        resumed_at = plan.skipped,
+        "full sync: sending checkpoint"
+    );
+    repl.replica_sync_progress(link, plan.skipped, plan.total);
+    let started = Instant::now();
+    let mut logged = Instant::now();
+    let mut throttle = Throttle::default();
+    let (mut counted, mut waits) = (0u64, 0u64);
+    let result = checkpoint::send(
+        made,
+        &plan,
+        out,
+        Pace {
+            throttle: &mut throttle,
+            limit: &|| server.config.repl.fullsync_max_bps.load(Ordering::Relaxed),
+            keep_going: &|| alive.load(Ordering::Relaxed) && !server.is_shutting_down(),
+            progress: &mut |sent, throttled| {
+                stats
+                    .sent_bytes
+                    .fetch_add(sent - counted, Ordering::Relaxed);
+                stats
+                    .throttled_waits
+                    .fetch_add(throttled - waits, Ordering::Relaxed);
+                (counted, waits) = (sent, throttled);
+                repl.replica_sync_progress(link, plan.skipped + sent, plan.total);
+                if logged.elapsed() >= LOG_EVERY {
+                    logged = Instant::now();
+                    tracing::info!(
+                        id = %made.id,
+                        sent = plan.skipped + sent,
+                        total = plan.total,
+                        "full sync: sending"
+                    );
+                }
+            },
+        },
+    );
+    stats
+        .throttled_waits
+        .fetch_add(throttle.waits - waits, Ordering::Relaxed);
+    repl.replica_sync_progress(link, 0, 0);
+    match &result {
+        Ok(bytes) => tracing::info!(
+            id = %made.id,
+            seq = made.seq,
+            bytes,
+            skipped = plan.skipped,
+            ms = started.elapsed().as_millis() as u64,
+            throttled_waits = throttle.waits,
+            "full sync sent"
+        ),
+        Err(e) => tracing::info!(
+            id = %made.id,
+            sent = plan.skipped + counted,
+            total = plan.total,
+            error = %e,
+            "full sync transfer cut; checkpoint kept for a resume"
+        ),
+    }
+    result.map(|_| ())
 }
 
 /// Unregisters the replica and closes its socket when the feeder ends, however it ends.

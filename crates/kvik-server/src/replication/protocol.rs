@@ -2,13 +2,17 @@
 //! byte, a payload length (u32, little-endian) and the payload. One codec for both sides.
 //!
 //! Primary to replica: [`BATCH`] (sequence number u64 LE, then the raw WriteBatch),
-//! [`FILE`] (a checkpoint file: size u64 LE, then its name), [`CHUNK`] (the next bytes of that
-//! file), [`CHECKPOINT_END`] (the checkpoint's sequence number), [`PING`] (empty, while idle).
+//! [`SYNC_START`] (a full sync's transfer: the checkpoint's total bytes u64 LE, the bytes the
+//! replica already holds and will not be sent u64 LE, then the checkpoint's id),
+//! [`FILE`] (a checkpoint file: size u64 LE, the offset its first chunk starts at u64 LE, then
+//! its name), [`CHUNK`] (the next bytes of that file), [`CHECKPOINT_END`] (the checkpoint's
+//! sequence number), [`PING`] (empty, while idle).
 //! Replica to primary: [`ACK`] (the offset applied, u64 LE).
 
 use std::io::{self, Read, Write};
 
 pub const BATCH: u8 = b'B';
+pub const SYNC_START: u8 = b'S';
 pub const FILE: u8 = b'F';
 pub const CHUNK: u8 = b'C';
 pub const CHECKPOINT_END: u8 = b'E';

@@ -2,14 +2,18 @@
 //! PSYNC with its position, takes a full sync if the primary sends one, then applies the
 //! stream of batches in order and acknowledges its offset. On any failure it reconnects after
 //! a second, with the position it has applied, until the role changes or the server stops.
+//! A full sync cut midway is resumed: the link thread keeps what it holds of the checkpoint
+//! (`checkpoint::Progress`) and names it to the primary before the next PSYNC.
 
+use super::checkpoint::{self, Progress};
 use super::protocol::{self, ACK, BATCH, PING};
-use super::{checkpoint, LinkState};
+use super::LinkState;
 use crate::server::Server;
 use crate::storage::replica::{append_batch, group_marks, Position};
 use std::collections::HashSet;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +33,8 @@ const LINK_TIMEOUT: Duration = Duration::from_secs(60);
 const HOLD_LIMIT: usize = 64 << 20;
 /// Most bytes of batches merged into one write while catching up.
 const MERGE_LIMIT: usize = 4 << 20;
+/// How often a full sync's progress is logged.
+const LOG_EVERY: Duration = Duration::from_secs(5);
 /// Pause before reconnecting.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -36,16 +42,20 @@ pub fn spawn(server: Arc<Server>, host: String, port: u16, generation: u64) {
     let _ = std::thread::Builder::new()
         .name("kvik-repl-link".into())
         .spawn(move || {
+            // What this link holds of a full sync's checkpoint, across reconnections.
+            let mut download = Progress::default();
             while server.repl.current(generation) && !server.is_shutting_down() {
-                match follow_once(&server, &host, port, generation) {
+                match follow_once(&server, &host, port, generation, &mut download) {
                     Ok(()) => {}
                     Err(e) => {
                         tracing::warn!(primary = %format!("{host}:{port}"), error = %e, "replication link down")
                     }
                 }
-                server
-                    .repl
-                    .set_link(generation, |f, _| f.state = LinkState::Connect);
+                server.repl.set_link(generation, |f, _| {
+                    f.state = LinkState::Connect;
+                    f.sync_total = 0;
+                    f.sync_read = 0;
+                });
                 let until = Instant::now() + RETRY;
                 while Instant::now() < until
                     && server.repl.current(generation)
@@ -87,7 +97,13 @@ fn command(w: &mut TcpStream, r: &mut impl BufRead, args: &[&str]) -> io::Result
     Ok(line)
 }
 
-fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> io::Result<()> {
+fn follow_once(
+    server: &Arc<Server>,
+    host: &str,
+    port: u16,
+    generation: u64,
+    download: &mut Progress,
+) -> io::Result<()> {
     let repl = &server.repl;
     let stream = connect(host, port)?;
     stream.set_nodelay(true)?;
@@ -120,6 +136,16 @@ fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> 
     if !reply.starts_with('+') {
         return Err(io::Error::other(format!("REPLCONF refused: {reply}")));
     }
+    if let Some(resume) = download.resume() {
+        let reply = command(
+            &mut w,
+            &mut r,
+            &["REPLCONF", "kvik-fullsync-resume", &resume.encode()],
+        )?;
+        if !reply.starts_with('+') {
+            *download = Progress::default();
+        }
+    }
     let mut position = None;
     repl.set_link(generation, |f, _| position = f.position.clone());
     let (id, next) = match &position {
@@ -131,9 +157,13 @@ fn follow_once(server: &Arc<Server>, host: &str, port: u16, generation: u64) -> 
     let mut position = match words.as_slice() {
         ["+FULLRESYNC", replid, _offset] => {
             let replid = replid.to_string();
-            full_sync(server, &mut r, generation, &replid)?
+            full_sync(server, &mut r, generation, &replid, download)?
         }
         ["+CONTINUE", replid, after] => {
+            if !download.id.is_empty() {
+                *download = Progress::default();
+                let _ = std::fs::remove_dir_all(checkpoint::base_dir(server).join("incoming"));
+            }
             let mut p = position.ok_or_else(|| io::Error::other("CONTINUE without a position"))?;
             p.replid = replid.to_string();
             p.offset = after
@@ -158,15 +188,51 @@ fn full_sync(
     r: &mut BufReader<TcpStream>,
     generation: u64,
     replid: &str,
+    download: &mut Progress,
 ) -> io::Result<Position> {
     let repl = &server.repl;
+    let stats = &repl.fullsync;
     repl.set_link(generation, |f, _| f.state = LinkState::Sync);
     r.get_ref().set_read_timeout(Some(LINK_TIMEOUT))?;
     let dir = checkpoint::base_dir(server).join("incoming");
     let started = Instant::now();
-    let seq = checkpoint::receive(r, &dir, |_| {
-        repl.set_link(generation, |f, _| f.last_io = Some(Instant::now()));
-    })?;
+    let mut logged = Instant::now();
+    let mut counted = 0u64;
+    let received = checkpoint::receive(r, &dir, download, |p| {
+        if p.read == 0 {
+            counted = 0;
+            if p.held > 0 {
+                stats.resumes.fetch_add(1, Relaxed);
+            }
+            tracing::info!(id = %p.id, total = p.total, held = p.held, "full sync: receiving checkpoint");
+        }
+        stats.received_bytes.fetch_add(p.read - counted, Relaxed);
+        counted = p.read;
+        if logged.elapsed() >= LOG_EVERY {
+            logged = Instant::now();
+            tracing::info!(id = %p.id, received = p.have(), total = p.total, "full sync: receiving");
+        }
+        repl.set_link(generation, |f, _| {
+            f.last_io = Some(Instant::now());
+            f.sync_total = p.total;
+            f.sync_read = p.have();
+        });
+        // A role change (REPLICAOF elsewhere, promotion) ends this download.
+        repl.current(generation)
+    });
+    let seq = match received {
+        Ok(seq) => seq,
+        Err(e) => {
+            tracing::info!(id = %download.id, held = download.have(), total = download.total, error = %e, "full sync transfer cut");
+            return Err(e);
+        }
+    };
+    // The checkpoint is whole: whatever happens next, a later full sync starts from zero.
+    *download = Progress::default();
+    repl.set_link(generation, |f, _| {
+        f.sync_total = 0;
+        f.sync_read = 0;
+    });
     let position = Position {
         replid: replid.to_string(),
         offset: seq,

@@ -557,10 +557,25 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
                 f.last_io
                     .map_or(-1, |t| now.saturating_duration_since(t).as_secs() as i64),
             );
-            w.field(
-                "master_sync_in_progress",
-                u8::from(f.state == crate::replication::LinkState::Sync),
-            );
+            let syncing = f.state == crate::replication::LinkState::Sync;
+            w.field("master_sync_in_progress", u8::from(syncing));
+            if syncing {
+                // Redis's transfer fields; read bytes include those kept from a cut transfer.
+                let left = f.sync_total.saturating_sub(f.sync_read);
+                let perc = match f.sync_total {
+                    0 => 0.0,
+                    t => f.sync_read as f64 * 100.0 / t as f64,
+                };
+                w.field("master_sync_total_bytes", f.sync_total);
+                w.field("master_sync_read_bytes", f.sync_read);
+                w.field("master_sync_left_bytes", left);
+                w.field("master_sync_perc", format!("{perc:.2}"));
+                w.field(
+                    "master_sync_last_io_seconds_ago",
+                    f.last_io
+                        .map_or(-1, |t| now.saturating_duration_since(t).as_secs() as i64),
+                );
+            }
             w.field("slave_read_repl_offset", snap.offset);
             w.field("slave_repl_offset", snap.offset);
             w.field("slave_priority", 100);
@@ -582,12 +597,20 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
         w.field(
             &format!("slave{i}"),
             format!(
-                "ip={},port={},state={},offset={},lag={}",
+                "ip={},port={},state={},offset={},lag={}{}",
                 r.ip,
                 r.port,
-                if r.syncing { "wait_bgsave" } else { "online" },
+                match (r.syncing, r.sync_total) {
+                    (false, _) => "online",
+                    (true, 0) => "wait_bgsave",
+                    (true, _) => "send_bulk",
+                },
                 r.ack,
-                now.saturating_duration_since(r.ack_at).as_secs()
+                now.saturating_duration_since(r.ack_at).as_secs(),
+                match r.sync_total {
+                    0 => String::new(),
+                    t => format!(",kvik_sync_sent={},kvik_sync_total={t}", r.sync_sent),
+                }
             ),
         );
     }
@@ -605,6 +628,30 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
         oldest.map_or(0, |o| snap.offset.saturating_sub(o) + 1),
     );
     w.field("kvik_repl_wal_ttl", settings.wal_ttl_secs.load(Relaxed));
+    let fs = &server.repl.fullsync;
+    w.field(
+        "kvik_fullsync_max_bytes_per_sec",
+        settings.fullsync_max_bps.load(Relaxed),
+    );
+    w.field("kvik_fullsync_sent_bytes", fs.sent_bytes.load(Relaxed));
+    w.field(
+        "kvik_fullsync_skipped_bytes",
+        fs.skipped_bytes.load(Relaxed),
+    );
+    w.field(
+        "kvik_fullsync_resumes_served",
+        fs.resumes_served.load(Relaxed),
+    );
+    w.field(
+        "kvik_fullsync_throttled_waits",
+        fs.throttled_waits.load(Relaxed),
+    );
+    w.field("kvik_fullsync_checkpoints_kept", server.repl.shelf.len());
+    w.field(
+        "kvik_fullsync_received_bytes",
+        fs.received_bytes.load(Relaxed),
+    );
+    w.field("kvik_fullsync_resumes", fs.resumes.load(Relaxed));
 }
 
 /// (system, user) CPU seconds of `who`, formatted as Redis ("%ld.%06ld").

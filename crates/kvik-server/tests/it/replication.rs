@@ -4,7 +4,7 @@
 //! SCAN, TYPE and each type's reads, never DUMP), stay consistent in its hot cache while it
 //! applies, resume after a restart without a full sync, take exactly one full sync when it fell
 //! out of the primary's WAL retention, and, after a promotion, make the old primary drop its
-//! diverged writes. Every wait is bounded.
+//! diverged writes, and resume a full sync whose transfer was cut. Every wait is bounded.
 
 use crate::common::{err, info, q, Endpoint, TestServer};
 use redis::{Connection, Value};
@@ -603,4 +603,97 @@ fn writes_acknowledged_by_wait_survive_the_primary_being_killed() {
         assert_eq!(v, Some(i.to_string()), "w{i} was acknowledged by WAIT 1");
     }
     let _: () = q(&mut r, &["SET", "writable", "yes"]);
+}
+
+/// Writes `n` keys of 4 KB values that do not compress (a checkpoint of about `n` * 4 KB).
+fn incompressible(con: &mut Connection, n: usize) {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for start in (0..n).step_by(100) {
+        let mut p = redis::pipe();
+        for i in start..(start + 100).min(n) {
+            let v: Vec<u8> = (0..4096)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            p.cmd("SET").arg(format!("big{i}")).arg(v).ignore();
+        }
+        let _: () = p.query(con).unwrap();
+    }
+}
+
+fn repl_num(con: &mut Connection, name: &str) -> u64 {
+    field(con, name).parse().unwrap_or(0)
+}
+
+/// Starts a replica of `primary` (which sends full syncs slowly), waits until its transfer is
+/// underway, checks both sides show it, and cuts the link with CLIENT KILL TYPE replica.
+/// Returns the replica and the checkpoint's size.
+fn cut_a_full_sync(primary: &TestServer) -> (TestServer, u64) {
+    let mut p = primary.client();
+    incompressible(&mut p, 1000);
+    let replica = start_replica_of(primary, &[]);
+    let mut r = replica.client();
+    assert!(kvik_testkit::eventually(CONVERGE, || repl_num(
+        &mut r,
+        "master_sync_read_bytes"
+    ) > 0));
+    let total = repl_num(&mut r, "master_sync_total_bytes");
+    assert!(total > 1 << 20, "checkpoint of {total} bytes");
+    assert_eq!(field(&mut r, "master_sync_in_progress"), "1");
+    assert!(repl_num(&mut r, "master_sync_left_bytes") > 0);
+    assert!(!field(&mut r, "master_sync_perc").is_empty());
+    assert!(field(&mut p, "slave0").contains("state=send_bulk"));
+    let killed: i64 = q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(killed, 1);
+    // The rest at full speed (the limit applies to a transfer already running too).
+    let _: () = q(
+        &mut p,
+        &["CONFIG", "SET", "repl-fullsync-max-bytes-per-sec", "0"],
+    );
+    (replica, total)
+}
+
+#[test]
+fn a_cut_full_sync_resumes_from_the_bytes_the_replica_holds() {
+    let primary = TestServer::start_with(&["--repl-fullsync-max-bytes-per-sec", "256kb"]);
+    let (replica, total) = cut_a_full_sync(&primary);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    mixed_load(&mut p, 0);
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+    assert!(repl_num(&mut p, "kvik_fullsync_throttled_waits") > 0);
+    assert_eq!(repl_num(&mut p, "kvik_fullsync_resumes_served"), 1);
+    let skipped = repl_num(&mut p, "kvik_fullsync_skipped_bytes");
+    assert!(
+        skipped > 0 && skipped < total,
+        "skipped {skipped} of {total}"
+    );
+    assert_eq!(repl_num(&mut r, "kvik_fullsync_resumes"), 1);
+    // The resumed transfer sent the rest only: the replica received each byte once.
+    assert_eq!(repl_num(&mut r, "kvik_fullsync_received_bytes"), total);
+    assert_eq!(repl_num(&mut p, "kvik_fullsync_checkpoints_kept"), 0);
+    assert!(field(&mut p, "slave0").contains("state=online"));
+}
+
+#[test]
+fn a_cut_full_sync_without_a_kept_checkpoint_starts_again() {
+    let primary = TestServer::start_with(&[
+        "--repl-fullsync-max-bytes-per-sec",
+        "256kb",
+        "--repl-fullsync-resume-ttl",
+        "0",
+    ]);
+    let (replica, total) = cut_a_full_sync(&primary);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    mixed_load(&mut p, 0);
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+    assert_eq!(repl_num(&mut p, "kvik_fullsync_resumes_served"), 0);
+    assert_eq!(repl_num(&mut r, "kvik_fullsync_resumes"), 0);
+    assert!(repl_num(&mut r, "kvik_fullsync_received_bytes") > total);
+    assert_eq!(stat(&mut p, "sync_full"), 2);
 }
