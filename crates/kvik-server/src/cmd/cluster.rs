@@ -424,6 +424,9 @@ fn settopology(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let topology = Topology::from_lines(version, &lines)
         .map_err(|e| CmdError::err(format_args!("invalid topology: {e}")))?;
     n.set_topology(topology).map_err(CmdError::err)?;
+    if let Some(server) = ctx.server.arc() {
+        crate::cluster::replicas::reconcile(&server).map_err(CmdError::err)?;
+    }
     ctx.out.ok();
     Ok(())
 }

@@ -565,15 +565,8 @@ fn admit<'s>(
         }
         server.repl.failover.wait_if_paused();
     }
-    if entry.spec.flags.contains(Flags::WRITE)
-        && server.config.repl.read_only.load(Ordering::Relaxed)
-        && server.repl.is_replica()
-    {
-        reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
-        return Admit::Rejected;
-    }
     let Some(node) = server.cluster.node() else {
-        return Admit::Run(None);
+        return refuse_replica_write(server, session, out, entry, None);
     };
     use crate::cluster::routing::{check, Request, Route};
     let positions = entry.spec.key_positions(args);
@@ -582,17 +575,37 @@ fn admit<'s>(
         positions: &positions,
         args,
         rtc,
+        write: entry.spec.flags.contains(Flags::WRITE),
         now_ms: crate::clock::unix_ms(),
     };
     let settings = &server.config.cluster;
+    // Routing first: a replica in cluster mode answers MOVED to its primary for a write.
     match check(node, settings, &server.storage, session, &req) {
-        Route::Serve(gate) => Admit::Run(gate),
+        Route::Serve(gate) => refuse_replica_write(server, session, out, entry, gate),
         Route::NotServed => Admit::NotServed,
         Route::Reject(e) => {
             reject(server, session, out, Some(entry.id), &e);
             Admit::Rejected
         }
     }
+}
+
+/// A write on a read-only replica gets READONLY; anything else runs (holding `gate`).
+fn refuse_replica_write<'s>(
+    server: &'s Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    gate: Option<crate::cluster::Gate<'s>>,
+) -> Admit<'s> {
+    if entry.spec.flags.contains(Flags::WRITE)
+        && server.config.repl.read_only.load(Ordering::Relaxed)
+        && server.repl.is_replica()
+    {
+        reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
+        return Admit::Rejected;
+    }
+    Admit::Run(gate)
 }
 
 /// Answers a command rejected before it ran (unknown, arity, auth, routing), as Redis's
