@@ -250,6 +250,23 @@ fn replicas_are_listed_in_redis_shapes_and_serve_readonly_reads() {
     );
     assert_eq!(role(&replica), ("slave".into(), pport, "connected".into()));
 
+    // The `redis` crate's cluster client reads from the replica with read_from_replicas.
+    let urls: Vec<String> = nodes.iter().map(|n| n.url()).collect();
+    let mut cc = redis::cluster::ClusterClient::builder(urls)
+        .read_from_replicas()
+        .connection_timeout(Duration::from_secs(10))
+        .response_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let before = get_calls(&replica);
+    for _ in 0..20 {
+        let v: String = redis::cmd("GET").arg(&key).query(&mut cc).unwrap();
+        assert_eq!(v, "v1");
+    }
+    assert!(get_calls(&replica) > before, "reads went to the replica");
+
     // A replica converges under a write load (dataset compare).
     let tag = tag_on(0, "load");
     let mut pc = nodes[0].client();
@@ -347,8 +364,10 @@ fn failover_under_load_with_the_redis_crate_cluster_client() {
         "{text}"
     );
     all_writes_present(&nodes, n);
-    // The old primary, now a replica, holds the same data (it did not diverge).
+    // The old primary, now a replica, holds the same data: it had not diverged (the replica
+    // had caught up while writes were paused), so it continued without a full sync.
     converged(&replica, &nodes[0]);
+    assert_eq!(full_syncs(&replica), 0);
 }
 
 #[test]
@@ -408,6 +427,11 @@ fn forced_failover_after_the_primary_is_killed_and_its_return_as_a_replica() {
     let mut oc = nodes[0].client();
     let _: () = q(&mut oc, &["READONLY"]);
     assert_eq!(q::<Option<String>>(&mut oc, &["GET", &diverged]), None);
+    assert_eq!(
+        full_syncs(&replica),
+        1,
+        "the diverged old primary took one full sync"
+    );
     assert_eq!(
         q::<Option<String>>(&mut oc, &["GET", &format!("{{{tag}}}after")]).as_deref(),
         Some("yes")
@@ -524,4 +548,9 @@ fn get_calls(n: &KvikServer) -> u64 {
         .and_then(|rest| rest.split(',').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// Full syncs a node served as a primary (INFO stats `sync_full`).
+fn full_syncs(n: &KvikServer) -> u64 {
+    crate::common::info_field(&mut n.client(), "stats", "sync_full").unwrap()
 }
