@@ -44,11 +44,11 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     crate::cmd::script::load_persisted(&server)?;
 
-    // The role is set before clients can connect, so a replica never takes a write.
+    // The role is set before clients can connect, so a replica never takes a write. In
+    // cluster mode the persisted topology decides it.
+    crate::cluster::replicas::configure_at_start(&server);
     crate::replication::Replication::init(&server)
         .map_err(|e| format!("cannot read the replication state: {e}"))?;
-    // In cluster mode the persisted topology decides the role.
-    crate::cluster::replicas::reconcile(&server)?;
 
     let workers = server.config.workers.load(Ordering::Relaxed) as usize;
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);

@@ -1,7 +1,9 @@
 //! Replicas in cluster mode: the pushed topology decides each node's replication role, so there
 //! is one source of truth (REPLICAOF and FAILOVER are refused in cluster mode, as in Redis).
 //!
-//! After every accepted topology (and once at start, from the persisted one) [`reconcile`]
+//! At start, [`configure_at_start`] sets `replicaof` from the persisted topology before the
+//! replication state is initialised, so a restarted replica resumes from its own position
+//! (incrementally) instead of promoting itself. After every accepted topology [`reconcile`]
 //! compares the node's role with the topology's: a node listed as `replica-of P` follows P's
 //! address with the ordinary replication link (a primary turning replica asks with its own
 //! history, so writes P never saw are dropped by the replication-id check and a full sync); a
@@ -34,6 +36,18 @@ fn wanted(server: &Server) -> Wanted {
             Wanted::ReplicaOf(p.host.clone(), p.port)
         }
     }
+}
+
+/// At start, before `Replication::init`: a node the persisted topology lists takes its role
+/// from it (a replica follows its primary; a primary follows nobody, whatever the config file
+/// says).
+pub fn configure_at_start(server: &Server) {
+    let target = match wanted(server) {
+        Wanted::Unlisted => return,
+        Wanted::Primary => None,
+        Wanted::ReplicaOf(host, port) => Some((host, port)),
+    };
+    *server.config.repl.replicaof.write() = target;
 }
 
 /// Brings the replication role in line with the topology (see the module doc).

@@ -275,11 +275,19 @@ fn replicas_are_listed_in_redis_shapes_and_serve_readonly_reads() {
     }
     converged(&nodes[0], &replica);
 
-    // The topology survives a restart of the replica: it follows its primary again.
+    // The topology survives a restart of the replica: it follows its primary again and
+    // resumes from its own position (no second full sync).
+    assert_eq!(full_syncs(&nodes[0]), 1, "add-replica's first sync");
     let mut replica = replica;
     replica.restart_same_port();
     assert!(eventually(CONVERGE, || role(&replica).2 == "connected"));
+    tagged_load(&mut pc, &tag, 99);
     converged(&nodes[0], &replica);
+    assert_eq!(
+        full_syncs(&nodes[0]),
+        1,
+        "the restarted replica resumed incrementally"
+    );
 }
 
 /// A writer through the `redis` crate's cluster client: SET w<i> i for i = 0, 1, ... until
