@@ -211,6 +211,30 @@ fn replicas_are_listed_in_redis_shapes_and_serve_readonly_reads() {
         "{text}"
     );
 
+    // CLUSTER REPLICAS / SLAVES: the replicas' CLUSTER NODES lines.
+    let lines: Vec<String> = q(&mut nodes[2].client(), &["CLUSTER", "REPLICAS", &pid]);
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].starts_with(&format!("{rid} 127.0.0.1:{rport}@")),
+        "{lines:?}"
+    );
+    assert!(lines[0].contains(&format!(" slave {pid} ")) && !lines[0].ends_with('\n'));
+    let same: Vec<String> = q(&mut nodes[2].client(), &["CLUSTER", "SLAVES", &pid]);
+    assert_eq!(same, lines);
+    let none: Vec<String> = q(
+        &mut nodes[2].client(),
+        &["CLUSTER", "REPLICAS", &myid(&nodes[1])],
+    );
+    assert!(none.is_empty());
+    assert_eq!(
+        err(&mut nodes[2].client(), &["CLUSTER", "REPLICAS", &rid]),
+        "ERR The specified node is not a master"
+    );
+    assert_eq!(
+        err(&mut nodes[2].client(), &["CLUSTER", "REPLICAS", "12"]),
+        "ERR Unknown node 12"
+    );
+
     // Routing on the replica: MOVED to the primary for writes, and for reads until READONLY.
     let key = format!("{{{}}}k", tag_on(0, "r"));
     let slot = key_slot(key.as_bytes());
