@@ -10,7 +10,8 @@
 //! ```text
 //! kvik-cluster create host:port...                 even slot split, topology version 1
 //! kvik-cluster show host:port                      the topology, slot and key counts per node
-//! kvik-cluster check host:port                     every slot covered once, every node agrees
+//! kvik-cluster check host:port                     every slot covered once, every node agrees,
+//!                                                  every replica follows its primary (ROLE)
 //! kvik-cluster move-slots --from N --to N (--slots 0-100,200 | --count N) [--batch 100] host:port
 //! kvik-cluster add-node new_host:port existing_host:port
 //! kvik-cluster remove-node <id|host:port> existing_host:port
@@ -740,6 +741,31 @@ fn check(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
             )),
             Ok(_) => {}
             Err(e) => problems.push(e),
+        }
+        let primary_addr = n
+            .primary
+            .as_deref()
+            .and_then(|p| t.node(p))
+            .map(|p| p.addr());
+        match (node.role(), primary_addr) {
+            (Ok(Role::Primary { .. }), None) => {}
+            (
+                Ok(Role::Replica {
+                    primary, connected, ..
+                }),
+                Some(p),
+            ) if primary == p => {
+                if !connected {
+                    ui.warn(format_args!(
+                        "replica {addr} is not in sync with {p} yet (see its INFO replication)"
+                    ));
+                }
+            }
+            (Ok(role), want) => problems.push(format!(
+                "node {addr} should be {} but ROLE says {role:?}",
+                want.map_or("a primary".to_string(), |p| format!("a replica of {p}"))
+            )),
+            (Err(e), _) => problems.push(e),
         }
         if let Ok(nodes) = node.query::<String>(redis::cmd("CLUSTER").arg("NODES")) {
             let open: Vec<&str> = nodes

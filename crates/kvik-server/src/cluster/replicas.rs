@@ -7,8 +7,9 @@
 //! compares the node's role with the topology's: a node listed as `replica-of P` follows P's
 //! address with the ordinary replication link (a primary turning replica asks with its own
 //! history, so writes P never saw are dropped by the replication-id check and a full sync); a
-//! node listed as a primary while it follows someone is promoted (`REPLICAOF NO ONE`). A node
-//! the topology does not list keeps its role.
+//! node listed as a primary while it follows someone is promoted (`REPLICAOF NO ONE`), and so
+//! is one a topology no longer lists (a removed replica). Before any topology the role is left
+//! alone.
 
 use crate::server::Server;
 use std::sync::Arc;
@@ -16,8 +17,9 @@ use std::sync::Arc;
 /// What the topology asks of this node.
 #[derive(Debug, PartialEq, Eq)]
 enum Wanted {
-    /// Not listed: leave the role alone.
+    /// No topology yet: leave the role alone.
     Unlisted,
+    /// A primary (also a node a topology no longer lists: a removed replica stops following).
     Primary,
     /// Follow the primary at (host, port).
     ReplicaOf(String, u16),
@@ -29,7 +31,8 @@ fn wanted(server: &Server) -> Wanted {
     };
     let st = node.state.read();
     match (st.me, st.my_primary) {
-        (None, _) => Wanted::Unlisted,
+        (None, _) if st.topology.nodes.is_empty() => Wanted::Unlisted,
+        (None, _) => Wanted::Primary,
         (Some(_), None) => Wanted::Primary,
         (Some(_), Some(p)) => {
             let p = &st.topology.nodes[p];

@@ -150,6 +150,14 @@ fn replicas_are_listed_in_redis_shapes_and_serve_readonly_reads() {
     let nodes = start_cluster();
     let replica = new_node();
     add_replica(&replica, &nodes[0]);
+    let (code, out) = kvik_cluster(&["check", &nodes[1].addr()]);
+    assert_eq!(code, 0, "check verifies the replica's ROLE: {out}");
+    let (code, out) = kvik_cluster(&["show", &nodes[1].addr()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("{} replica of ", replica.addr())),
+        "{out}"
+    );
     let (pid, rid) = (myid(&nodes[0]), myid(&replica));
     let (pport, rport) = (nodes[0].port as i64, replica.port as i64);
 
@@ -312,6 +320,11 @@ fn replicas_are_listed_in_redis_shapes_and_serve_readonly_reads() {
         1,
         "the restarted replica resumed incrementally"
     );
+
+    // remove-node: a removed replica stops following.
+    let (code, out) = kvik_cluster(&["remove-node", &replica.addr(), &nodes[0].addr()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(role(&replica).0, "master");
 }
 
 /// A writer through the `redis` crate's cluster client: SET w<i> i for i = 0, 1, ... until
