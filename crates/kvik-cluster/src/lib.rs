@@ -1268,6 +1268,7 @@ fn failover(opts: &Opts, ui: &mut Ui<'_>, plan: &FailoverPlan<'_>) -> Result<(),
     }
     let alive = cluster.nodes[p].is_some();
     let paused = alive && !plan.force;
+    let pause_began = Instant::now();
     if paused {
         ui.say(format_args!(
             "pausing writes on {} and waiting for {} to catch up",
@@ -1292,6 +1293,11 @@ fn failover(opts: &Opts, ui: &mut Ui<'_>, plan: &FailoverPlan<'_>) -> Result<(),
         let _ = cluster
             .node(p)?
             .query::<Value>(redis::cmd("CLIENT").arg("UNPAUSE"));
+        ui.say(format_args!(
+            "writes on {} were paused for {} ms",
+            primary.addr(),
+            pause_began.elapsed().as_millis()
+        ));
     }
     let version = pushed?;
     ui.say(format_args!(

@@ -86,16 +86,16 @@ static SUBS: &[CommandSpec] = &[
             "3.0.0",
             "O(N) where N is the total number of Cluster nodes",
         ),
-    CommandSpec::new("replicas", 3, Flags::STALE, KeySpec::NONE, replicas)
-        .acl(SLOW)
+    CommandSpec::new("replicas", 3, Flags::ADMIN.union(Flags::STALE), KeySpec::NONE, replicas)
+        .acl(&["admin", "slow", "dangerous"])
         .group("cluster")
         .doc(
             "Lists the replica nodes of a master node.",
             "5.0.0",
             "O(N) where N is the number of replicas.",
         ),
-    CommandSpec::new("slaves", 3, Flags::STALE, KeySpec::NONE, replicas)
-        .acl(SLOW)
+    CommandSpec::new("slaves", 3, Flags::ADMIN.union(Flags::STALE), KeySpec::NONE, replicas)
+        .acl(&["admin", "slow", "dangerous"])
         .group("cluster")
         .doc(
             "Lists the replica nodes of a master node.",

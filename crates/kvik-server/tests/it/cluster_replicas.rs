@@ -382,6 +382,7 @@ fn failover_under_load_with_the_redis_crate_cluster_client() {
 
     let (code, out) = kvik_cluster(&["failover", &replica.addr()]);
     assert_eq!(code, 0, "{out}");
+    print!("{out}");
     let after = acked.load(Ordering::Relaxed);
     assert!(eventually(CONVERGE, || acked.load(Ordering::Relaxed) > after + 300));
     stop.store(true, Ordering::Relaxed);
