@@ -10,15 +10,31 @@
 //! ```text
 //! kvik-cluster create host:port...                 even slot split, topology version 1
 //! kvik-cluster show host:port                      the topology, slot and key counts per node
-//! kvik-cluster check host:port                     every slot covered once, every node agrees
+//! kvik-cluster check host:port                     every slot covered once, every node agrees,
+//!                                                  every replica follows its primary (ROLE)
 //! kvik-cluster move-slots --from N --to N (--slots 0-100,200 | --count N) [--batch 100] host:port
 //! kvik-cluster add-node new_host:port existing_host:port
 //! kvik-cluster remove-node <id|host:port> existing_host:port
+//! kvik-cluster add-replica replica_host:port <primary host:port|id> [--cluster host:port]
+//! kvik-cluster failover <replica host:port|id> [--force] [--cluster host:port]
+//! kvik-cluster sync host:port                      push the newest topology to every node
 //! ```
 //!
 //! Nodes are named by id (40 hex characters) or by `host:port`. `-a password` (and `--user`)
 //! authenticate to every node. The exit status is 0 on success, 1 when a node is unreachable,
 //! disagrees or refuses, and 2 for a usage error.
+//!
+//! # Replicas and failover
+//!
+//! A replica is a node line `<id> <host> <port> replica-of <primary-id>`: the node follows its
+//! primary with kvik's replication and serves its slots' reads to READONLY clients. `failover`
+//! promotes a replica: with the primary alive it pauses the primary's writes (CLIENT PAUSE
+//! WRITE), waits until the replica applied everything (its offset reached the primary's, which
+//! stands still), then pushes the topology with the roles swapped (the replica first: it
+//! promotes itself; then the old primary: it follows the new one) and unpauses (the held writes
+//! get MOVED to the new primary). With `--force` an unreachable primary is left out: the push
+//! goes to the nodes that answer, and `sync` brings the old primary up to date when it returns
+//! (it then follows the new primary, its unreplicated writes dropped by a full sync).
 //!
 //! # Moving a slot (online)
 //!
@@ -41,7 +57,8 @@ use std::time::{Duration, Instant};
 #[command(
     name = "kvik-cluster",
     version,
-    about = "Administer a kvik cluster: create it, inspect it, move slots, add and remove nodes"
+    about = "Administer a kvik cluster: create it, inspect it, move slots, add and remove nodes, \
+             add replicas, fail over"
 )]
 struct Cli {
     /// Password of every node (AUTH).
@@ -95,6 +112,39 @@ enum Cmd {
     AddNode { new: String, existing: String },
     /// Remove a node that owns no slots.
     RemoveNode { node: String, existing: String },
+    /// Make a node (new, or one of the cluster owning no slots) a replica of a primary; waits
+    /// until it is in sync.
+    AddReplica {
+        /// The replica: host:port.
+        replica: String,
+        /// Its primary: host:port or node id.
+        primary: String,
+        /// Any node of the cluster (needed when the primary is given by id).
+        #[arg(long)]
+        cluster: Option<String>,
+        /// How long to wait for the replica's first sync, in milliseconds.
+        #[arg(long, default_value_t = 120_000)]
+        sync_timeout_ms: u64,
+    },
+    /// Promote a replica to primary of its shard; the old primary becomes its replica.
+    Failover {
+        /// The replica to promote: host:port or node id.
+        replica: String,
+        /// Promote even though the primary is unreachable (its writes not yet replicated are
+        /// lost), or without waiting for the replica to catch up.
+        #[arg(long)]
+        force: bool,
+        /// Any node of the cluster (needed when the replica is given by id).
+        #[arg(long)]
+        cluster: Option<String>,
+        /// How long to wait for the replica to catch up (the primary's writes are paused
+        /// meanwhile), in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        catch_up_timeout_ms: u64,
+    },
+    /// Push the newest topology (as a new version) to every node: brings up to date a node
+    /// that missed a push (an old primary back after a forced failover).
+    Sync { node: String },
 }
 
 /// What a failed command says (exit status 1).
@@ -146,6 +196,34 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         }
         Cmd::AddNode { new, existing } => add_node(&opts, &mut ui, new, existing),
         Cmd::RemoveNode { node, existing } => remove_node(&opts, &mut ui, node, existing),
+        Cmd::AddReplica {
+            replica,
+            primary,
+            cluster,
+            sync_timeout_ms,
+        } => add_replica(
+            &opts,
+            &mut ui,
+            replica,
+            primary,
+            cluster.as_deref(),
+            Duration::from_millis(*sync_timeout_ms),
+        ),
+        Cmd::Failover {
+            replica,
+            force,
+            cluster,
+            catch_up_timeout_ms,
+        } => {
+            let plan = FailoverPlan {
+                replica,
+                force: *force,
+                seed: cluster.as_deref(),
+                catch_up: Duration::from_millis((*catch_up_timeout_ms).max(1)),
+            };
+            failover(&opts, &mut ui, &plan)
+        }
+        Cmd::Sync { node } => sync(&opts, &mut ui, node),
     };
     match result {
         Ok(()) => 0,
@@ -290,6 +368,28 @@ impl Node {
         Ok(())
     }
 
+    /// ROLE: the replication role and offset.
+    fn role(&mut self) -> Result<Role, Fail> {
+        let v: Value = self.query(&redis::cmd("ROLE"))?;
+        let bad = || format!("node {}: unexpected ROLE reply {v:?}", self.addr);
+        let Value::Array(items) = &v else {
+            return Err(bad());
+        };
+        let text = |i: usize| -> Option<String> { redis::from_redis_value(items.get(i)?).ok() };
+        let int = |i: usize| -> Option<i64> { redis::from_redis_value(items.get(i)?).ok() };
+        match text(0).as_deref() {
+            Some("master") => Ok(Role::Primary {
+                offset: int(1).ok_or_else(bad)?.max(0) as u64,
+            }),
+            Some("slave") => Ok(Role::Replica {
+                primary: format!("{}:{}", text(1).ok_or_else(bad)?, int(2).ok_or_else(bad)?),
+                connected: text(3).as_deref() == Some("connected"),
+                offset: int(4).ok_or_else(bad)?,
+            }),
+            _ => Err(bad()),
+        }
+    }
+
     fn dbsize(&mut self) -> Result<i64, Fail> {
         self.query(&redis::cmd("DBSIZE"))
     }
@@ -302,14 +402,31 @@ impl Node {
     }
 }
 
+/// A node's replication role (ROLE).
+#[derive(Debug, PartialEq, Eq)]
+enum Role {
+    Primary {
+        offset: u64,
+    },
+    Replica {
+        /// "host:port" it follows.
+        primary: String,
+        /// The link is up and streaming.
+        connected: bool,
+        /// The offset applied (-1 while not connected).
+        offset: i64,
+    },
+}
+
 /* ---- The cluster as the nodes see it ---- */
 
 /// Every node of the newest topology any node has, connected.
 struct Cluster {
     /// The newest topology seen (the base of the next one).
     topology: Topology,
-    /// Connections, in topology node order.
-    nodes: Vec<Node>,
+    /// Connections, in topology node order; `None` for a node that did not answer (only when
+    /// loaded with [`Cluster::load_reachable`]).
+    nodes: Vec<Option<Node>>,
     /// Each node's own version (same order), to report laggards.
     versions: Vec<u64>,
 }
@@ -330,19 +447,38 @@ impl Cluster {
     /// Reads the topology from `seed`, then from every node it names; fails if one is
     /// unreachable. Uses the newest topology found (nodes may name more nodes).
     fn load(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<Cluster, Fail> {
+        let cluster = Cluster::load_reachable(opts, ui, seed)?;
+        match cluster.nodes.iter().position(Option::is_none) {
+            Some(i) => Err(format!(
+                "node {} is unreachable",
+                cluster.topology.nodes[i].addr()
+            )),
+            None => Ok(cluster),
+        }
+    }
+
+    /// [`Cluster::load`], but a node that does not answer is left out (`None`, with a warning).
+    fn load_reachable(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<Cluster, Fail> {
         let (first, mut topology) = seed_topology(opts, seed)?;
-        let mut seen: std::collections::HashMap<String, (Node, u64)> = Default::default();
-        seen.insert(seed.to_string(), (first, topology.version));
+        let mut seen: std::collections::HashMap<String, (Option<Node>, u64)> = Default::default();
+        seen.insert(seed.to_string(), (Some(first), topology.version));
         // Follow newer topologies until no node knows a newer one (bounded: versions grow).
         for _ in 0..4 {
             let mut newest = topology.clone();
             for n in &topology.nodes {
                 let addr = n.addr();
                 if !seen.contains_key(&addr) {
-                    let node = Node::connect(opts, &addr)?;
+                    let node = match Node::connect(opts, &addr) {
+                        Ok(node) => Some(node),
+                        Err(e) => {
+                            ui.warn(&e);
+                            None
+                        }
+                    };
                     seen.insert(addr.clone(), (node, 0));
                 }
                 let (node, version) = seen.get_mut(&addr).expect("inserted");
+                let Some(node) = node else { continue };
                 let t = node.topology()?;
                 *version = t.version;
                 if t.version > newest.version {
@@ -357,7 +493,12 @@ impl Cluster {
         let mut nodes = Vec::new();
         let mut versions = Vec::new();
         for n in &topology.nodes {
-            let (mut node, version) = seen.remove(&n.addr()).expect("connected above");
+            let (node, version) = seen.remove(&n.addr()).expect("connected above");
+            let Some(mut node) = node else {
+                nodes.push(None);
+                versions.push(0);
+                continue;
+            };
             let id = node.myid()?;
             if id != n.id {
                 return Err(format!(
@@ -374,7 +515,7 @@ impl Cluster {
                     topology.version
                 ));
             }
-            nodes.push(node);
+            nodes.push(Some(node));
             versions.push(version);
         }
         Ok(Cluster {
@@ -393,8 +534,17 @@ impl Cluster {
             .ok_or_else(|| format!("no node '{name}' in the cluster (give an id or host:port)"))
     }
 
+    /// The connection to node `i` (an error if it did not answer when loaded).
+    fn node(&mut self, i: usize) -> Result<&mut Node, Fail> {
+        let addr = self.topology.nodes[i].addr();
+        self.nodes[i]
+            .as_mut()
+            .ok_or_else(|| format!("node {addr} is unreachable"))
+    }
+
     /// Pushes `next` (its version set to the current one + 1) to every connected node, `first`
-    /// ones first. Returns the version pushed.
+    /// ones first; a node that did not answer when loaded is skipped (`sync` catches it up
+    /// later). Returns the version pushed.
     fn push(&mut self, mut next: Topology, first: &[usize]) -> Result<u64, Fail> {
         next.version = self.topology.version + 1;
         next.validate()
@@ -402,7 +552,11 @@ impl Cluster {
         let mut order: Vec<usize> = first.to_vec();
         order.extend((0..self.nodes.len()).filter(|i| !first.contains(i)));
         for i in order {
-            self.nodes[i].set_topology(&next)?;
+            // Nodes in `nodes` are the current topology's; `next` may have one more (add).
+            let Some(node) = self.nodes.get_mut(i).and_then(Option::as_mut) else {
+                continue;
+            };
+            node.set_topology(&next)?;
             self.versions[i] = next.version;
         }
         let v = next.version;
@@ -479,11 +633,8 @@ fn create(opts: &Opts, ui: &mut Ui<'_>, addrs: &[String]) -> Result<(), Fail> {
         nodes: nodes
             .iter()
             .zip(&split)
-            .map(|((n, id), range)| TopologyNode {
-                id: id.clone(),
-                host: n.host.clone(),
-                port: n.port,
-                slots: vec![*range],
+            .map(|((n, id), range)| {
+                TopologyNode::primary(id.clone(), n.host.clone(), n.port, vec![*range])
             })
             .collect(),
     };
@@ -529,13 +680,16 @@ fn show(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
                 format!("UNREACHABLE ({e})")
             }
         };
-        ui.say(format_args!(
-            "{} {} slots {} ({} slots) {state}",
-            n.id,
-            n.addr(),
-            ranges_text(&n.slots),
-            n.slot_count()
-        ));
+        match &n.primary {
+            Some(p) => ui.say(format_args!("{} {} replica of {p} {state}", n.id, n.addr())),
+            None => ui.say(format_args!(
+                "{} {} slots {} ({} slots) {state}",
+                n.id,
+                n.addr(),
+                ranges_text(&n.slots),
+                n.slot_count()
+            )),
+        }
     }
     let uncovered = t.uncovered();
     if !uncovered.is_empty() {
@@ -587,6 +741,31 @@ fn check(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
             )),
             Ok(_) => {}
             Err(e) => problems.push(e),
+        }
+        let primary_addr = n
+            .primary
+            .as_deref()
+            .and_then(|p| t.node(p))
+            .map(|p| p.addr());
+        match (node.role(), primary_addr) {
+            (Ok(Role::Primary { .. }), None) => {}
+            (
+                Ok(Role::Replica {
+                    primary, connected, ..
+                }),
+                Some(p),
+            ) if primary == p => {
+                if !connected {
+                    ui.warn(format_args!(
+                        "replica {addr} is not in sync with {p} yet (see its INFO replication)"
+                    ));
+                }
+            }
+            (Ok(role), want) => problems.push(format!(
+                "node {addr} should be {} but ROLE says {role:?}",
+                want.map_or("a primary".to_string(), |p| format!("a replica of {p}"))
+            )),
+            (Err(e), _) => problems.push(e),
         }
         if let Ok(nodes) = node.query::<String>(redis::cmd("CLUSTER").arg("NODES")) {
             let open: Vec<&str> = nodes
@@ -662,6 +841,12 @@ fn move_slots(opts: &Opts, ui: &mut Ui<'_>, seed: &str, plan: &MovePlan<'_>) -> 
     }
     let src_node = cluster.topology.nodes[src].clone();
     let dst_node = cluster.topology.nodes[dst].clone();
+    if let Some(r) = [&src_node, &dst_node].into_iter().find(|n| n.is_replica()) {
+        return Err(format!(
+            "node {} is a replica: slots move between primaries",
+            r.addr()
+        ));
+    }
     let owned: Vec<u16> = src_node.slots.iter().flat_map(|&(a, b)| a..=b).collect();
     let slots = match (plan.slots, plan.count) {
         (Some(text), _) => {
@@ -764,17 +949,17 @@ fn move_one_slot(
         cluster.topology.nodes[dst].host.clone(),
         cluster.topology.nodes[dst].port,
     );
-    cluster.nodes[dst].setslot(slot, "IMPORTING", &src_id)?;
-    cluster.nodes[src].setslot(slot, "MIGRATING", &dst_id)?;
-    let mut moved = drain_slot(opts, &mut cluster.nodes[src], &target, slot, plan)?;
-    cluster.nodes[dst].setslot(slot, "NODE", &dst_id)?;
+    cluster.node(dst)?.setslot(slot, "IMPORTING", &src_id)?;
+    cluster.node(src)?.setslot(slot, "MIGRATING", &dst_id)?;
+    let mut moved = drain_slot(opts, cluster.node(src)?, &target, slot, plan)?;
+    cluster.node(dst)?.setslot(slot, "NODE", &dst_id)?;
     let mut attempt = 0;
     loop {
-        match cluster.nodes[src].setslot(slot, "NODE", &dst_id) {
+        match cluster.node(src)?.setslot(slot, "NODE", &dst_id) {
             Ok(()) => return Ok(moved),
             Err(e) if e.contains("still hold keys") && attempt < 50 => {
                 attempt += 1;
-                moved += drain_slot(opts, &mut cluster.nodes[src], &target, slot, plan)?;
+                moved += drain_slot(opts, cluster.node(src)?, &target, slot, plan)?;
             }
             Err(e) => return Err(e),
         }
@@ -882,13 +1067,9 @@ fn add_node(opts: &Opts, ui: &mut Ui<'_>, new: &str, existing: &str) -> Result<(
         cluster.topology.version = own.version;
     }
     let mut next = cluster.topology.clone();
-    next.nodes.push(TopologyNode {
-        id: id.clone(),
-        host,
-        port,
-        slots: Vec::new(),
-    });
-    cluster.nodes.push(node);
+    next.nodes
+        .push(TopologyNode::primary(id.clone(), host, port, Vec::new()));
+    cluster.nodes.push(Some(node));
     cluster.versions.push(own.version);
     let last = cluster.nodes.len() - 1;
     let version = cluster.push(next, &[last])?;
@@ -916,6 +1097,13 @@ fn remove_node(opts: &Opts, ui: &mut Ui<'_>, name: &str, existing: &str) -> Resu
     if cluster.topology.nodes.len() == 1 {
         return Err("refusing to remove the last node of the cluster".to_string());
     }
+    if let Some(r) = cluster.topology.replicas_of(&gone.id).next() {
+        return Err(format!(
+            "node {} has replicas ({} first): remove them or fail over to one first",
+            gone.addr(),
+            r.addr()
+        ));
+    }
     let mut next = cluster.topology.clone();
     next.nodes.remove(i);
     // Pushed to the removed node too, so it knows it owns nothing and redirects clients; it is
@@ -925,6 +1113,258 @@ fn remove_node(opts: &Opts, ui: &mut Ui<'_>, name: &str, existing: &str) -> Resu
         "[OK] node {} ({}) removed, topology version {version}",
         gone.addr(),
         gone.id
+    ));
+    Ok(())
+}
+
+/// The node to load the cluster from: `seed`, or `name` when it is an address.
+fn seed_of<'a>(name: &'a str, seed: Option<&'a str>, what: &str) -> Result<&'a str, Fail> {
+    match seed {
+        Some(s) => Ok(s),
+        None if split_addr(name).is_ok() => Ok(name),
+        None => Err(format!(
+            "the {what} is given by id: name any node of the cluster with --cluster host:port"
+        )),
+    }
+}
+
+fn add_replica(
+    opts: &Opts,
+    ui: &mut Ui<'_>,
+    replica: &str,
+    primary: &str,
+    seed: Option<&str>,
+    sync_timeout: Duration,
+) -> Result<(), Fail> {
+    let (host, port) = split_addr(replica)?;
+    let mut cluster = Cluster::load(opts, ui, seed_of(primary, seed, "primary")?)?;
+    let p = cluster.find(primary)?;
+    let primary_node = cluster.topology.nodes[p].clone();
+    if primary_node.is_replica() {
+        return Err(format!(
+            "node {} is a replica itself: name its primary",
+            primary_node.addr()
+        ));
+    }
+    let mut node = Node::connect(opts, replica)?;
+    let id = node.myid()?;
+    let mut next = cluster.topology.clone();
+    let line = TopologyNode {
+        id: id.clone(),
+        host,
+        port,
+        slots: Vec::new(),
+        primary: Some(primary_node.id.clone()),
+    };
+    let at = match cluster.topology.nodes.iter().position(|n| n.id == id) {
+        Some(i) => {
+            let n = &cluster.topology.nodes[i];
+            if n.slot_count() > 0 {
+                return Err(format!(
+                    "node {replica} owns {} slots: move them away first",
+                    n.slot_count()
+                ));
+            }
+            if let Some(r) = cluster.topology.replicas_of(&id).next() {
+                return Err(format!(
+                    "node {replica} has replicas ({} first): a replica's primary is a primary",
+                    r.addr()
+                ));
+            }
+            next.nodes[i] = line;
+            i
+        }
+        None => {
+            let own = node.topology()?;
+            if own.nodes.iter().any(|n| n.id != id) {
+                return Err(format!(
+                    "node {replica} belongs to another cluster (its topology version {} names \
+                     other nodes)",
+                    own.version
+                ));
+            }
+            if own.version > cluster.topology.version {
+                cluster.topology.version = own.version;
+            }
+            next.nodes.push(line);
+            cluster.nodes.push(Some(node));
+            cluster.versions.push(own.version);
+            cluster.nodes.len() - 1
+        }
+    };
+    let version = cluster.push(next, &[at])?;
+    ui.say(format_args!(
+        "node {replica} (id {id}) is now a replica of {} ({}), topology version {version}; \
+         waiting for its sync",
+        primary_node.addr(),
+        primary_node.id
+    ));
+    let deadline = Instant::now() + sync_timeout;
+    loop {
+        if let Role::Replica {
+            connected: true, ..
+        } = cluster.node(at)?.role()?
+        {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "node {replica} follows {} but is not in sync after {}s (see its INFO \
+                 replication)",
+                primary_node.addr(),
+                sync_timeout.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ui.say(format_args!("[OK] replica {replica} is in sync"));
+    Ok(())
+}
+
+/// What failover was asked.
+struct FailoverPlan<'a> {
+    replica: &'a str,
+    force: bool,
+    seed: Option<&'a str>,
+    catch_up: Duration,
+}
+
+/// The topology with replica `r` promoted in place of its primary `p`: `r` takes `p`'s slots,
+/// `p` and `p`'s other replicas follow `r`.
+fn swapped(t: &Topology, r: usize, p: usize) -> Topology {
+    let mut next = t.clone();
+    let (old_id, new_id) = (t.nodes[p].id.clone(), t.nodes[r].id.clone());
+    next.nodes[r].slots = std::mem::take(&mut next.nodes[p].slots);
+    next.nodes[r].primary = None;
+    for n in &mut next.nodes {
+        if n.id == old_id || n.primary.as_deref() == Some(old_id.as_str()) {
+            n.primary = Some(new_id.clone());
+        }
+    }
+    next
+}
+
+fn failover(opts: &Opts, ui: &mut Ui<'_>, plan: &FailoverPlan<'_>) -> Result<(), Fail> {
+    let seed = seed_of(plan.replica, plan.seed, "replica")?;
+    let mut cluster = Cluster::load_reachable(opts, ui, seed)?;
+    let r = cluster.find(plan.replica)?;
+    let replica = cluster.topology.nodes[r].clone();
+    let Some(primary_id) = replica.primary.clone() else {
+        return Err(format!("node {} is not a replica", replica.addr()));
+    };
+    let p = cluster.find(&primary_id)?;
+    let primary = cluster.topology.nodes[p].clone();
+    cluster.node(r)?;
+    let down: Vec<String> = (0..cluster.nodes.len())
+        .filter(|i| cluster.nodes[*i].is_none())
+        .map(|i| cluster.topology.nodes[i].addr())
+        .collect();
+    if !down.is_empty() && !plan.force {
+        return Err(format!(
+            "unreachable: {}; give --force to fail over without them (writes the primary did \
+             not replicate are lost)",
+            down.join(", ")
+        ));
+    }
+    let alive = cluster.nodes[p].is_some();
+    let paused = alive && !plan.force;
+    let pause_began = Instant::now();
+    if paused {
+        ui.say(format_args!(
+            "pausing writes on {} and waiting for {} to catch up",
+            primary.addr(),
+            replica.addr()
+        ));
+        let ms = plan.catch_up.as_millis() as u64 + opts.timeout.as_millis() as u64;
+        let _: Value = cluster
+            .node(p)?
+            .query(redis::cmd("CLIENT").arg("PAUSE").arg(ms).arg("WRITE"))?;
+        if let Err(e) = catch_up(&mut cluster, r, p, plan.catch_up) {
+            let _ = cluster
+                .node(p)?
+                .query::<Value>(redis::cmd("CLIENT").arg("UNPAUSE"));
+            return Err(e);
+        }
+    }
+    let next = swapped(&cluster.topology, r, p);
+    let pushed = cluster.push(next, &[r, p]);
+    if paused {
+        // The held writes now meet the new topology: MOVED to the new primary.
+        let _ = cluster
+            .node(p)?
+            .query::<Value>(redis::cmd("CLIENT").arg("UNPAUSE"));
+        ui.say(format_args!(
+            "writes on {} were paused for {} ms",
+            primary.addr(),
+            pause_began.elapsed().as_millis()
+        ));
+    }
+    let version = pushed?;
+    ui.say(format_args!(
+        "[OK] {} ({}) is the primary of slots {}, topology version {version}; {} {}",
+        replica.addr(),
+        replica.id,
+        ranges_text(&primary.slots),
+        primary.addr(),
+        if alive {
+            "follows it"
+        } else {
+            "is down: run `kvik-cluster sync` when it is back, it then follows the new primary"
+        }
+    ));
+    Ok(())
+}
+
+/// Waits until replica `r` applied everything primary `p` has, and `p`'s offset stood still
+/// meanwhile (a write admitted before the pause may still commit).
+fn catch_up(cluster: &mut Cluster, r: usize, p: usize, limit: Duration) -> Result<(), Fail> {
+    let deadline = Instant::now() + limit;
+    let offset_of = |role: Role| match role {
+        Role::Primary { offset } => Ok(offset as i64),
+        Role::Replica { .. } => Err("the primary is a replica (a failover raced this one)"),
+    };
+    let mut target = offset_of(cluster.node(p)?.role()?)?;
+    loop {
+        let applied = match cluster.node(r)?.role()? {
+            Role::Replica {
+                connected: true,
+                offset,
+                ..
+            } => offset,
+            _ => -1,
+        };
+        if applied >= target {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = offset_of(cluster.node(p)?.role()?)?;
+            if now == target {
+                return Ok(());
+            }
+            target = now;
+            continue;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "the replica applied offset {applied}, the primary is at {target}: not caught \
+                 up within {}ms (writes unpaused; nothing changed)",
+                limit.as_millis()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn sync(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
+    let mut cluster = Cluster::load(opts, ui, seed)?;
+    let behind = cluster
+        .versions
+        .iter()
+        .filter(|v| **v != cluster.topology.version)
+        .count();
+    let next = cluster.topology.clone();
+    let version = cluster.push(next, &[])?;
+    ui.say(format_args!(
+        "[OK] topology version {version} pushed to {} nodes ({behind} were behind)",
+        cluster.nodes.len()
     ));
     Ok(())
 }
@@ -941,6 +1381,28 @@ mod tests {
         assert!(parse_slots(",").is_err());
         assert_eq!(to_ranges(&[7, 0, 1, 2, 5]), vec![(0, 2), (5, 5), (7, 7)]);
         assert_eq!(ranges_text(&[(0, 2), (5, 5)]), "0-2,5");
+    }
+
+    #[test]
+    fn a_failover_swaps_roles_in_the_topology() {
+        let id = |c: char| std::iter::repeat_n(c, 40).collect::<String>();
+        let t = Topology::from_lines(
+            4,
+            &[
+                format!("{} h 1 0-100", id('a')),
+                format!("{} h 2 101-16383", id('b')),
+                format!("{} h 3 replica-of {}", id('c'), id('a')),
+                format!("{} h 4 replica-of {}", id('d'), id('a')),
+            ],
+        )
+        .unwrap();
+        let mut next = swapped(&t, 2, 0);
+        next.validate().unwrap();
+        assert_eq!(next.nodes[2].slots, vec![(0, 100)]);
+        assert!(!next.nodes[2].is_replica());
+        assert_eq!(next.nodes[0].primary.as_deref(), Some(id('c').as_str()));
+        assert_eq!(next.nodes[3].primary.as_deref(), Some(id('c').as_str()));
+        assert_eq!(next.nodes[1], t.nodes[1]);
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! The cluster topology kvik's admin tool pushes to every node (there is no gossip): a version and,
-//! per node, its id, address and slot ranges. One node is one text line, so the push is one
-//! command with one argument per node and a human can read it back:
+//! per node, its id, address and slot ranges, or the primary it replicates. One node is one text
+//! line, so the push is one command with one argument per node and a human can read it back:
 //!
 //! ```text
 //! CLUSTER SETTOPOLOGY <version> "<node-id> <host> <port> [<slot>|<first>-<last> ...]" ...
+//! CLUSTER SETTOPOLOGY <version> "<node-id> <host> <port> replica-of <primary-id>" ...
 //! CLUSTER TOPOLOGY   ->  [<version>, ["<line>", ...]]
 //! ```
 //!
-//! Node ids are 40 lowercase hex characters, as Redis Cluster's. A node may own no slots.
+//! Node ids are 40 lowercase hex characters, as Redis Cluster's. A primary may own no slots; a
+//! replica owns none (it serves its primary's slots to READONLY clients) and its primary is a
+//! primary (no chains).
 
 use crate::cluster::SLOTS;
 use std::fmt;
@@ -23,7 +26,12 @@ pub struct TopologyNode {
     pub port: u16,
     /// Inclusive slot ranges, ascending and non-overlapping after [`Topology::validate`].
     pub slots: Vec<(u16, u16)>,
+    /// A replica: the id of the primary it follows (then `slots` is empty).
+    pub primary: Option<String>,
 }
+
+/// The word of a node line that makes it a replica of the id after it.
+const REPLICA_OF: &str = "replica-of";
 
 /// A whole cluster topology at one version.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -62,7 +70,8 @@ pub fn parse_slot_range(s: &str) -> Result<(u16, u16), String> {
 }
 
 impl TopologyNode {
-    /// Parses one node line: `<id> <host> <port> [ranges...]`.
+    /// Parses one node line: `<id> <host> <port> [ranges...]` or
+    /// `<id> <host> <port> replica-of <primary-id>`.
     pub fn parse_line(line: &str) -> Result<TopologyNode, String> {
         let mut words = line.split_ascii_whitespace();
         let (Some(id), Some(host), Some(port)) = (words.next(), words.next(), words.next()) else {
@@ -80,18 +89,51 @@ impl TopologyNode {
             .ok()
             .filter(|p| *p > 0)
             .ok_or_else(|| format!("invalid port '{port}'"))?;
-        let slots = words.map(parse_slot_range).collect::<Result<Vec<_>, _>>()?;
+        let rest: Vec<&str> = words.collect();
+        let (slots, primary) = match rest.as_slice() {
+            [REPLICA_OF, p] if is_node_id(p) => (Vec::new(), Some(p.to_string())),
+            [REPLICA_OF, ..] => {
+                return Err(format!(
+                    "node line '{line}': '{REPLICA_OF}' needs one primary id (40 lowercase hex \
+                     characters) and no slots"
+                ))
+            }
+            words => (
+                words
+                    .iter()
+                    .map(|w| parse_slot_range(w))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None,
+            ),
+        };
         Ok(TopologyNode {
             id: id.to_string(),
             host: host.to_string(),
             port,
             slots,
+            primary,
         })
     }
 
     /// "host:port".
     pub fn addr(&self) -> String {
         format!("{}:{}", self.host, self.port)
+    }
+
+    /// A new primary that owns `slots`.
+    pub fn primary(id: String, host: String, port: u16, slots: Vec<(u16, u16)>) -> TopologyNode {
+        TopologyNode {
+            id,
+            host,
+            port,
+            slots,
+            primary: None,
+        }
+    }
+
+    /// True for a replica.
+    pub fn is_replica(&self) -> bool {
+        self.primary.is_some()
     }
 
     /// Number of slots this node owns.
@@ -104,6 +146,9 @@ impl fmt::Display for TopologyNode {
     /// The node line [`TopologyNode::parse_line`] reads.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {} {}", self.id, self.host, self.port)?;
+        if let Some(p) = &self.primary {
+            return write!(f, " {REPLICA_OF} {p}");
+        }
         for (a, b) in &self.slots {
             if a == b {
                 write!(f, " {a}")?;
@@ -132,9 +177,24 @@ impl Topology {
         self.nodes.iter().map(|n| n.to_string()).collect()
     }
 
-    /// Checks ids and addresses are unique and no slot has two owners; sorts and merges each
-    /// node's ranges. Slots owned by nobody are allowed (a cluster being built or reshaped).
+    /// Checks ids and addresses are unique, no slot has two owners, and every replica follows
+    /// a primary of the topology; sorts and merges each node's ranges. Slots owned by nobody
+    /// are allowed (a cluster being built or reshaped).
     pub fn validate(&mut self) -> Result<(), String> {
+        for n in &self.nodes {
+            let Some(p) = &n.primary else { continue };
+            match self.node(p) {
+                None => return Err(format!("replica {} follows unknown node {p}", n.id)),
+                // (A node naming itself is caught here too.)
+                Some(q) if q.is_replica() => {
+                    return Err(format!(
+                        "replica {} follows {p}, which is a replica itself",
+                        n.id
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
         let mut owner: Vec<Option<usize>> = vec![None; SLOTS];
         for (i, n) in self.nodes.iter_mut().enumerate() {
             n.slots.sort_unstable();
@@ -180,6 +240,13 @@ impl Topology {
     /// The node with id `id`.
     pub fn node(&self, id: &str) -> Option<&TopologyNode> {
         self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// The replicas of the node with id `id`, in topology order.
+    pub fn replicas_of<'a>(&'a self, id: &'a str) -> impl Iterator<Item = &'a TopologyNode> + 'a {
+        self.nodes
+            .iter()
+            .filter(move |n| n.primary.as_deref() == Some(id))
     }
 
     /// Slots no node owns.
@@ -252,6 +319,31 @@ mod tests {
         assert!(TopologyNode::parse_line(&format!("{} h 0", id('a'))).is_err());
         assert!(TopologyNode::parse_line(&format!("{} h 1 16384", id('a'))).is_err());
         assert!(TopologyNode::parse_line(&format!("{} h 1 9-3", id('a'))).is_err());
+    }
+
+    #[test]
+    fn replica_lines_round_trip_and_are_checked() {
+        let p = format!("{} 127.0.0.1 7001 0-16383", id('a'));
+        let r = format!("{} 127.0.0.1 7002 replica-of {}", id('b'), id('a'));
+        let t = Topology::from_lines(2, &[&p, &r]).unwrap();
+        assert_eq!(t.lines(), vec![p.clone(), r.clone()]);
+        assert!(t.nodes[1].is_replica() && t.nodes[1].slots.is_empty());
+        assert_eq!(t.replicas_of(&id('a')).count(), 1);
+        assert_eq!(t.owner(5).unwrap().port, 7001);
+        let orphan = format!("{} h 3 replica-of {}", id('c'), id('d'));
+        assert!(
+            Topology::from_lines(1, &[&p, &orphan]).is_err(),
+            "unknown primary"
+        );
+        let chain = format!("{} h 3 replica-of {}", id('c'), id('b'));
+        assert!(Topology::from_lines(1, &[&p, &r, &chain]).is_err(), "chain");
+        let own = format!("{} h 3 replica-of {}", id('c'), id('c'));
+        assert!(Topology::from_lines(1, &[&own]).is_err(), "itself");
+        let slots = format!("{} h 3 replica-of {} 5", id('c'), id('a'));
+        assert!(
+            TopologyNode::parse_line(&slots).is_err(),
+            "slots on a replica"
+        );
     }
 
     #[test]

@@ -413,7 +413,9 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     expire_hash_fields(&server);
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
-                    let folded = if replica {
+                    // (Not under CLIENT PAUSE WRITE either: kvik-cluster failover waits for
+                    // the primary's offset to stand still.)
+                    let folded = if replica || server.pause.writes_paused() {
                         Ok(())
                     } else {
                         server.storage.fold_counts()

@@ -32,7 +32,8 @@ pub struct Session {
     pub blocked: Option<crate::blocking::Blocked>,
     /// Cluster mode: ASKING was sent; lets the next command into an IMPORTING slot.
     pub asking: bool,
-    /// Cluster mode: READONLY was sent (kvik has no replicas, so it changes no routing).
+    /// Cluster mode: READONLY was sent; a replica serves this connection's reads of its
+    /// primary's slots.
     pub readonly: bool,
     /// Pub/sub subscriptions; dropping the session (disconnect) unsubscribes them.
     pub subs: crate::pubsub::Subscriptions,

@@ -44,7 +44,9 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     crate::cmd::script::load_persisted(&server)?;
 
-    // The role is set before clients can connect, so a replica never takes a write.
+    // The role is set before clients can connect, so a replica never takes a write. In
+    // cluster mode the persisted topology decides it.
+    crate::cluster::replicas::configure_at_start(&server);
     crate::replication::Replication::init(&server)
         .map_err(|e| format!("cannot read the replication state: {e}"))?;
 

@@ -10,10 +10,13 @@
 //!   dispatcher makes right after auth, on the pool path and the run-to-completion path alike.
 //! - [`replies`]: CLUSTER SLOTS / SHARDS / NODES rendering, cached per (reply, RESP version,
 //!   endpoint kind) and reused while the generation is unchanged.
+//! - [`replicas`]: the node's replication role follows the topology (a node listed as a
+//!   replica follows its primary; a node listed as a primary stops following).
 //!
 //! Only database 0 exists in cluster mode.
 
 pub mod persist;
+pub mod replicas;
 pub mod replies;
 pub mod routing;
 
@@ -189,6 +192,8 @@ pub struct State {
     pub importing: BTreeMap<u16, String>,
     /// This node's index in `topology.nodes`, if it is listed.
     pub me: Option<usize>,
+    /// The index of the primary this node replicates, if the topology makes it a replica.
+    pub my_primary: Option<usize>,
     /// Every slot has an owner (or full coverage is not required): `cluster_state:ok`.
     pub covered: bool,
 }
@@ -203,6 +208,7 @@ impl State {
             migrating: BTreeMap::new(),
             importing: BTreeMap::new(),
             me: None,
+            my_primary: None,
             covered: false,
         };
         s.rebuild(myid);
@@ -225,6 +231,10 @@ impl State {
             }
         }
         self.me = self.index_of(myid);
+        self.my_primary = self
+            .me
+            .and_then(|i| self.topology.nodes[i].primary.as_deref())
+            .and_then(|p| self.index_of(p));
         self.covered = self.owner.iter().all(|o| *o != NO_OWNER);
         self.generation += 1;
     }

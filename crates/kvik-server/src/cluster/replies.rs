@@ -10,6 +10,7 @@
 //! command fails with an internal error and the log names the reply).
 
 use super::{EndpointKind, State};
+use kvik_resp::topology::TopologyNode;
 use kvik_resp::{encode, Proto};
 use parking_lot::RwLock;
 use std::sync::Arc;
@@ -107,39 +108,57 @@ pub fn redirect_host(host: &str, kind: EndpointKind) -> &str {
     }
 }
 
+/// The replicas of the node at index `primary`, in topology order.
+fn replicas_of<'a>(st: &'a State, primary: usize) -> impl Iterator<Item = &'a TopologyNode> + 'a {
+    st.topology.replicas_of(&st.topology.nodes[primary].id)
+}
+
 fn slots(v: View<'_>, out: &mut Vec<u8>) {
     let ranges = v.state.ranges();
     encode::array_header(out, ranges.len());
     for (a, b, o) in ranges {
-        let n = &v.state.topology.nodes[o];
-        encode::array_header(out, 3);
+        // The primary, then its replicas (Redis 7.0's shape).
+        let replicas: Vec<&TopologyNode> = replicas_of(v.state, o).collect();
+        encode::array_header(out, 3 + replicas.len());
         encode::integer(out, a as i64);
         encode::integer(out, b as i64);
-        encode::array_header(out, 4);
-        match v.kind {
-            EndpointKind::Unknown => encode::null(out, v.proto),
-            _ => encode::bulk(out, n.host.as_bytes()),
-        }
-        encode::integer(out, n.port as i64);
-        encode::bulk(out, n.id.as_bytes());
-        // The networking metadata that is not the preferred endpoint (Redis 7): kvik knows one
-        // name per node, the topology's host.
-        match v.kind {
-            EndpointKind::Ip => encode::map_header(out, 0, v.proto),
-            _ => {
-                encode::map_header(out, 1, v.proto);
-                encode::bulk(out, b"ip");
-                encode::bulk(out, n.host.as_bytes());
-            }
+        slot_node(v, &v.state.topology.nodes[o], out);
+        for r in replicas {
+            slot_node(v, r, out);
         }
     }
 }
 
+/// One node of a CLUSTER SLOTS range: endpoint, port, id, metadata.
+fn slot_node(v: View<'_>, n: &TopologyNode, out: &mut Vec<u8>) {
+    encode::array_header(out, 4);
+    match v.kind {
+        EndpointKind::Unknown => encode::null(out, v.proto),
+        _ => encode::bulk(out, n.host.as_bytes()),
+    }
+    encode::integer(out, n.port as i64);
+    encode::bulk(out, n.id.as_bytes());
+    // The networking metadata that is not the preferred endpoint (Redis 7): kvik knows one
+    // name per node, the topology's host.
+    match v.kind {
+        EndpointKind::Ip => encode::map_header(out, 0, v.proto),
+        _ => {
+            encode::map_header(out, 1, v.proto);
+            encode::bulk(out, b"ip");
+            encode::bulk(out, n.host.as_bytes());
+        }
+    }
+}
+
+/// CLUSTER SHARDS: one shard per primary, its nodes the primary then its replicas.
 fn shards(v: View<'_>, out: &mut Vec<u8>) {
     let st = v.state;
     let ranges = st.ranges();
-    encode::array_header(out, st.topology.nodes.len());
-    for (i, n) in st.topology.nodes.iter().enumerate() {
+    let primaries: Vec<usize> = (0..st.topology.nodes.len())
+        .filter(|&i| !st.topology.nodes[i].is_replica())
+        .collect();
+    encode::array_header(out, primaries.len());
+    for i in primaries {
         encode::map_header(out, 2, v.proto);
         encode::bulk(out, b"slots");
         let mine: Vec<_> = ranges.iter().filter(|r| r.2 == i).collect();
@@ -149,31 +168,48 @@ fn shards(v: View<'_>, out: &mut Vec<u8>) {
             encode::integer(out, r.1 as i64);
         }
         encode::bulk(out, b"nodes");
-        encode::array_header(out, 1);
-        let hostname = v.kind == EndpointKind::Hostname;
-        encode::map_header(out, if hostname { 8 } else { 7 }, v.proto);
-        encode::bulk(out, b"id");
-        encode::bulk(out, n.id.as_bytes());
-        encode::bulk(out, b"port");
-        encode::integer(out, n.port as i64);
-        encode::bulk(out, b"ip");
-        encode::bulk(out, n.host.as_bytes());
-        encode::bulk(out, b"endpoint");
-        match v.kind {
-            EndpointKind::Unknown => encode::bulk(out, b"?"),
-            _ => encode::bulk(out, n.host.as_bytes()),
+        let replicas: Vec<&TopologyNode> = replicas_of(st, i).collect();
+        encode::array_header(out, 1 + replicas.len());
+        shard_node(v, &st.topology.nodes[i], out);
+        for r in replicas {
+            shard_node(v, r, out);
         }
-        if hostname {
-            encode::bulk(out, b"hostname");
-            encode::bulk(out, n.host.as_bytes());
-        }
-        encode::bulk(out, b"role");
-        encode::bulk(out, b"master");
-        encode::bulk(out, b"replication-offset");
-        encode::integer(out, 0);
-        encode::bulk(out, b"health");
-        encode::bulk(out, b"online");
     }
+}
+
+/// One node of a CLUSTER SHARDS shard. kvik nodes do not exchange offsets (no gossip), so
+/// `replication-offset` is 0 and `health` is what the topology says: online.
+fn shard_node(v: View<'_>, n: &TopologyNode, out: &mut Vec<u8>) {
+    let hostname = v.kind == EndpointKind::Hostname;
+    encode::map_header(out, if hostname { 8 } else { 7 }, v.proto);
+    encode::bulk(out, b"id");
+    encode::bulk(out, n.id.as_bytes());
+    encode::bulk(out, b"port");
+    encode::integer(out, n.port as i64);
+    encode::bulk(out, b"ip");
+    encode::bulk(out, n.host.as_bytes());
+    encode::bulk(out, b"endpoint");
+    match v.kind {
+        EndpointKind::Unknown => encode::bulk(out, b"?"),
+        _ => encode::bulk(out, n.host.as_bytes()),
+    }
+    if hostname {
+        encode::bulk(out, b"hostname");
+        encode::bulk(out, n.host.as_bytes());
+    }
+    encode::bulk(out, b"role");
+    encode::bulk(
+        out,
+        if n.is_replica() {
+            &b"replica"[..]
+        } else {
+            b"master"
+        },
+    );
+    encode::bulk(out, b"replication-offset");
+    encode::integer(out, 0);
+    encode::bulk(out, b"health");
+    encode::bulk(out, b"online");
 }
 
 /// The bus port Redis would show: its default, client port + 10000 (kvik has no bus).
@@ -202,13 +238,19 @@ pub fn nodes_text(v: View<'_>) -> String {
     }
     for (i, n) in st.topology.nodes.iter().enumerate() {
         let me = st.me == Some(i);
+        let role = match (me, n.is_replica()) {
+            (true, false) => "myself,master",
+            (true, true) => "myself,slave",
+            (false, false) => "master",
+            (false, true) => "slave",
+        };
         text.push_str(&format!(
-            "{} {}:{}@{} {} - 0 0 {epoch} connected",
+            "{} {}:{}@{} {role} {} 0 0 {epoch} connected",
             n.id,
             n.host,
             n.port,
             bus_port(n.port),
-            if me { "myself,master" } else { "master" },
+            n.primary.as_deref().unwrap_or("-"),
         ));
         for r in ranges.iter().filter(|r| r.2 == i) {
             if r.0 == r.1 {

@@ -6,6 +6,10 @@
 //! - slot IMPORTING here: served only for a client that sent ASKING just before (or
 //!   RESTORE-ASKING); TRYAGAIN for several keys not all present; otherwise MOVED to the owner.
 //!
+//! A replica (in the topology) redirects to its primary like any non-owner, except that a
+//! connection that sent READONLY has its reads of the primary's slots served here (Redis
+//! Cluster's replica reads; READWRITE ends it).
+//!
 //! Keyless commands are never redirected. On the run-to-completion path the check needs no
 //! storage for a stable slot; a migrating or importing slot (which needs key lookups), or a
 //! pending ASKING flag, sends the command to the pool untouched.
@@ -54,6 +58,8 @@ pub struct Request<'r> {
     pub args: &'r [Bytes],
     /// True on the run-to-completion path (no storage may be read).
     pub rtc: bool,
+    /// The command may write (a replica never serves it).
+    pub write: bool,
     pub now_ms: u64,
 }
 
@@ -70,6 +76,7 @@ pub fn check<'a>(
         positions,
         args,
         rtc,
+        write,
         now_ms,
     } = *req;
     let mut asked = session.asking;
@@ -179,6 +186,9 @@ pub fn check<'a>(
         }
     }
     if st.me == Some(owner) {
+        return Route::Serve(None);
+    }
+    if session.readonly && !write && st.my_primary == Some(owner) {
         return Route::Serve(None);
     }
     let n = &st.topology.nodes[owner];

@@ -1,5 +1,5 @@
 //! Cluster commands: the CLUSTER container (INFO MYID KEYSLOT COUNTKEYSINSLOT GETKEYSINSLOT SLOTS
-//! SHARDS NODES SETSLOT, and kvik's SETTOPOLOGY / TOPOLOGY), ASKING, READONLY, READWRITE. Each
+//! SHARDS NODES REPLICAS SLAVES SETSLOT, and kvik's SETTOPOLOGY / TOPOLOGY), ASKING, READONLY, READWRITE. Each
 //! answers "This instance has cluster support disabled" unless `cluster-enabled yes`. The
 //! routing itself is in `crate::cluster::routing`.
 
@@ -85,6 +85,22 @@ static SUBS: &[CommandSpec] = &[
             "Returns the cluster configuration for a node.",
             "3.0.0",
             "O(N) where N is the total number of Cluster nodes",
+        ),
+    CommandSpec::new("replicas", 3, Flags::ADMIN.union(Flags::STALE), KeySpec::NONE, replicas)
+        .acl(&["admin", "slow", "dangerous"])
+        .group("cluster")
+        .doc(
+            "Lists the replica nodes of a master node.",
+            "5.0.0",
+            "O(N) where N is the number of replicas.",
+        ),
+    CommandSpec::new("slaves", 3, Flags::ADMIN.union(Flags::STALE), KeySpec::NONE, replicas)
+        .acl(&["admin", "slow", "dangerous"])
+        .group("cluster")
+        .doc(
+            "Lists the replica nodes of a master node.",
+            "3.0.0",
+            "O(N) where N is the number of replicas.",
         ),
     CommandSpec::new(
         "setslot",
@@ -338,6 +354,41 @@ fn nodes(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     cached(ctx, Which::Nodes)
 }
 
+/// CLUSTER REPLICAS / SLAVES <node-id>: the replicas' CLUSTER NODES lines, one bulk string each.
+fn replicas(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let n = node(ctx)?;
+    let id = String::from_utf8_lossy(&args[2]).into_owned();
+    let st = n.state.read();
+    let Some(primary) = st.topology.node(&id) else {
+        return Err(CmdError::err(format_args!("Unknown node {id}")));
+    };
+    if primary.is_replica() {
+        return Err(CmdError::err("The specified node is not a master"));
+    }
+    let view = View {
+        state: &st,
+        myid: &n.myid,
+        my_port: ctx.server.port.load(Relaxed),
+        proto: ctx.out.proto,
+        kind: ctx.server.config.cluster.endpoint(),
+    };
+    let text = replies::nodes_text(view);
+    let ids: Vec<&str> = st
+        .topology
+        .replicas_of(&id)
+        .map(|r| r.id.as_str())
+        .collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| ids.iter().any(|r| l.split(' ').next() == Some(*r)))
+        .collect();
+    ctx.out.array(lines.len());
+    for l in lines {
+        ctx.out.bulk(l.as_bytes());
+    }
+    Ok(())
+}
+
 fn setslot(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let n = node(ctx)?;
     let slot = kvik_resp::parse_i64(&args[2])
@@ -424,6 +475,9 @@ fn settopology(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let topology = Topology::from_lines(version, &lines)
         .map_err(|e| CmdError::err(format_args!("invalid topology: {e}")))?;
     n.set_topology(topology).map_err(CmdError::err)?;
+    if let Some(server) = ctx.server.arc() {
+        crate::cluster::replicas::reconcile(&server).map_err(CmdError::err)?;
+    }
     ctx.out.ok();
     Ok(())
 }
@@ -457,16 +511,21 @@ fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
         "NODES",
         "    Return cluster configuration seen by node. Output format:",
         "    <id> <ip:port@bus-port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+        "REPLICAS <node-id>",
+        "    Return <node-id> replicas.",
         "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
         "    Set slot state.",
         "SETTOPOLOGY <version> <node-line> [<node-line> ...]",
         "    kvik: replace the topology (newer versions only). A node line is",
-        "    '<node-id> <host> <port> [<slot>|<first>-<last> ...]'.",
+        "    '<node-id> <host> <port> [<slot>|<first>-<last> ...]' or",
+        "    '<node-id> <host> <port> replica-of <primary-id>'.",
         "SHARDS",
         "    Return information about slot range mappings and the nodes associated with them.",
         "SLOTS",
         "    Return information about slots range mappings. Each range is made of:",
         "    start, end, master and replicas IP addresses, ports and ids",
+        "SLAVES <node-id>",
+        "    Return <node-id> replicas (same as REPLICAS).",
         "TOPOLOGY",
         "    kvik: return the topology version and its node lines.",
     ];

@@ -578,18 +578,8 @@ fn admit<'s>(
         }
         server.repl.failover.wait_if_paused();
     }
-    if writes(session, entry) {
-        if !server.repl.enough_good_replicas(&server.config.repl) {
-            reject(server, session, out, Some(entry.id), &NO_GOOD_REPLICAS);
-            return Admit::Rejected;
-        }
-        if server.config.repl.read_only.load(Ordering::Relaxed) && server.repl.is_replica() {
-            reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
-            return Admit::Rejected;
-        }
-    }
     let Some(node) = server.cluster.node() else {
-        return Admit::Run(None);
+        return refuse_replica_write(server, session, out, entry, None);
     };
     use crate::cluster::routing::{check, Request, Route};
     let positions = entry.spec.key_positions(args);
@@ -598,11 +588,13 @@ fn admit<'s>(
         positions: &positions,
         args,
         rtc,
+        write: entry.spec.flags.contains(Flags::WRITE),
         now_ms: crate::clock::unix_ms(),
     };
     let settings = &server.config.cluster;
+    // Routing first: a replica in cluster mode answers MOVED to its primary for a write.
     match check(node, settings, &server.storage, session, &req) {
-        Route::Serve(gate) => Admit::Run(gate),
+        Route::Serve(gate) => refuse_replica_write(server, session, out, entry, gate),
         Route::NotServed => Admit::NotServed,
         Route::Reject(e) => {
             reject(server, session, out, Some(entry.id), &e);
@@ -623,6 +615,29 @@ fn writes(session: &Session, entry: &Entry) -> bool {
                 .iter()
                 .any(|q| table().entry(q.id).spec.flags.contains(Flags::WRITE))
         })
+}
+
+/// After routing (Redis answers MOVED first): a write, or EXEC of one, on a primary without
+/// enough good replicas (`min-replicas-to-write`) gets NOREPLICAS, and on a read-only replica
+/// READONLY; anything else runs (holding `gate`).
+fn refuse_replica_write<'s>(
+    server: &'s Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    gate: Option<crate::cluster::Gate<'s>>,
+) -> Admit<'s> {
+    if writes(session, entry) {
+        if !server.repl.enough_good_replicas(&server.config.repl) {
+            reject(server, session, out, Some(entry.id), &NO_GOOD_REPLICAS);
+            return Admit::Rejected;
+        }
+        if server.config.repl.read_only.load(Ordering::Relaxed) && server.repl.is_replica() {
+            reject(server, session, out, Some(entry.id), &READONLY_REPLICA);
+            return Admit::Rejected;
+        }
+    }
+    Admit::Run(gate)
 }
 
 /// Answers a command rejected before it ran (unknown, arity, auth, routing), as Redis's

@@ -65,7 +65,18 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc("An internal command used in replication.", "2.8.0", "O(1)"),
 ];
 
+/// In cluster mode the pushed topology sets the roles (`crate::cluster::replicas`).
+fn refuse_in_cluster(ctx: &Ctx<'_>, name: &str) -> CmdResult {
+    if ctx.server.cluster.node().is_some() {
+        return Err(CmdError::err(format_args!(
+            "{name} not allowed in cluster mode."
+        )));
+    }
+    Ok(())
+}
+
 fn replicaof(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    refuse_in_cluster(ctx, "REPLICAOF")?;
     let server = ctx.server;
     if args[1].eq_ignore_ascii_case(b"no") && args[2].eq_ignore_ascii_case(b"one") {
         if server.repl.is_replica() {
@@ -202,6 +213,7 @@ fn psync(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]
 fn failover(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    refuse_in_cluster(ctx, "FAILOVER")?;
     let server = ctx.server;
     let mut req = Request {
         target: None,

@@ -13,6 +13,7 @@ mod cache;
 mod cluster;
 mod cluster_clients;
 mod cluster_migration;
+mod cluster_replicas;
 mod config_rewrite;
 mod config_sort;
 mod differential;
