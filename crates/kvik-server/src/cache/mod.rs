@@ -322,10 +322,12 @@ impl Cache {
         self.write_allocate.store(on, Relaxed);
     }
 
-    /// `cache-absent-keys`: switching it off drops nothing already cached (entries of absent
-    /// keys stay correct; they age out).
+    /// `cache-absent-keys`: switching it off empties the cache, so no read is answered from a
+    /// note of absence any more (a switch measured against itself must really be off).
     pub fn set_absent_keys(&self, on: bool) {
-        self.absent_keys.store(on, Relaxed);
+        if self.absent_keys.swap(on, Relaxed) && !on {
+            self.clear();
+        }
     }
     pub fn set_fill_delay_us(&self, us: u64) {
         self.fill_delay_us.store(us, Relaxed);
