@@ -7,6 +7,7 @@
 
 use crate::cluster_migration::{cluster_client, kvik_cluster, start_cluster};
 use crate::common::{err, eventually, q, Endpoint};
+use crate::replication::{dataset, CONVERGE};
 use kvik_resp::cluster::key_slot;
 use kvik_testkit::KvikServer;
 use redis::{Connection, Value};
@@ -14,8 +15,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-const CONVERGE: Duration = Duration::from_secs(60);
 
 fn new_node() -> KvikServer {
     KvikServer::start(
@@ -58,43 +57,6 @@ fn role(n: &KvikServer) -> (String, i64, String) {
         ),
         other => (other.into(), 0, String::new()),
     }
-}
-
-/// Every key of database 0 with a rendering of its value, read through `con` (a replica's
-/// connection must have sent READONLY).
-fn dataset(con: &mut Connection) -> BTreeMap<String, String> {
-    let mut keys: Vec<String> = Vec::new();
-    let mut cursor = "0".to_string();
-    loop {
-        let (next, batch): (String, Vec<String>) = q(con, &["SCAN", &cursor, "COUNT", "500"]);
-        keys.extend(batch);
-        if next == "0" {
-            break;
-        }
-        cursor = next;
-    }
-    let mut out = BTreeMap::new();
-    for k in keys {
-        let t: String = q(con, &["TYPE", &k]);
-        let v = match t.as_str() {
-            "string" => format!("{:?}", q::<Option<Vec<u8>>>(con, &["GET", &k])),
-            "hash" => format!("{:?}", q::<BTreeMap<String, String>>(con, &["HGETALL", &k])),
-            "list" => format!("{:?}", q::<Vec<String>>(con, &["LRANGE", &k, "0", "-1"])),
-            "set" => {
-                let mut m: Vec<String> = q(con, &["SMEMBERS", &k]);
-                m.sort();
-                format!("{m:?}")
-            }
-            "zset" => format!(
-                "{:?}",
-                q::<Vec<String>>(con, &["ZRANGE", &k, "0", "-1", "WITHSCORES"])
-            ),
-            "none" => continue,
-            other => format!("{other}?"),
-        };
-        out.insert(k, format!("{t} {v}"));
-    }
-    out
 }
 
 /// Waits until the replica (read with READONLY) holds exactly the primary's dataset.

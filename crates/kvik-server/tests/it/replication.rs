@@ -43,7 +43,9 @@ fn caught_up(primary: &mut Connection, replica: &mut Connection) -> bool {
 }
 
 /// Database 0 as a sorted map: key -> (type, a rendering of its value, whether it has a TTL).
-fn dataset(con: &mut Connection) -> BTreeMap<String, (String, String, bool)> {
+/// Read through `con` (a replica in cluster mode needs READONLY on it). Shared by the cluster
+/// replica tests.
+pub(crate) fn dataset(con: &mut Connection) -> BTreeMap<String, (String, String, bool)> {
     let mut keys = Vec::new();
     let mut cursor = "0".to_string();
     loop {
