@@ -360,15 +360,19 @@ impl Inner {
 
     /// Parks `batch` for a successor: wakes the oldest live caller in it. False (batch left
     /// untouched) when every entry was abandoned.
+    ///
+    /// The batch is parked and `handoff_pending` set *before* the successor is woken: a
+    /// successor that woke first could try the flag (held by us), see nothing pending, go back
+    /// to waiting for its reply, and leave the parked batch with nobody to write it.
     fn hand_off(&self, batch: &mut Vec<Entry>) -> bool {
         let mut h = self.handoff.lock();
-        for e in batch.iter() {
-            if e.slot.hand_flush() {
-                h.append(batch);
-                self.handoff_pending.store(true, Ordering::SeqCst);
-                return true;
-            }
+        h.append(batch);
+        self.handoff_pending.store(true, Ordering::SeqCst);
+        if h.iter().any(|e| e.slot.hand_flush()) {
+            return true;
         }
+        batch.append(&mut h);
+        self.handoff_pending.store(false, Ordering::SeqCst);
         false
     }
 
@@ -1105,5 +1109,81 @@ impl Future for PipelineFuture {
         this.inner
             .poll_frames(cx)
             .map(|r| r.map(|frames| pipeline_results(atomic, frames)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+    use std::task::Wake;
+
+    /// A successor's waker that records, at the moment it is woken, whether the batch handed
+    /// to it is already parked where its `take_over_flush` looks.
+    struct Probe {
+        inner: Arc<Inner>,
+        saw: Mutex<Option<bool>>,
+    }
+
+    impl Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            *self.saw.lock() = Some(self.inner.handoff_pending.load(Ordering::SeqCst));
+        }
+    }
+
+    /// A connection to a listener that never answers: enough to drive the queue by hand.
+    fn idle_connection() -> (TcpListener, Connection) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let conn = Connection::connect(&addr, &ConnectOptions::new()).unwrap();
+        (listener, conn)
+    }
+
+    fn entry(slot: &Arc<Slot>) -> Entry {
+        Entry {
+            bytes: b"*1\r\n$4\r\nPING\r\n".to_vec(),
+            slot: slot.clone(),
+        }
+    }
+
+    /// The race CI once hit: the successor woke, found nothing pending (the flag still held by
+    /// the old flusher), went back to waiting, and the batch parked after it stayed unwritten.
+    /// So the batch must be visible (`handoff_pending`, what a woken successor checks) before
+    /// the wake-up.
+    #[test]
+    fn a_successor_is_woken_only_after_its_batch_is_parked() {
+        let (_listener, conn) = idle_connection();
+        let inner = conn.handle.inner.clone();
+        let slot = Slot::new(1);
+        let probe = Arc::new(Probe {
+            inner: inner.clone(),
+            saw: Mutex::new(None),
+        });
+        slot.state.lock().waker = Some(Waker::from(probe.clone()));
+        let mut batch = vec![entry(&slot)];
+        assert!(inner.hand_off(&mut batch));
+        assert!(batch.is_empty(), "the batch is parked, not kept");
+        let pending = probe.saw.lock().expect("the successor was woken");
+        assert!(pending, "woken before the hand-off was visible");
+        assert!(slot.state.lock().must_flush);
+        assert_eq!(inner.handoff.lock().len(), 1);
+        inner.handoff.lock().clear();
+        inner.handoff_pending.store(false, Ordering::SeqCst);
+    }
+
+    /// Nobody left to hand to: the batch comes back whole and nothing is marked pending.
+    #[test]
+    fn a_batch_of_abandoned_callers_is_not_parked() {
+        let (_listener, conn) = idle_connection();
+        let inner = conn.handle.inner.clone();
+        let slots: Vec<_> = (0..3).map(|_| Slot::new(1)).collect();
+        for s in &slots {
+            s.state.lock().abandoned = true;
+        }
+        let mut batch: Vec<_> = slots.iter().map(entry).collect();
+        assert!(!inner.hand_off(&mut batch));
+        assert_eq!(batch.len(), 3);
+        assert!(!inner.handoff_pending.load(Ordering::SeqCst));
+        assert!(inner.handoff.lock().is_empty());
     }
 }
