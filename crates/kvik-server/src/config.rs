@@ -948,6 +948,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "pubsub-rtc-max-receivers",
+        default: "1024",
+        mutable: true,
+        help: "most receivers a PUBLISH delivers to on the I/O thread (more: a worker delivers; 0: always a worker)",
+        get: |c| c.pubsub.rtc_max_receivers.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.pubsub.rtc_max_receivers, v, 0, u32::MAX as u64),
+    },
+    Setting {
         name: "wal-flush-hold",
         default: "no",
         mutable: true,

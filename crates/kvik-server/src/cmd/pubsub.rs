@@ -15,6 +15,7 @@ use super::ctx::{Args, CmdResult, Ctx};
 use super::spec::{CommandSpec, Flags, KeySpec};
 use crate::pubsub::Scope;
 use kvik_resp::encode;
+use std::sync::atomic::Ordering::Relaxed;
 
 const PUBSUB: Flags = Flags::PUBSUB.union(Flags::LOADING).union(Flags::STALE);
 const SUBSCRIBE: Flags = PUBSUB.union(Flags::NOSCRIPT);
@@ -276,14 +277,12 @@ fn publish(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// Most receivers a PUBLISH may have to be delivered on the I/O thread; above, a worker
-/// delivers, so the other connections of that I/O thread do not wait for a big fan-out.
-const RTC_MAX_RECEIVERS: usize = 64;
-
-/// PUBLISH on the I/O thread (no pool round trip): when it is cheap (few receivers) and there
-/// is nothing to forward (not in cluster mode); otherwise it goes to a worker.
+/// PUBLISH on the I/O thread (no pool round trip): when there is nothing to forward (not in
+/// cluster mode) and at most `pubsub-rtc-max-receivers` receivers; a bigger fan-out goes to a
+/// worker, so the other connections of that I/O thread do not wait for it.
 fn publish_rtc(ctx: &mut CacheCtx<'_>, args: &Args) -> Result<(), RtcError> {
-    if ctx.cluster_mode() || ctx.pubsub().receivers_bound(&args[1]) > RTC_MAX_RECEIVERS {
+    let max = ctx.pubsub().settings().rtc_max_receivers.load(Relaxed) as usize;
+    if ctx.cluster_mode() || ctx.pubsub().receivers_bound(&args[1]) > max {
         return Err(RtcError::Miss);
     }
     let receivers = ctx.pubsub().publish(&args[1], &args[2]);

@@ -40,6 +40,8 @@ pub struct PubSubSettings {
     pub notify: AtomicU32,
     /// The hard limit of `client-output-buffer-limit pubsub` (0: none).
     pub hard_limit: AtomicU64,
+    /// `pubsub-rtc-max-receivers`: most receivers a PUBLISH delivers to on the I/O thread.
+    pub rtc_max_receivers: AtomicU64,
 }
 
 impl PubSubSettings {

@@ -364,12 +364,20 @@ fn message_payloads(bytes: &[u8]) -> Vec<String> {
     out
 }
 
+/// Run twice: delivered by a worker (the fan-out above `pubsub-rtc-max-receivers`) and on
+/// the publisher's I/O thread (the limit raised above it).
 #[test]
 fn publish_storm_to_thousands_of_subscribers_keeps_per_publisher_order() {
+    for rtc_max in ["1024", "4096"] {
+        publish_storm(&["--io-threads", "4", "--pubsub-rtc-max-receivers", rtc_max]);
+    }
+}
+
+fn publish_storm(args: &[&str]) {
     const SUBSCRIBERS: usize = 2000;
     const PUBLISHERS: usize = 3;
     const MESSAGES: usize = 40;
-    let s = TestServer::start_with(&["--io-threads", "4"]);
+    let s = TestServer::start_with(args);
     let confirm = b"*3\r\n$9\r\nsubscribe\r\n$5\r\nstorm\r\n:1\r\n";
     let mut subs: Vec<TcpStream> = Vec::with_capacity(SUBSCRIBERS);
     for _ in 0..SUBSCRIBERS {
