@@ -149,6 +149,12 @@ impl<'a> CacheCtx<'a> {
         self.server.cluster.node().is_some()
     }
 
+    /// CLUSTER SLOTS / SHARDS / NODES: shared state rendered once per topology change, no
+    /// keys and no storage, so cluster clients refreshing their maps never wait for a worker.
+    pub fn cluster_reply(&mut self, which: crate::cluster::replies::Which) -> Result<(), RtcError> {
+        super::cluster::write_topology_reply(self.server, self.out, which).map_err(RtcError::Reply)
+    }
+
     /// The keyspace hits and misses the command counted (see [`DeferredLookups`]).
     pub fn into_lookups(self) -> DeferredLookups {
         self.lookups

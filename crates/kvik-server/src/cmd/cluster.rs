@@ -7,6 +7,8 @@ use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{container, CommandSpec, Flags, KeySpec, Routing};
 use crate::cluster::replies::{self, View, Which};
 use crate::cluster::Node;
+use crate::reply::Reply;
+use crate::server::Server;
 use kvik_resp::cluster::{key_slot, SLOTS};
 use kvik_resp::topology::Topology;
 use std::sync::atomic::Ordering::Relaxed;
@@ -63,6 +65,7 @@ static SUBS: &[CommandSpec] = &[
         "O(N) where N is the number of requested keys",
     ),
     CommandSpec::new("slots", 2, Flags::STALE, KeySpec::NONE, slots)
+        .rtc(|c, _| c.cluster_reply(Which::Slots))
         .acl(SLOW)
         .group("cluster")
         .doc(
@@ -71,6 +74,7 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the total number of Cluster nodes",
         ),
     CommandSpec::new("shards", 2, Flags::STALE, KeySpec::NONE, shards)
+        .rtc(|c, _| c.cluster_reply(Which::Shards))
         .acl(SLOW)
         .group("cluster")
         .doc(
@@ -79,6 +83,7 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the total number of cluster nodes",
         ),
     CommandSpec::new("nodes", 2, Flags::STALE, KeySpec::NONE, nodes)
+        .rtc(|c, _| c.cluster_reply(Which::Nodes))
         .acl(SLOW)
         .group("cluster")
         .doc(
@@ -217,8 +222,10 @@ fn node<'a>(ctx: &Ctx<'a>) -> Result<&'a Node, CmdError> {
     ctx.server
         .cluster
         .node()
-        .ok_or_else(|| CmdError::err("This instance has cluster support disabled"))
+        .ok_or_else(|| CmdError::err(CLUSTER_DISABLED))
 }
+
+const CLUSTER_DISABLED: &str = "This instance has cluster support disabled";
 
 fn asking(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     node(ctx)?;
@@ -322,14 +329,23 @@ fn getkeysinslot(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 }
 
 fn cached(ctx: &mut Ctx<'_>, which: Which) -> CmdResult {
-    let n = node(ctx)?;
-    let settings = &ctx.server.config.cluster;
+    write_topology_reply(ctx.server, ctx.out, which)
+}
+
+/// Writes CLUSTER SLOTS / SHARDS / NODES from the reply rendered once per topology change. A
+/// read of shared state only, so the I/O thread answers it too (`CacheCtx::cluster_reply`).
+pub(super) fn write_topology_reply(server: &Server, out: &mut Reply, which: Which) -> CmdResult {
+    let n = server
+        .cluster
+        .node()
+        .ok_or_else(|| CmdError::err(CLUSTER_DISABLED))?;
+    let settings = &server.config.cluster;
     let st = n.state.read();
     let view = View {
         state: &st,
         myid: &n.myid,
-        my_port: ctx.server.port.load(Relaxed),
-        proto: ctx.out.proto,
+        my_port: server.port.load(Relaxed),
+        proto: out.proto,
         kind: settings.endpoint(),
     };
     n.replies.write(
@@ -337,7 +353,7 @@ fn cached(ctx: &mut Ctx<'_>, which: Which) -> CmdResult {
         view,
         settings.reply_cache.load(Relaxed),
         settings.reply_cache_verify.load(Relaxed),
-        &mut ctx.out.buf,
+        &mut out.buf,
     );
     Ok(())
 }

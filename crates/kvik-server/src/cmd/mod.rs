@@ -859,10 +859,13 @@ mod tests {
             if s.rtc.is_some() {
                 rtc += 1;
                 // Answered on an I/O thread from the cache: reads only, cheap, keys known.
-                // PUBLISH is the one exception: it touches no key, only the pub/sub registry.
-                let pubsub = s.flags.contains(Flags::PUBSUB);
+                // The exceptions touch no key, only shared in-memory state: PUBLISH (the
+                // pub/sub registry) and CLUSTER SLOTS / SHARDS / NODES (the rendered topology).
+                let topology = ["cluster|slots", "cluster|shards", "cluster|nodes"];
+                let shared_state =
+                    s.flags.contains(Flags::PUBSUB) || topology.contains(&name.as_str());
                 assert!(
-                    s.flags.contains(Flags::READONLY) || pubsub,
+                    s.flags.contains(Flags::READONLY) || shared_state,
                     "rtc {name} must be readonly"
                 );
                 assert!(
@@ -874,7 +877,7 @@ mod tests {
                     "rtc {name}: movable keys"
                 );
                 assert_eq!(s.cache, CacheEffect::None, "rtc {name} changes the cache");
-                assert!(s.keys.first > 0 || pubsub, "rtc {name} has no keys");
+                assert!(s.keys.first > 0 || shared_state, "rtc {name} has no keys");
                 assert_eq!(s.in_multi, InMulti::Queued, "rtc {name}");
                 assert_eq!(s.routing, Routing::Keys, "rtc {name}");
                 assert!(s.subcommands.is_empty(), "rtc {name} is a container");

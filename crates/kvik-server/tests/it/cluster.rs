@@ -453,6 +453,19 @@ fn cached_replies_follow_every_change_and_match_fresh_ones() {
     let on = all_replies(&mut raw);
     let _: () = q(&mut c, &["CONFIG", "SET", "cluster-reply-cache", "no"]);
     assert_eq!(all_replies(&mut raw), on);
+    // The I/O thread answers SLOTS / SHARDS / NODES itself (counted as run to completion),
+    // and with `rtc-read no` a worker gives the same bytes.
+    let rtc = |c: &mut redis::Connection| info_field(c, "stats", "rtc_commands").unwrap();
+    let _: () = q(&mut c, &["CONFIG", "SET", "cluster-reply-cache", "yes"]);
+    let before = rtc(&mut c);
+    for sub in ["SLOTS", "SHARDS", "NODES"] {
+        let _: Value = qv(&mut c, &["CLUSTER", sub]);
+    }
+    assert_eq!(rtc(&mut c) - before, 3);
+    let _: () = q(&mut c, &["CONFIG", "SET", "rtc-read", "no"]);
+    let before = rtc(&mut c);
+    assert_eq!(all_replies(&mut raw), on);
+    assert_eq!(rtc(&mut c), before);
 }
 
 #[test]
