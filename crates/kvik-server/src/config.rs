@@ -12,6 +12,7 @@
 
 pub mod redis_params;
 pub mod rewrite;
+pub mod threads;
 
 use crate::storage::budget::Split;
 use crate::storage::options::{StallLimits, Tuning};
@@ -343,19 +344,19 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "io-threads",
-        default: "2",
+        default: "auto",
         mutable: false,
-        help: "number of I/O threads (event loops)",
-        get: |c| c.io_threads.load(Relaxed).to_string(),
-        set: |c, v| set_range(&c.io_threads, v, 1, 128),
+        help: "number of I/O threads (event loops); auto: from the machine's cores (see threads.rs)",
+        get: |c| threads::show(&c.io_threads),
+        set: |c, v| threads::set(&c.io_threads, v, 128),
     },
     Setting {
         name: "workers",
-        default: "4",
+        default: "auto",
         mutable: false,
-        help: "number of worker threads that run commands against storage",
-        get: |c| c.workers.load(Relaxed).to_string(),
-        set: |c, v| set_range(&c.workers, v, 1, 1024),
+        help: "number of worker threads that run commands against storage; auto: from the machine's cores",
+        get: |c| threads::show(&c.workers),
+        set: |c, v| threads::set(&c.workers, v, 1024),
     },
     Setting {
         name: "pool-mode",
@@ -1183,6 +1184,19 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The I/O threads to start: `io-threads`, or the machine's share when `auto`.
+    pub fn io_threads(&self) -> usize {
+        threads::resolve(
+            &self.io_threads,
+            threads::Auto::for_this_machine().io_threads,
+        )
+    }
+
+    /// The workers to start: `workers`, or the machine's share when `auto`.
+    pub fn workers(&self) -> usize {
+        threads::resolve(&self.workers, threads::Auto::for_this_machine().workers)
+    }
+
     /// Applies `name value` as read from a config file or the command line.
     pub fn apply(&self, name: &str, value: &str) -> Result<(), String> {
         let p = Param::lookup(name).ok_or_else(|| format!("unknown setting '{name}'"))?;

@@ -50,7 +50,7 @@ pub fn run(config: Config) -> Result<(), String> {
     crate::replication::Replication::init(&server)
         .map_err(|e| format!("cannot read the replication state: {e}"))?;
 
-    let workers = server.config.workers.load(Ordering::Relaxed) as usize;
+    let workers = server.config.workers();
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);
     let _ = server.pool.set(pool.clone());
     let net = net::start(server.clone(), pool.clone())?;

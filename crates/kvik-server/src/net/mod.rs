@@ -134,10 +134,7 @@ pub fn start(server: Arc<Server>, pool: Arc<dyn Pool>) -> Result<Net, String> {
         .port
         .store(bound_port, std::sync::atomic::Ordering::Relaxed);
 
-    let n = server
-        .config
-        .io_threads
-        .load(std::sync::atomic::Ordering::Relaxed) as usize;
+    let n = server.config.io_threads();
     let mut polls = Vec::new();
     let mut handles = Vec::new();
     let mut inboxes: Vec<Receiver<IoMsg>> = Vec::new();

@@ -214,8 +214,9 @@ mod tests {
     #[test]
     fn start_follows_the_settings() {
         use crate::config::Config;
-        let from_config = |c: &Config| start(&c.pool, c.workers.load(Relaxed) as usize);
+        let from_config = |c: &Config| start(&c.pool, c.workers());
         let c = Config::default();
+        c.apply("workers", "4").unwrap();
         let pool = from_config(&c);
         let s = pool.stats();
         assert_eq!(

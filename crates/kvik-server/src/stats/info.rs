@@ -525,6 +525,10 @@ fn pool_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("kvik_pool_mode", p.mode);
     w.field("kvik_pool_wait", p.wait);
     w.field("kvik_pool_workers", p.workers);
+    w.field(
+        "kvik_io_threads",
+        server.io_handles.get().map_or(0, |h| h.len()),
+    );
     w.field("kvik_pool_lists", p.lists);
     w.field("kvik_pool_submitted", p.submitted);
     w.field("kvik_pool_completed", p.completed);
