@@ -7,6 +7,7 @@
 #   flock /tmp/kvik-bench.lock bench/pubsub.sh               # 3 rounds of 5 s per point
 #   QUICK=1 bench/pubsub.sh                                  # 3 rounds of 2 s (make bench)
 #   SUBS="1 10 100" PUBLISHERS=2 SECONDS_PER_RUN=10 bench/pubsub.sh
+#   OFF=1 bench/pubsub.sh        # adds kvik-off: pubsub-rtc-max-receivers 0 (every PUBLISH on a worker)
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -24,8 +25,10 @@ PUBLISHERS=${PUBLISHERS:-1}
 
 declare -A PORT
 SIDES=(kvik redis)
+[ "${OFF:-0}" = 1 ] && SIDES=(kvik kvik-off redis)
 for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
 start_kvik "${PORT[kvik]}" kvik
+[ "${OFF:-0}" = 1 ] && start_kvik "${PORT[kvik-off]}" kvik-off --pubsub-rtc-max-receivers 0
 start_redis "${PORT[redis]}" redis
 
 echo "machine: $(nproc) cores, $(uname -srm); $(redis-server --version | cut -d' ' -f1-3); load: $(uptime | sed 's/.*load average: //')"
@@ -42,15 +45,18 @@ for subs in $SUBS; do
 done
 
 echo
-echo "subscribers  kvik delivered/s  redis delivered/s  kvik/redis (medians)"
-python3 - "$RESULTS" <<'PY'
+echo "medians, delivered messages per second; ratios against redis"
+python3 - "$RESULTS" "${SIDES[@]}" <<'PY'
 import sys, statistics, collections
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     side, subs, rate = line.split()
     runs[(side, int(subs))].append(float(rate))
+sides = sys.argv[2:]
+kviks = [s for s in sides if s != "redis"]
+print("subscribers " + " ".join(f"{s:>16}" for s in sides) + " " + " ".join(f"{s + '/redis':>16}" for s in kviks))
 for subs in sorted({s for _, s in runs}):
-    k = statistics.median(runs[("kvik", subs)])
-    r = statistics.median(runs[("redis", subs)])
-    print(f"{subs:>11}  {k:>16,.0f}  {r:>17,.0f}  {k / r:>10.2f}")
+    med = {s: statistics.median(runs[(s, subs)]) for s in sides}
+    print(f"{subs:>11} " + " ".join(f"{med[s]:>16,.0f}" for s in sides) + " "
+          + " ".join(f"{med[s] / med['redis']:>16.2f}" for s in kviks))
 PY
