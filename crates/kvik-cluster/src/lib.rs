@@ -148,7 +148,7 @@ enum Cmd {
 }
 
 /// What a failed command says (exit status 1).
-type Fail = String;
+pub type Fail = String;
 
 /// Runs the tool with `args` (args[0] is the program name); returns the exit status.
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -253,22 +253,23 @@ impl Ui<'_> {
 /* ---- Talking to one node ---- */
 
 /// Connection settings shared by every node.
-struct Opts {
-    user: Option<String>,
-    password: Option<String>,
-    timeout: Duration,
+pub struct Opts {
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// Connect, read and write timeout of each node's connection.
+    pub timeout: Duration,
 }
 
 /// One node's connection.
-struct Node {
-    addr: String,
+pub struct Node {
+    pub addr: String,
     host: String,
     port: u16,
     con: redis::Connection,
 }
 
 /// Splits "host:port" (the last colon separates, so IPv6 literals work).
-fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
+pub fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
     let (host, port) = addr
         .rsplit_once(':')
         .ok_or_else(|| format!("'{addr}' is not host:port"))?;
@@ -292,7 +293,7 @@ fn error_text(e: &redis::RedisError) -> String {
 }
 
 impl Node {
-    fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
+    pub fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
         let (host, port) = split_addr(addr)?;
         let info = ConnectionInfo {
             addr: ConnectionAddr::Tcp(host.clone(), port),
@@ -320,7 +321,7 @@ impl Node {
         })
     }
 
-    fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
+    pub fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
         cmd.query(&mut self.con).map_err(|e| {
             let name = cmd
                 .args_iter()
@@ -344,7 +345,7 @@ impl Node {
         })
     }
 
-    fn myid(&mut self) -> Result<String, Fail> {
+    pub fn myid(&mut self) -> Result<String, Fail> {
         let id: String = self.query(redis::cmd("CLUSTER").arg("MYID"))?;
         if !is_node_id(&id) {
             return Err(format!("node {}: CLUSTER MYID gave '{id}'", self.addr));
@@ -353,7 +354,7 @@ impl Node {
     }
 
     /// The node's topology (version 0 and no nodes before any push).
-    fn topology(&mut self) -> Result<Topology, Fail> {
+    pub fn topology(&mut self) -> Result<Topology, Fail> {
         let v: Value = self.query(redis::cmd("CLUSTER").arg("TOPOLOGY"))?;
         let (version, lines): (u64, Vec<String>) = redis::from_redis_value(&v)
             .map_err(|e| format!("node {}: bad CLUSTER TOPOLOGY reply: {e}", self.addr))?;
@@ -361,7 +362,7 @@ impl Node {
             .map_err(|e| format!("node {}: its topology is invalid: {e}", self.addr))
     }
 
-    fn set_topology(&mut self, t: &Topology) -> Result<(), Fail> {
+    pub fn set_topology(&mut self, t: &Topology) -> Result<(), Fail> {
         let mut cmd = redis::cmd("CLUSTER");
         cmd.arg("SETTOPOLOGY").arg(t.version).arg(t.lines());
         let _: Value = self.query(&cmd)?;
@@ -369,7 +370,7 @@ impl Node {
     }
 
     /// ROLE: the replication role and offset.
-    fn role(&mut self) -> Result<Role, Fail> {
+    pub fn role(&mut self) -> Result<Role, Fail> {
         let v: Value = self.query(&redis::cmd("ROLE"))?;
         let bad = || format!("node {}: unexpected ROLE reply {v:?}", self.addr);
         let Value::Array(items) = &v else {
@@ -404,7 +405,7 @@ impl Node {
 
 /// A node's replication role (ROLE).
 #[derive(Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     Primary {
         offset: u64,
     },
@@ -1231,7 +1232,7 @@ struct FailoverPlan<'a> {
 
 /// The topology with replica `r` promoted in place of its primary `p`: `r` takes `p`'s slots,
 /// `p` and `p`'s other replicas follow `r`.
-fn swapped(t: &Topology, r: usize, p: usize) -> Topology {
+pub fn swapped(t: &Topology, r: usize, p: usize) -> Topology {
     let mut next = t.clone();
     let (old_id, new_id) = (t.nodes[p].id.clone(), t.nodes[r].id.clone());
     next.nodes[r].slots = std::mem::take(&mut next.nodes[p].slots);
