@@ -113,6 +113,15 @@ fn role(n: &KvikServer) -> (String, i64, String) {
     }
 }
 
+/// A hash tag whose slot primary `i` of the even 3-node split owns.
+fn tag_of(i: usize) -> String {
+    let (a, b) = kvik_resp::topology::even_split(3)[i];
+    (0..)
+        .map(|n| format!("t{n}"))
+        .find(|t| (a..=b).contains(&key_slot(t.as_bytes())))
+        .unwrap()
+}
+
 /// What the writer saw.
 #[derive(Default)]
 struct Writes {
@@ -195,12 +204,20 @@ fn writer(addrs: Vec<String>, tag: String, stop: Arc<AtomicBool>, seen: Arc<Mute
     }
 }
 
-#[test]
-fn a_killed_primary_is_failed_over_by_the_controller_and_rejoins_as_replica() {
+/// A cluster for the controller: etcd, 3 primaries (topology v1) and `replicas` replicas of
+/// the first primary added with kvik-cluster (one version each).
+struct Setup {
+    etcd: EtcdServer,
+    nodes: Vec<KvikServer>,
+    replicas: Vec<KvikServer>,
+    addrs: Vec<String>,
+}
+
+fn setup(replicas: usize) -> Setup {
     let etcd = EtcdServer::start();
     let bin = kvik_server_bin();
-    let mut nodes = start_kvik_cluster(&bin, 3, &[]);
-    let replicas: Vec<KvikServer> = (0..2)
+    let nodes = start_kvik_cluster(&bin, 3, &[]);
+    let replicas: Vec<KvikServer> = (0..replicas)
         .map(|_| KvikServer::start(&bin, &["--cluster-enabled", "yes"]))
         .collect();
     for r in &replicas {
@@ -209,23 +226,40 @@ fn a_killed_primary_is_failed_over_by_the_controller_and_rejoins_as_replica() {
     }
     let mut addrs: Vec<String> = nodes.iter().map(|n| n.addr()).collect();
     addrs.extend(replicas.iter().map(|r| r.addr()));
+    Setup {
+        etcd,
+        nodes,
+        replicas,
+        addrs,
+    }
+}
 
-    let controller = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
+/// Waits until `status` says `leader` leads and etcd holds topology `version`.
+fn wait_leading(etcd: &EtcdServer, leader: &str, version: u64) {
     let mut last = String::new();
     assert!(
         eventually(Duration::from_secs(30), || {
             last = status(&etcd.addr(), "t").1;
-            last.contains("leader: ctl-a") && last.contains("topology version 3")
+            last.contains(&format!("leader: {leader} "))
+                && last.contains(&format!("topology version {version} "))
         }),
-        "the controller never led and stored the cluster's topology: {last}"
+        "{leader} never led with topology v{version} stored: {last}"
     );
+}
+
+#[test]
+fn a_killed_primary_is_failed_over_by_the_controller_and_rejoins_as_replica() {
+    let Setup {
+        etcd,
+        mut nodes,
+        replicas,
+        addrs,
+    } = setup(2);
+    let controller = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
+    wait_leading(&etcd, "ctl-a", 3);
 
     // A writer on one slot of the first primary.
-    let (a, b) = kvik_resp::topology::even_split(3)[0];
-    let tag = (0..)
-        .map(|n| format!("t{n}"))
-        .find(|t| (a..=b).contains(&key_slot(t.as_bytes())))
-        .unwrap();
+    let tag = tag_of(0);
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Writes::default()));
     let load = {
@@ -327,4 +361,79 @@ fn a_killed_primary_is_failed_over_by_the_controller_and_rejoins_as_replica() {
     assert!(out.contains("topology version 4"), "{out}");
     assert!(out.contains("last failovers (1)"), "{out}");
     assert!(out.contains(&new_primary.addr()), "{out}");
+}
+
+#[test]
+fn the_standby_controller_takes_over_when_the_leader_dies_during_a_failure() {
+    let Setup {
+        etcd,
+        mut nodes,
+        replicas,
+        addrs,
+    } = setup(1);
+    let mut a = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
+    wait_leading(&etcd, "ctl-a", 2);
+    let b = ControllerProc::start(&etcd.addr(), "t", "ctl-b", &addrs[..1]);
+    assert!(
+        eventually(Duration::from_secs(30), || b.logged("standing by")),
+        "the second controller must stand by while the first leads"
+    );
+    // The primary dies, and the leader with it before its node-timeout ran out.
+    nodes[0].kill9();
+    let killed_at = Instant::now();
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    assert!(
+        eventually(Duration::from_secs(90), || role(&replicas[0]).0 == "master"),
+        "the standby never took over and promoted the replica"
+    );
+    println!(
+        "takeover: replica promoted by the standby {} ms after the primary and the leader died \
+         (lease TTL 3 s + node-timeout {NODE_TIMEOUT_MS} ms)",
+        killed_at.elapsed().as_millis()
+    );
+    assert!(b.logged("elected leader") && b.logged("FAILOVER committed"));
+    let (_, out) = status(&etcd.addr(), "t");
+    assert!(out.contains("leader: ctl-b "), "{out}");
+    // One decision, one version: the dead leader had not committed one.
+    assert!(out.contains("topology version 3 "), "{out}");
+    assert!(out.contains("last failovers (1)"), "{out}");
+    let mut con = replicas[0].client();
+    let _: () = redis::cmd("SET")
+        .arg(format!("{{{}}}x", tag_of(0)))
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+}
+
+#[test]
+fn with_etcd_down_nothing_fails_over_and_the_rest_keeps_serving() {
+    let Setup {
+        mut etcd,
+        mut nodes,
+        replicas,
+        addrs,
+    } = setup(1);
+    let c = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
+    wait_leading(&etcd, "ctl-a", 2);
+    etcd.kill();
+    nodes[0].kill9();
+    assert!(
+        eventually(Duration::from_secs(30), || c.logged("etcd unreachable")),
+        "the controller must say why it does nothing"
+    );
+    // Longer than node-timeout + the lease: a controller acting on its own would have by now.
+    std::thread::sleep(Duration::from_millis(NODE_TIMEOUT_MS + 5_000));
+    assert_eq!(role(&replicas[0]).0, "slave", "no failover without etcd");
+    assert!(!c.logged("FAILOVER committed"));
+    // The other shards keep serving with their last topology.
+    let mut con = nodes[1].client();
+    let key = format!("{{{}}}y", tag_of(1));
+    let _: () = redis::cmd("SET").arg(&key).arg(1).query(&mut con).unwrap();
+    // etcd back: the controller leads again and finishes the job.
+    etcd.restart();
+    assert!(
+        eventually(Duration::from_secs(90), || role(&replicas[0]).0 == "master"),
+        "after etcd returned the controller never failed the dead primary over"
+    );
 }
