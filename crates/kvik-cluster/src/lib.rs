@@ -47,6 +47,10 @@
 //! and answers ASK for the others; MIGRATE holds each key's lock from its export to its local
 //! delete, so no write is lost.
 
+pub mod etcd;
+mod http;
+pub mod record;
+
 use clap::{Parser, Subcommand};
 use kvik_resp::topology::{even_split, is_node_id, Topology, TopologyNode};
 use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
@@ -70,6 +74,14 @@ struct Cli {
     /// Connect/read timeout for each node, in milliseconds.
     #[arg(long, global = true, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Go through the cluster's topology record in etcd (host:port of its client URL), the one
+    /// kvik-controller keeps: every change is committed there by compare-and-swap before it is
+    /// pushed, so it cannot race the controller or another admin.
+    #[arg(long, global = true)]
+    etcd: Option<String>,
+    /// The cluster's name in etcd (its keys are under /kvik/<name>/), with --etcd.
+    #[arg(long, global = true, default_value = "kvik")]
+    etcd_cluster: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -169,6 +181,10 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         user: cli.user.clone(),
         password: cli.password.clone(),
         timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+        etcd: cli.etcd.as_deref().map(|addr| EtcdRecord {
+            etcd: etcd::Etcd::new(addr, Duration::from_millis(cli.timeout_ms.max(1))),
+            keys: record::Keys::new(&cli.etcd_cluster),
+        }),
     };
     let mut ui = Ui { out, err };
     let result = match &cli.cmd {
@@ -258,6 +274,36 @@ pub struct Opts {
     pub password: Option<String>,
     /// Connect, read and write timeout of each node's connection.
     pub timeout: Duration,
+    /// The record changes go through (`--etcd`); None: the nodes alone.
+    pub etcd: Option<EtcdRecord>,
+}
+
+/// The cluster's topology record in etcd (see [`record`]).
+#[derive(Clone, Debug)]
+pub struct EtcdRecord {
+    pub etcd: etcd::Etcd,
+    pub keys: record::Keys,
+}
+
+impl EtcdRecord {
+    /// The stored topology and its mod_revision (version 0, revision 0: none yet).
+    fn read(&self) -> Result<(Topology, i64), Fail> {
+        Ok(match record::load(&self.etcd, &self.keys)? {
+            Some(s) => (s.topology, s.mod_revision),
+            None => (Topology::default(), 0),
+        })
+    }
+
+    /// Commits `next` if the record is still at `based_on`; returns the new mod_revision.
+    fn commit(&self, based_on: i64, next: &Topology) -> Result<i64, Fail> {
+        record::store(&self.etcd, &self.keys, None, based_on, next, None)?.ok_or_else(|| {
+            format!(
+                "the topology in etcd ({}) changed since it was read (kvik-controller or another \
+                 admin acted): nothing was pushed; run the command again",
+                self.keys.topology
+            )
+        })
+    }
 }
 
 /// One node's connection.
@@ -430,6 +476,8 @@ struct Cluster {
     nodes: Vec<Option<Node>>,
     /// Each node's own version (same order), to report laggards.
     versions: Vec<u64>,
+    /// With `--etcd`: the record and the mod_revision the next push is based on.
+    record: Option<(EtcdRecord, i64)>,
 }
 
 /// The topology `seed` knows, with the connection to it; an error if it has none.
@@ -519,10 +567,25 @@ impl Cluster {
             nodes.push(Some(node));
             versions.push(version);
         }
+        let record = match &opts.etcd {
+            None => None,
+            Some(rec) => {
+                let (stored, revision) = rec.read()?;
+                if stored.version > topology.version {
+                    return Err(format!(
+                        "etcd holds topology version {} but the nodes have at most {}: a change \
+                         is being pushed (wait, or run `kvik-cluster --etcd .. sync`)",
+                        stored.version, topology.version
+                    ));
+                }
+                Some((rec.clone(), revision))
+            }
+        };
         Ok(Cluster {
             topology,
             nodes,
             versions,
+            record,
         })
     }
 
@@ -550,6 +613,10 @@ impl Cluster {
         next.version = self.topology.version + 1;
         next.validate()
             .map_err(|e| format!("refusing to push an invalid topology: {e}"))?;
+        if let Some((rec, revision)) = &mut self.record {
+            // Committed in etcd first: the record orders this change with the controller's.
+            *revision = rec.commit(*revision, &next)?;
+        }
         let mut order: Vec<usize> = first.to_vec();
         order.extend((0..self.nodes.len()).filter(|i| !first.contains(i)));
         for i in order {
@@ -641,6 +708,16 @@ fn create(opts: &Opts, ui: &mut Ui<'_>, addrs: &[String]) -> Result<(), Fail> {
     };
     let mut checked = topology.clone();
     checked.validate()?;
+    if let Some(rec) = &opts.etcd {
+        let (stored, revision) = rec.read()?;
+        if stored.version > 0 {
+            return Err(format!(
+                "etcd already holds topology version {} for this cluster ({})",
+                stored.version, rec.keys.topology
+            ));
+        }
+        rec.commit(revision, &topology)?;
+    }
     for (n, _) in &mut nodes {
         n.set_topology(&topology)?;
     }
@@ -1355,6 +1432,13 @@ fn catch_up(cluster: &mut Cluster, r: usize, p: usize, limit: Duration) -> Resul
 }
 
 fn sync(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
+    if let Some(rec) = &opts.etcd {
+        let (stored, _) = rec.read()?;
+        let (_, seen) = seed_topology(opts, seed)?;
+        if stored.version > seen.version {
+            return push_record(opts, ui, &stored);
+        }
+    }
     let mut cluster = Cluster::load(opts, ui, seed)?;
     let behind = cluster
         .versions
@@ -1366,6 +1450,30 @@ fn sync(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
     ui.say(format_args!(
         "[OK] topology version {version} pushed to {} nodes ({behind} were behind)",
         cluster.nodes.len()
+    ));
+    Ok(())
+}
+
+/// `sync --etcd` when etcd is ahead of the nodes (a push was cut short): pushes the record as
+/// it is to every node behind it.
+fn push_record(opts: &Opts, ui: &mut Ui<'_>, stored: &Topology) -> Result<(), Fail> {
+    let mut behind = 0;
+    for n in &stored.nodes {
+        let mut node = match Node::connect(opts, &n.addr()) {
+            Ok(node) => node,
+            Err(e) => {
+                ui.warn(e);
+                continue;
+            }
+        };
+        if node.topology()?.version < stored.version {
+            node.set_topology(stored)?;
+            behind += 1;
+        }
+    }
+    ui.say(format_args!(
+        "[OK] topology version {} from etcd pushed to the {behind} nodes that were behind",
+        stored.version
     ));
     Ok(())
 }

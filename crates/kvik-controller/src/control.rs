@@ -252,11 +252,11 @@ impl Controller<'_> {
         };
         let writer = self.leadership.as_ref().map(|l| l.writer().clone());
         match record::store(&self.etcd, &self.keys, writer.as_ref(), 0, &t, None) {
-            Ok(true) => tracing::info!(
+            Ok(Some(_)) => tracing::info!(
                 seed = %seed, version = t.version, nodes = t.nodes.len(),
                 "record created in etcd from the seed's topology"
             ),
-            Ok(false) => tracing::info!("record created meanwhile by another writer"),
+            Ok(None) => tracing::info!("record created meanwhile by another writer"),
             Err(e) => self.problem(format!("cannot store the first record: {e}")),
         }
     }
@@ -292,11 +292,11 @@ impl Controller<'_> {
             &newer,
             None,
         ) {
-            Ok(true) => tracing::info!(
+            Ok(Some(_)) => tracing::info!(
                 node = %addr, "adopted topology v{} found on the node (the record had v{}): \
                  changed by hand", newer.version, p.version.min(stored.topology.version)
             ),
-            Ok(false) => tracing::info!("record changed meanwhile; re-reading next tick"),
+            Ok(None) => tracing::info!("record changed meanwhile; re-reading next tick"),
             Err(e) => self.problem(format!("cannot adopt v{}: {e}", newer.version)),
         }
         true
@@ -373,8 +373,8 @@ impl Controller<'_> {
             &next,
             Some(entry),
         ) {
-            Ok(true) => {}
-            Ok(false) => {
+            Ok(Some(_)) => {}
+            Ok(None) => {
                 tracing::info!("record changed (or leadership ended) before the failover committed: re-evaluating next tick");
                 return;
             }

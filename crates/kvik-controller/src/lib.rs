@@ -13,12 +13,13 @@
 //! ```
 
 pub mod control;
-pub mod etcd;
 pub mod health;
-mod http;
 pub mod leader;
-pub mod record;
 pub mod status;
+
+/// The etcd client and the record live in kvik-cluster, whose `--etcd` goes through the same
+/// record.
+pub use kvik_cluster::{etcd, record};
 
 use clap::{Parser, Subcommand};
 use kvik_cluster::Opts;
@@ -96,6 +97,7 @@ pub fn main_with(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i
         user: cli.user.clone(),
         password: cli.password.clone(),
         timeout: Duration::from_millis(cli.probe_timeout_ms.max(1)),
+        etcd: None,
     };
     let etcd_timeout = Duration::from_secs(2);
     match cli.cmd {

@@ -24,15 +24,27 @@ fn the_record_changes_only_by_compare_and_swap() {
     let etcd = client(&server);
     let keys = Keys::new("cas");
     assert!(record::load(&etcd, &keys).unwrap().is_none());
-    assert!(record::store(&etcd, &keys, None, 0, &topology(1), None).unwrap());
+    assert!(record::store(&etcd, &keys, None, 0, &topology(1), None)
+        .unwrap()
+        .is_some());
     // A second "create" computed from the same (empty) read loses.
-    assert!(!record::store(&etcd, &keys, None, 0, &topology(9), None).unwrap());
+    assert!(record::store(&etcd, &keys, None, 0, &topology(9), None)
+        .unwrap()
+        .is_none());
     let stored = record::load(&etcd, &keys).unwrap().unwrap();
     assert_eq!(stored.topology.version, 1);
     let entry = Some(r#"{"version":2}"#.to_string());
-    assert!(record::store(&etcd, &keys, None, stored.mod_revision, &topology(2), entry).unwrap());
+    assert!(
+        record::store(&etcd, &keys, None, stored.mod_revision, &topology(2), entry)
+            .unwrap()
+            .is_some()
+    );
     // The revision read before that change is stale now.
-    assert!(!record::store(&etcd, &keys, None, stored.mod_revision, &topology(3), None).unwrap());
+    assert!(
+        record::store(&etcd, &keys, None, stored.mod_revision, &topology(3), None)
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
         record::load(&etcd, &keys)
             .unwrap()
@@ -62,7 +74,11 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
         Campaign::Won(_) => panic!("two leaders at once"),
     }
     // The leader's writes carry its proof.
-    assert!(record::store(&etcd, &keys, Some(first.writer()), 0, &topology(1), None).unwrap());
+    assert!(
+        record::store(&etcd, &keys, Some(first.writer()), 0, &topology(1), None)
+            .unwrap()
+            .is_some()
+    );
     // Renewal keeps it leader past its TTL.
     std::thread::sleep(ttl + Duration::from_millis(500));
     assert!(first.is_valid(), "the renewal thread keeps the lease");
@@ -75,7 +91,7 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
     );
     let stored = record::load(&etcd, &keys).unwrap().unwrap();
     assert!(
-        !record::store(
+        record::store(
             &etcd,
             &keys,
             Some(first.writer()),
@@ -83,7 +99,8 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
             &topology(2),
             None
         )
-        .unwrap(),
+        .unwrap()
+        .is_none(),
         "a deposed leader cannot write the record"
     );
     let Campaign::Won(second) = campaign(&etcd, &keys.leader, "second", ttl).unwrap() else {
@@ -97,7 +114,8 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
         &topology(2),
         None
     )
-    .unwrap());
+    .unwrap()
+    .is_some());
     drop(first);
     // Resigning (drop) frees the key at once.
     drop(second);

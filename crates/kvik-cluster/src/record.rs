@@ -83,7 +83,8 @@ pub fn load(etcd: &Etcd, keys: &Keys) -> Result<Option<Stored>, String> {
 
 /// Stores `next` if the record is still at `based_on` (the mod_revision it was read at, 0: no
 /// record yet) and `writer` (when given) still leads; appends `failover` (a JSON line) to the
-/// failover list in the same transaction. Returns whether it was stored.
+/// failover list in the same transaction. Returns the record's new mod_revision when it was
+/// stored, None when the compare failed.
 pub fn store(
     etcd: &Etcd,
     keys: &Keys,
@@ -91,7 +92,7 @@ pub fn store(
     based_on: i64,
     next: &Topology,
     failover: Option<String>,
-) -> Result<bool, String> {
+) -> Result<Option<i64>, String> {
     let mut compares = vec![Compare::ModRevision(keys.topology.clone(), based_on)];
     if let Some(w) = writer {
         compares.push(Compare::CreateRevision(w.leader_key.clone(), w.revision));
@@ -113,7 +114,8 @@ pub fn store(
             lease: 0,
         });
     }
-    Ok(etcd.txn(&compares, &ops, &[])?.succeeded)
+    let txn = etcd.txn(&compares, &ops, &[])?;
+    Ok(txn.succeeded.then_some(txn.revision))
 }
 
 /// The stored failovers, oldest first (JSON lines).
