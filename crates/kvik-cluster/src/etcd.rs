@@ -4,18 +4,33 @@
 //! The gateway speaks the gRPC messages as JSON: keys and values are base64, 64-bit integers
 //! come back as strings and fields equal to zero are left out, so every reader below treats a
 //! missing integer as 0. Every call is one blocking request with a timeout: an unreachable
-//! etcd is an `Err`, never a hang.
+//! etcd is an `Err`, never a hang. Several endpoints (members of one etcd cluster) may be given:
+//! a call that cannot reach one tries the next, so losing a minority of etcd's members loses
+//! nothing.
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// An etcd endpoint (`host:port` of a client URL).
-#[derive(Clone, Debug)]
+/// The endpoints of one etcd cluster (`host:port` of client URLs).
+#[derive(Debug)]
 pub struct Etcd {
-    addr: String,
+    addrs: Vec<String>,
+    /// The endpoint that answered last (tried first).
+    current: AtomicUsize,
     timeout: Duration,
+}
+
+impl Clone for Etcd {
+    fn clone(&self) -> Etcd {
+        Etcd {
+            addrs: self.addrs.clone(),
+            current: AtomicUsize::new(self.current.load(Ordering::Relaxed)),
+            timeout: self.timeout,
+        }
+    }
 }
 
 /// One key as etcd holds it.
@@ -130,35 +145,58 @@ impl Op {
 }
 
 impl Etcd {
-    /// `addr` is `host:port` of one of etcd's client URLs (plain HTTP).
-    pub fn new(addr: &str, timeout: Duration) -> Etcd {
+    /// `addrs` is `host:port` of etcd's client URLs (plain HTTP), comma-separated.
+    pub fn new(addrs: &str, timeout: Duration) -> Etcd {
         Etcd {
-            addr: addr.to_string(),
+            addrs: addrs
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .collect(),
+            current: AtomicUsize::new(0),
             timeout,
         }
     }
 
-    pub fn addr(&self) -> &str {
-        &self.addr
+    /// The endpoints, comma-separated.
+    pub fn addr(&self) -> String {
+        self.addrs.join(",")
     }
 
-    /// One gateway call; an HTTP error status becomes an `Err` with etcd's message.
+    /// One gateway call, on the first endpoint that can be reached; an HTTP error status
+    /// becomes an `Err` with etcd's message.
     fn call(&self, path: &str, body: &Value) -> Result<Value, String> {
-        let (status, text) =
-            crate::http::post_json(&self.addr, path, &body.to_string(), self.timeout)
-                .map_err(|e| format!("etcd {e}"))?;
-        let reply: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("etcd {}: {path} sent bad JSON ({e}): {text}", self.addr))?;
+        let body = body.to_string();
+        let n = self.addrs.len().max(1);
+        let first = self.current.load(Ordering::Relaxed);
+        let mut unreachable = Vec::new();
+        for k in 0..n {
+            let i = (first + k) % n;
+            let Some(addr) = self.addrs.get(i) else {
+                break;
+            };
+            match crate::http::post_json(addr, path, &body, self.timeout) {
+                Ok((status, text)) => {
+                    self.current.store(i, Ordering::Relaxed);
+                    return Self::reply(addr, path, status, &text);
+                }
+                Err(e) => unreachable.push(e),
+            }
+        }
+        Err(format!("etcd unreachable: {}", unreachable.join("; ")))
+    }
+
+    fn reply(addr: &str, path: &str, status: u16, text: &str) -> Result<Value, String> {
+        let reply: Value = serde_json::from_str(text)
+            .map_err(|e| format!("etcd {addr}: {path} sent bad JSON ({e}): {text}"))?;
         if status != 200 {
             let msg = reply
                 .get("message")
                 .or_else(|| reply.get("error"))
                 .and_then(Value::as_str)
-                .unwrap_or(&text);
-            return Err(format!(
-                "etcd {}: {path} failed (HTTP {status}): {msg}",
-                self.addr
-            ));
+                .unwrap_or(text);
+            return Err(format!("etcd {addr}: {path} failed (HTTP {status}): {msg}"));
         }
         Ok(reply)
     }
@@ -207,10 +245,7 @@ impl Etcd {
             &json!({"TTL": ttl.as_secs().max(1).to_string()}),
         )?;
         match int(&reply["ID"]) {
-            0 => Err(format!(
-                "etcd {}: lease grant gave no id: {reply}",
-                self.addr
-            )),
+            0 => Err(format!("etcd: lease grant gave no id: {reply}")),
             id => Ok(id),
         }
     }

@@ -34,7 +34,7 @@ use std::time::Duration;
     about = "Keep a kvik cluster's topology in etcd and fail over dead primaries"
 )]
 struct Cli {
-    /// etcd client address (host:port, plain HTTP).
+    /// etcd client addresses (host:port, plain HTTP; several members comma-separated).
     #[arg(long, global = true, default_value = "127.0.0.1:2379")]
     etcd: String,
     /// The cluster's name (its keys are under /kvik/<cluster>/ in etcd).

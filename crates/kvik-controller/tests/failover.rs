@@ -437,3 +437,38 @@ fn with_etcd_down_nothing_fails_over_and_the_rest_keeps_serving() {
         "after etcd returned the controller never failed the dead primary over"
     );
 }
+
+#[test]
+fn losing_a_minority_of_etcd_members_does_not_stop_a_failover() {
+    let mut members = EtcdServer::start_cluster(3);
+    let endpoints = members
+        .iter()
+        .map(EtcdServer::addr)
+        .collect::<Vec<_>>()
+        .join(",");
+    let bin = kvik_server_bin();
+    let mut nodes = start_kvik_cluster(&bin, 3, &[]);
+    let replica = KvikServer::start(&bin, &["--cluster-enabled", "yes"]);
+    let (code, out) = kvik_cluster(&["add-replica", &replica.addr(), &nodes[0].addr()]);
+    assert_eq!(code, 0, "{out}");
+    let c = ControllerProc::start(&endpoints, "t", "ctl-a", &[nodes[1].addr()]);
+    let mut last = String::new();
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            last = status(&endpoints, "t").1;
+            last.contains("leader: ctl-a ") && last.contains("topology version 2 ")
+        }),
+        "{last}"
+    );
+    // The member the controller talks to first goes away, then a primary.
+    members[0].kill();
+    nodes[0].kill9();
+    assert!(
+        eventually(Duration::from_secs(90), || role(&replica).0 == "master"),
+        "no failover with 2 of 3 etcd members up"
+    );
+    assert!(c.logged("FAILOVER committed"));
+    let (code, out) = status(&endpoints, "t");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("topology version 3 "), "{out}");
+}

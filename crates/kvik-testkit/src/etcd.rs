@@ -1,7 +1,7 @@
-//! A real etcd (Debian's `etcd-server`, installed by `make deps`) for tests: one member on
-//! loopback, client and peer URLs on free ports, data in its own temporary directory, started
-//! within [`crate::START_TIMEOUT`] and killed on drop. No etcd installed fails the test with
-//! the fix, never skips it.
+//! A real etcd (Debian's `etcd-server`, installed by `make deps`) for tests: one member, or a
+//! cluster of several, on loopback, client and peer URLs on free ports, data in a temporary
+//! directory per member, started within [`crate::START_TIMEOUT`] and killed on drop. No etcd
+//! installed fails the test with the fix, never skips it.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,6 +15,9 @@ pub struct EtcdServer {
     /// The client port (plain HTTP, gRPC and the JSON gateway).
     pub client_port: u16,
     peer_port: u16,
+    name: String,
+    /// `--initial-cluster`: every member's name=peer URL.
+    initial_cluster: String,
     dir: tempfile::TempDir,
     log: PathBuf,
 }
@@ -25,34 +28,71 @@ fn etcd_bin() -> String {
 }
 
 impl EtcdServer {
-    /// Starts etcd and waits (bounded) until its gateway answers a range request.
+    /// Starts a one-member etcd and waits (bounded) until its gateway answers a range request.
     pub fn start() -> EtcdServer {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut s = EtcdServer {
-            child: None,
-            client_port: crate::free_port(),
-            peer_port: crate::free_port(),
-            log: dir.path().join("etcd.log"),
-            dir,
-        };
-        s.spawn();
-        s
+        EtcdServer::start_cluster(1).pop().expect("one member")
+    }
+
+    /// Starts an etcd cluster of `n` members and waits (bounded) until each answers.
+    pub fn start_cluster(n: usize) -> Vec<EtcdServer> {
+        let ports: Vec<(u16, u16)> = (0..n)
+            .map(|_| (crate::free_port(), crate::free_port()))
+            .collect();
+        let initial_cluster = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut members: Vec<EtcdServer> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &(client_port, peer_port))| {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let mut m = EtcdServer {
+                    child: None,
+                    client_port,
+                    peer_port,
+                    name: format!("m{i}"),
+                    initial_cluster: initial_cluster.clone(),
+                    log: dir.path().join("etcd.log"),
+                    dir,
+                };
+                m.spawn_process();
+                m
+            })
+            .collect();
+        // A member answers once a quorum is up, so all are started before any is waited for.
+        for m in &mut members {
+            m.wait_ready();
+        }
+        members
     }
 
     fn spawn(&mut self) {
+        self.spawn_process();
+        self.wait_ready();
+    }
+
+    fn spawn_process(&mut self) {
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::File::create(&self.log).expect("etcd log file");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("etcd log file");
         let child = Command::new(etcd_bin())
             .arg("--name")
-            .arg("kvik-test")
+            .arg(&self.name)
             .arg("--data-dir")
             .arg(self.dir.path().join("data"))
             .args(["--listen-client-urls", &client])
             .args(["--advertise-client-urls", &client])
             .args(["--listen-peer-urls", &peer])
             .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &format!("kvik-test={peer}")])
+            .args(["--initial-cluster", &self.initial_cluster])
+            .args(["--initial-cluster-token", "kvik-test"])
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
@@ -64,6 +104,9 @@ impl EtcdServer {
                 )
             });
         self.child = Some(child);
+    }
+
+    fn wait_ready(&mut self) {
         let start = Instant::now();
         while !self.answers() {
             if let Some(status) = self
