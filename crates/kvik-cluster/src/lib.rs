@@ -20,6 +20,12 @@
 //! kvik-cluster sync host:port                      push the newest topology to every node
 //! ```
 //!
+//! With `--etcd host:port[,host:port...]` every change is first committed to the cluster's
+//! topology record in etcd ([`record`], the one `kvik-controller` keeps) by compare-and-swap on
+//! the record's revision, then pushed: a change computed from a stale view fails instead of
+//! racing the controller. The record's etcd client ([`etcd`]) and the node connection ([`Node`])
+//! are public for kvik-controller.
+//!
 //! Nodes are named by id (40 hex characters) or by `host:port`. `-a password` (and `--user`)
 //! authenticate to every node. The exit status is 0 on success, 1 when a node is unreachable,
 //! disagrees or refuses, and 2 for a usage error.
@@ -74,7 +80,8 @@ struct Cli {
     /// Connect/read timeout for each node, in milliseconds.
     #[arg(long, global = true, default_value_t = 10_000)]
     timeout_ms: u64,
-    /// Go through the cluster's topology record in etcd (host:port of its client URL), the one
+    /// Go through the cluster's topology record in etcd (host:port of client URLs, several
+    /// comma-separated), the one
     /// kvik-controller keeps: every change is committed there by compare-and-swap before it is
     /// pushed, so it cannot race the controller or another admin.
     #[arg(long, global = true)]
