@@ -345,9 +345,42 @@ fn error_text(e: &redis::RedisError) -> String {
     }
 }
 
+/// Whether `host:port` answers a PING (any reply, even an error) within `timeout`, on a plain
+/// socket with a connect and read deadline. The `redis` crate sends its setup commands (CLIENT
+/// SETINFO) before a read timeout can be set, so connecting to a process that accepts but does
+/// not answer (stopped, or wedged) would block forever without this check first.
+fn answers_ping(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    let target = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(timeout))
+        .and_then(|()| s.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(b"*1\r\n$4\r\nPING\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) => return Err("connection closed before answering PING".into()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(format!("no answer to PING within {timeout:?} ({e})")),
+        }
+    }
+    Ok(())
+}
+
 impl Node {
     pub fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
         let (host, port) = split_addr(addr)?;
+        answers_ping(&host, port, opts.timeout)
+            .map_err(|e| format!("node {addr} is unreachable: {e}"))?;
         let info = ConnectionInfo {
             addr: ConnectionAddr::Tcp(host.clone(), port),
             redis: RedisConnectionInfo {

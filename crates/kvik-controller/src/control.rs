@@ -120,6 +120,9 @@ impl Controller<'_> {
             return;
         }
         self.lead_tick();
+        if let Some(l) = &self.leadership {
+            l.progress();
+        }
     }
 
     /// Campaigns when no leader key exists; returns whether this controller now leads.

@@ -20,8 +20,12 @@ use std::time::{Duration, Instant};
 struct Lease {
     /// Leadership holds until this instant (pessimistic: renewal send time + TTL - margin).
     valid_until: Mutex<Instant>,
-    /// etcd said the lease is gone: leadership is over for good.
+    /// Leadership is over for good: etcd said the lease is gone, or the loop stalled.
     lost: AtomicBool,
+    /// When the controller loop last finished a tick ([`Leadership::progress`]): a loop stuck
+    /// longer than the TTL stops the renewals, so a wedged leader hands over instead of holding
+    /// the lease while doing nothing.
+    progress: Mutex<Instant>,
     stop: AtomicBool,
 }
 
@@ -87,6 +91,7 @@ pub fn campaign(
     let shared = Arc::new(Lease {
         valid_until: Mutex::new(granted_at + ttl.saturating_sub(margin(ttl))),
         lost: AtomicBool::new(false),
+        progress: Mutex::new(Instant::now()),
         stop: AtomicBool::new(false),
     });
     let renewer = {
@@ -114,6 +119,17 @@ fn renew(etcd: &Etcd, lease_id: i64, ttl: Duration, shared: &Lease) {
     let every = ttl / 3;
     while !shared.stop.load(Ordering::Relaxed) {
         let sent = Instant::now();
+        let idle = sent.saturating_duration_since(*shared.progress.lock().unwrap());
+        if idle > ttl {
+            tracing::warn!(
+                lease_id,
+                "the controller loop made no progress for {} ms: no longer renewing the \
+                 leader lease (another controller takes over)",
+                idle.as_millis()
+            );
+            shared.lost.store(true, Ordering::Relaxed);
+            return;
+        }
         match etcd.lease_keepalive(lease_id) {
             Ok(left) if left > 0 => {
                 let granted = Duration::from_secs(left as u64).min(ttl);
@@ -144,6 +160,11 @@ impl Leadership {
     pub fn is_valid(&self) -> bool {
         !self.shared.lost.load(Ordering::Relaxed)
             && Instant::now() < *self.shared.valid_until.lock().unwrap()
+    }
+
+    /// Called by the controller loop after each tick (see `Lease::progress`).
+    pub fn progress(&self) {
+        *self.shared.progress.lock().unwrap() = Instant::now();
     }
 
     /// The proof the record's transactions compare.

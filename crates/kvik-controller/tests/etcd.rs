@@ -79,8 +79,12 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
             .unwrap()
             .is_some()
     );
-    // Renewal keeps it leader past its TTL.
-    std::thread::sleep(ttl + Duration::from_millis(500));
+    // Renewal keeps it leader past its TTL while its loop makes progress.
+    let until = std::time::Instant::now() + ttl + Duration::from_millis(500);
+    while std::time::Instant::now() < until {
+        first.progress();
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert!(first.is_valid(), "the renewal thread keeps the lease");
 
     // The lease ends behind the leader's back (as when etcd expires it during a partition).
@@ -117,6 +121,12 @@ fn one_leader_at_a_time_and_a_lost_lease_ends_leadership() {
     .unwrap()
     .is_some());
     drop(first);
+    // A leader whose loop stalls (no progress) stops renewing, so it stops acting and its
+    // lease runs out for the others.
+    assert!(
+        eventually(ttl * 3, || !second.is_valid()),
+        "a stalled leader must step down"
+    );
     // Resigning (drop) frees the key at once.
     drop(second);
     assert!(matches!(
