@@ -267,7 +267,7 @@ impl Controller<'_> {
     /// A node with a newer topology than the record was changed by hand (kvik-cluster without
     /// --etcd): the record takes it, so the controller never pushes an older one over it.
     fn adopt_newer(&mut self, stored: &Stored, probes: &[Probe]) -> bool {
-        let Some((i, p)) = probes
+        let Some((i, _)) = probes
             .iter()
             .enumerate()
             .filter(|(_, p)| p.reachable() && p.version > stored.topology.version)
@@ -297,7 +297,7 @@ impl Controller<'_> {
         ) {
             Ok(Some(_)) => tracing::info!(
                 node = %addr, "adopted topology v{} found on the node (the record had v{}): \
-                 changed by hand", newer.version, p.version.min(stored.topology.version)
+                 changed by hand", newer.version, stored.topology.version
             ),
             Ok(None) => tracing::info!("record changed meanwhile; re-reading next tick"),
             Err(e) => self.problem(format!("cannot adopt v{}: {e}", newer.version)),
