@@ -35,7 +35,7 @@ impl ControllerProc {
             "--cluster",
             cluster,
             "--probe-timeout-ms",
-            "500",
+            "1000",
         ])
         .args(["run", "--id", id, "--probe-interval-ms", "200"])
         .args(["--node-timeout-ms", &NODE_TIMEOUT_MS.to_string()])
