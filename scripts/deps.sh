@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing kvik needs on Debian/Ubuntu, if it is missing:
 # libclang (RocksDB's bindings are generated with bindgen), a C++ compiler, and Redis's tools
-# (redis-cli and redis-benchmark for tests and benchmarks, redis-server as the peer we compare with).
+# (redis-cli and redis-benchmark for tests and benchmarks, redis-server as the peer we compare with),
+# and etcd (kvik-controller keeps the cluster topology in it; its tests start their own etcd).
 set -euo pipefail
 
 need=()
-for pkg in libclang-dev clang g++ make redis-tools redis-server; do
+for pkg in libclang-dev clang g++ make redis-tools redis-server etcd-server; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 
@@ -29,6 +30,12 @@ if ((${#need[@]})); then
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
     $SUDO systemctl stop redis-server || true
     $SUDO systemctl disable redis-server >/dev/null 2>&1 || true
+  fi
+  # Same for etcd (on 2379/2380): the tests start their own on free loopback ports with a
+  # temporary --data-dir, and a production controller points at the operator's etcd.
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
+    $SUDO systemctl stop etcd || true
+    $SUDO systemctl disable etcd >/dev/null 2>&1 || true
   fi
 fi
 

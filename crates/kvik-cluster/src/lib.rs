@@ -20,6 +20,12 @@
 //! kvik-cluster sync host:port                      push the newest topology to every node
 //! ```
 //!
+//! With `--etcd host:port[,host:port...]` every change is first committed to the cluster's
+//! topology record in etcd ([`record`], the one `kvik-controller` keeps) by compare-and-swap on
+//! the record's revision, then pushed: a change computed from a stale view fails instead of
+//! racing the controller. The record's etcd client ([`etcd`]) and the node connection ([`Node`])
+//! are public for kvik-controller.
+//!
 //! Nodes are named by id (40 hex characters) or by `host:port`. `-a password` (and `--user`)
 //! authenticate to every node. The exit status is 0 on success, 1 when a node is unreachable,
 //! disagrees or refuses, and 2 for a usage error.
@@ -47,6 +53,10 @@
 //! and answers ASK for the others; MIGRATE holds each key's lock from its export to its local
 //! delete, so no write is lost.
 
+pub mod etcd;
+mod http;
+pub mod record;
+
 use clap::{Parser, Subcommand};
 use kvik_resp::topology::{even_split, is_node_id, Topology, TopologyNode};
 use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
@@ -70,6 +80,15 @@ struct Cli {
     /// Connect/read timeout for each node, in milliseconds.
     #[arg(long, global = true, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Go through the cluster's topology record in etcd (host:port of client URLs, several
+    /// comma-separated), the one
+    /// kvik-controller keeps: every change is committed there by compare-and-swap before it is
+    /// pushed, so it cannot race the controller or another admin.
+    #[arg(long, global = true)]
+    etcd: Option<String>,
+    /// The cluster's name in etcd (its keys are under /kvik/<name>/), with --etcd.
+    #[arg(long, global = true, default_value = "kvik")]
+    etcd_cluster: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -148,7 +167,7 @@ enum Cmd {
 }
 
 /// What a failed command says (exit status 1).
-type Fail = String;
+pub type Fail = String;
 
 /// Runs the tool with `args` (args[0] is the program name); returns the exit status.
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
@@ -169,6 +188,10 @@ pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
         user: cli.user.clone(),
         password: cli.password.clone(),
         timeout: Duration::from_millis(cli.timeout_ms.max(1)),
+        etcd: cli.etcd.as_deref().map(|addr| EtcdRecord {
+            etcd: etcd::Etcd::new(addr, Duration::from_millis(cli.timeout_ms.max(1))),
+            keys: record::Keys::new(&cli.etcd_cluster),
+        }),
     };
     let mut ui = Ui { out, err };
     let result = match &cli.cmd {
@@ -253,22 +276,53 @@ impl Ui<'_> {
 /* ---- Talking to one node ---- */
 
 /// Connection settings shared by every node.
-struct Opts {
-    user: Option<String>,
-    password: Option<String>,
-    timeout: Duration,
+pub struct Opts {
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// Connect, read and write timeout of each node's connection.
+    pub timeout: Duration,
+    /// The record changes go through (`--etcd`); None: the nodes alone.
+    pub etcd: Option<EtcdRecord>,
+}
+
+/// The cluster's topology record in etcd (see [`record`]).
+#[derive(Clone, Debug)]
+pub struct EtcdRecord {
+    pub etcd: etcd::Etcd,
+    pub keys: record::Keys,
+}
+
+impl EtcdRecord {
+    /// The stored topology and its mod_revision (version 0, revision 0: none yet).
+    fn read(&self) -> Result<(Topology, i64), Fail> {
+        Ok(match record::load(&self.etcd, &self.keys)? {
+            Some(s) => (s.topology, s.mod_revision),
+            None => (Topology::default(), 0),
+        })
+    }
+
+    /// Commits `next` if the record is still at `based_on`; returns the new mod_revision.
+    fn commit(&self, based_on: i64, next: &Topology) -> Result<i64, Fail> {
+        record::store(&self.etcd, &self.keys, None, based_on, next, None)?.ok_or_else(|| {
+            format!(
+                "the topology in etcd ({}) changed since it was read (kvik-controller or another \
+                 admin acted): nothing was pushed; run the command again",
+                self.keys.topology
+            )
+        })
+    }
 }
 
 /// One node's connection.
-struct Node {
-    addr: String,
+pub struct Node {
+    pub addr: String,
     host: String,
     port: u16,
     con: redis::Connection,
 }
 
 /// Splits "host:port" (the last colon separates, so IPv6 literals work).
-fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
+pub fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
     let (host, port) = addr
         .rsplit_once(':')
         .ok_or_else(|| format!("'{addr}' is not host:port"))?;
@@ -291,9 +345,42 @@ fn error_text(e: &redis::RedisError) -> String {
     }
 }
 
+/// Whether `host:port` answers a PING (any reply, even an error) within `timeout`, on a plain
+/// socket with a connect and read deadline. The `redis` crate sends its setup commands (CLIENT
+/// SETINFO) before a read timeout can be set, so connecting to a process that accepts but does
+/// not answer (stopped, or wedged) would block forever without this check first.
+fn answers_ping(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+    use std::io::Read;
+    use std::net::ToSocketAddrs;
+    let target = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("no address")?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(timeout))
+        .and_then(|()| s.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(b"*1\r\n$4\r\nPING\r\n")
+        .map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) => return Err("connection closed before answering PING".into()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(format!("no answer to PING within {timeout:?} ({e})")),
+        }
+    }
+    Ok(())
+}
+
 impl Node {
-    fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
+    pub fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
         let (host, port) = split_addr(addr)?;
+        answers_ping(&host, port, opts.timeout)
+            .map_err(|e| format!("node {addr} is unreachable: {e}"))?;
         let info = ConnectionInfo {
             addr: ConnectionAddr::Tcp(host.clone(), port),
             redis: RedisConnectionInfo {
@@ -320,7 +407,7 @@ impl Node {
         })
     }
 
-    fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
+    pub fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
         cmd.query(&mut self.con).map_err(|e| {
             let name = cmd
                 .args_iter()
@@ -344,7 +431,7 @@ impl Node {
         })
     }
 
-    fn myid(&mut self) -> Result<String, Fail> {
+    pub fn myid(&mut self) -> Result<String, Fail> {
         let id: String = self.query(redis::cmd("CLUSTER").arg("MYID"))?;
         if !is_node_id(&id) {
             return Err(format!("node {}: CLUSTER MYID gave '{id}'", self.addr));
@@ -353,7 +440,7 @@ impl Node {
     }
 
     /// The node's topology (version 0 and no nodes before any push).
-    fn topology(&mut self) -> Result<Topology, Fail> {
+    pub fn topology(&mut self) -> Result<Topology, Fail> {
         let v: Value = self.query(redis::cmd("CLUSTER").arg("TOPOLOGY"))?;
         let (version, lines): (u64, Vec<String>) = redis::from_redis_value(&v)
             .map_err(|e| format!("node {}: bad CLUSTER TOPOLOGY reply: {e}", self.addr))?;
@@ -361,7 +448,7 @@ impl Node {
             .map_err(|e| format!("node {}: its topology is invalid: {e}", self.addr))
     }
 
-    fn set_topology(&mut self, t: &Topology) -> Result<(), Fail> {
+    pub fn set_topology(&mut self, t: &Topology) -> Result<(), Fail> {
         let mut cmd = redis::cmd("CLUSTER");
         cmd.arg("SETTOPOLOGY").arg(t.version).arg(t.lines());
         let _: Value = self.query(&cmd)?;
@@ -369,7 +456,7 @@ impl Node {
     }
 
     /// ROLE: the replication role and offset.
-    fn role(&mut self) -> Result<Role, Fail> {
+    pub fn role(&mut self) -> Result<Role, Fail> {
         let v: Value = self.query(&redis::cmd("ROLE"))?;
         let bad = || format!("node {}: unexpected ROLE reply {v:?}", self.addr);
         let Value::Array(items) = &v else {
@@ -404,7 +491,7 @@ impl Node {
 
 /// A node's replication role (ROLE).
 #[derive(Debug, PartialEq, Eq)]
-enum Role {
+pub enum Role {
     Primary {
         offset: u64,
     },
@@ -429,6 +516,8 @@ struct Cluster {
     nodes: Vec<Option<Node>>,
     /// Each node's own version (same order), to report laggards.
     versions: Vec<u64>,
+    /// With `--etcd`: the record and the mod_revision the next push is based on.
+    record: Option<(EtcdRecord, i64)>,
 }
 
 /// The topology `seed` knows, with the connection to it; an error if it has none.
@@ -518,10 +607,25 @@ impl Cluster {
             nodes.push(Some(node));
             versions.push(version);
         }
+        let record = match &opts.etcd {
+            None => None,
+            Some(rec) => {
+                let (stored, revision) = rec.read()?;
+                if stored.version > topology.version {
+                    return Err(format!(
+                        "etcd holds topology version {} but the nodes have at most {}: a change \
+                         is being pushed (wait, or run `kvik-cluster --etcd .. sync`)",
+                        stored.version, topology.version
+                    ));
+                }
+                Some((rec.clone(), revision))
+            }
+        };
         Ok(Cluster {
             topology,
             nodes,
             versions,
+            record,
         })
     }
 
@@ -549,6 +653,10 @@ impl Cluster {
         next.version = self.topology.version + 1;
         next.validate()
             .map_err(|e| format!("refusing to push an invalid topology: {e}"))?;
+        if let Some((rec, revision)) = &mut self.record {
+            // Committed in etcd first: the record orders this change with the controller's.
+            *revision = rec.commit(*revision, &next)?;
+        }
         let mut order: Vec<usize> = first.to_vec();
         order.extend((0..self.nodes.len()).filter(|i| !first.contains(i)));
         for i in order {
@@ -640,6 +748,16 @@ fn create(opts: &Opts, ui: &mut Ui<'_>, addrs: &[String]) -> Result<(), Fail> {
     };
     let mut checked = topology.clone();
     checked.validate()?;
+    if let Some(rec) = &opts.etcd {
+        let (stored, revision) = rec.read()?;
+        if stored.version > 0 {
+            return Err(format!(
+                "etcd already holds topology version {} for this cluster ({})",
+                stored.version, rec.keys.topology
+            ));
+        }
+        rec.commit(revision, &topology)?;
+    }
     for (n, _) in &mut nodes {
         n.set_topology(&topology)?;
     }
@@ -1231,7 +1349,7 @@ struct FailoverPlan<'a> {
 
 /// The topology with replica `r` promoted in place of its primary `p`: `r` takes `p`'s slots,
 /// `p` and `p`'s other replicas follow `r`.
-fn swapped(t: &Topology, r: usize, p: usize) -> Topology {
+pub fn swapped(t: &Topology, r: usize, p: usize) -> Topology {
     let mut next = t.clone();
     let (old_id, new_id) = (t.nodes[p].id.clone(), t.nodes[r].id.clone());
     next.nodes[r].slots = std::mem::take(&mut next.nodes[p].slots);
@@ -1354,6 +1472,13 @@ fn catch_up(cluster: &mut Cluster, r: usize, p: usize, limit: Duration) -> Resul
 }
 
 fn sync(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
+    if let Some(rec) = &opts.etcd {
+        let (stored, _) = rec.read()?;
+        let (_, seen) = seed_topology(opts, seed)?;
+        if stored.version > seen.version {
+            return push_record(opts, ui, &stored);
+        }
+    }
     let mut cluster = Cluster::load(opts, ui, seed)?;
     let behind = cluster
         .versions
@@ -1365,6 +1490,30 @@ fn sync(opts: &Opts, ui: &mut Ui<'_>, seed: &str) -> Result<(), Fail> {
     ui.say(format_args!(
         "[OK] topology version {version} pushed to {} nodes ({behind} were behind)",
         cluster.nodes.len()
+    ));
+    Ok(())
+}
+
+/// `sync --etcd` when etcd is ahead of the nodes (a push was cut short): pushes the record as
+/// it is to every node behind it.
+fn push_record(opts: &Opts, ui: &mut Ui<'_>, stored: &Topology) -> Result<(), Fail> {
+    let mut behind = 0;
+    for n in &stored.nodes {
+        let mut node = match Node::connect(opts, &n.addr()) {
+            Ok(node) => node,
+            Err(e) => {
+                ui.warn(e);
+                continue;
+            }
+        };
+        if node.topology()?.version < stored.version {
+            node.set_topology(stored)?;
+            behind += 1;
+        }
+    }
+    ui.say(format_args!(
+        "[OK] topology version {} from etcd pushed to the {behind} nodes that were behind",
+        stored.version
     ));
     Ok(())
 }

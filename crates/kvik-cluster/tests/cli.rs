@@ -301,3 +301,60 @@ fn move_slots_moves_keys_and_ownership() {
     ]);
     assert!(out.contains("same node"), "{out}");
 }
+
+/// `--etcd`: changes are committed to the topology record in etcd (a real one on loopback)
+/// before they are pushed; a record ahead of the nodes (a controller's change not pushed yet)
+/// blocks changes computed from the nodes until `sync --etcd` pushes it.
+#[test]
+fn changes_go_through_the_etcd_record() {
+    use kvik_cluster::{etcd::Etcd, record};
+    let server = kvik_testkit::EtcdServer::start();
+    let etcd_addr = server.addr();
+    let etcd = Etcd::new(&etcd_addr, std::time::Duration::from_secs(5));
+    let keys = record::Keys::new("c1");
+    let ns = nodes(4);
+    let a = addrs(&ns);
+    let with_etcd = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["--etcd", etcd_addr.as_str(), "--etcd-cluster", "c1"]
+            .map(String::from)
+            .to_vec();
+        v.extend(args.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |args: Vec<String>| {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        tool(&refs)
+    };
+    let (code, out, err) = run(with_etcd(&["create", &a[0], &a[1], &a[2]]));
+    assert_eq!(code, 0, "{out}{err}");
+    let stored = record::load(&etcd, &keys).unwrap().unwrap();
+    assert_eq!(stored.topology.version, 1);
+    let (code, out, err) = run(with_etcd(&["create", &a[3]]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("etcd already holds topology version 1"),
+        "{err}"
+    );
+
+    // Someone (a controller) committed version 2 and has not pushed it yet.
+    let mut ahead = stored.topology.clone();
+    ahead.version = 2;
+    assert!(
+        record::store(&etcd, &keys, None, stored.mod_revision, &ahead, None)
+            .unwrap()
+            .is_some()
+    );
+    let (code, out, err) = run(with_etcd(&["add-node", &a[3], &a[0]]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("etcd holds topology version 2"), "{err}");
+    let (code, out, err) = run(with_etcd(&["sync", &a[0]]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(topology(&ns[1]).0, 2);
+
+    let (code, out, err) = run(with_etcd(&["add-node", &a[3], &a[0]]));
+    assert_eq!(code, 0, "{out}{err}");
+    let stored = record::load(&etcd, &keys).unwrap().unwrap();
+    assert_eq!(stored.topology.version, 3);
+    assert_eq!(stored.topology.nodes.len(), 4);
+    assert_eq!(topology(&ns[3]), (3, stored.topology.lines()));
+}

@@ -12,6 +12,7 @@
 //!   tests that compare kvik with Redis or need a Redis cluster.
 //! - [`python`], [`run_python`] and [`python_stdout`]: the test virtualenv's interpreter (redis-py), made by `make deps`.
 //! - [`free_port`], [`read_raw`], [`roundtrip_raw`], [`redis_cli`] and [`eventually`].
+//! - [`EtcdServer`]: a real etcd (Debian's etcd-server) on loopback, for kvik-controller's tests.
 //! - Clusters: [`start_redis_cluster`] (3 redis-server nodes) and [`start_kvik_cluster`] (N kvik
 //!   nodes with an even-split topology pushed by `CLUSTER SETTOPOLOGY`).
 //!
@@ -21,7 +22,9 @@
 //! Every wait is bounded (start, exit, PING, reads): a hung server fails the test instead of
 //! hanging it. Both handles kill their process on drop.
 
+mod etcd;
 mod python;
+pub use etcd::EtcdServer;
 pub use python::{python, python_stdout, run_python, SKIP_PYTHON_ENV};
 
 use std::io::{BufRead, BufReader, Read, Write};

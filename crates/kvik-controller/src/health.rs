@@ -1,0 +1,107 @@
+//! One health probe of one node: a fresh connection, PING, the topology version it has and its
+//! replication state from `INFO replication`.
+//!
+//! A fresh connection per probe is deliberate: a node that accepts no new connection is down
+//! for its clients too, and the second probe that confirms a failure is then independent of
+//! the first.
+
+use kvik_cluster::{Node, Opts};
+use redis::Value;
+
+/// What a probe saw.
+#[derive(Clone, Debug, Default)]
+pub struct Probe {
+    /// The error that made the node unreachable (None: it answered everything).
+    pub error: Option<String>,
+    /// The topology version the node has.
+    pub version: u64,
+    /// `role`: "master" or "slave".
+    pub role: String,
+    /// The replication offset it applied (`slave_repl_offset`, or `master_repl_offset`).
+    pub offset: i64,
+    /// A replica's `master_link_status` ("up"/"down"; empty on a primary).
+    pub link: String,
+}
+
+impl Probe {
+    pub fn reachable(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// One line of evidence for the log.
+    pub fn summary(&self) -> String {
+        match &self.error {
+            Some(e) => format!("unreachable ({e})"),
+            None if self.role == "slave" => format!(
+                "replica, link {}, offset {}, topology v{}",
+                self.link, self.offset, self.version
+            ),
+            None => format!(
+                "primary, offset {}, topology v{}",
+                self.offset, self.version
+            ),
+        }
+    }
+}
+
+/// A field of `INFO` text.
+fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines().find_map(|l| {
+        l.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .map(str::trim)
+    })
+}
+
+/// Probes `addr`.
+pub fn probe(opts: &Opts, addr: &str) -> Probe {
+    match try_probe(opts, addr) {
+        Ok(p) => p,
+        Err(e) => Probe {
+            error: Some(e),
+            ..Probe::default()
+        },
+    }
+}
+
+fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
+    let mut node = Node::connect(opts, addr)?;
+    let pong: String = node.query(&redis::cmd("PING"))?;
+    if pong != "PONG" {
+        return Err(format!("PING answered {pong}"));
+    }
+    let version = node.topology()?.version;
+    let info: Value = node.query(redis::cmd("INFO").arg("replication"))?;
+    let info: String = redis::from_redis_value(&info).map_err(|e| e.to_string())?;
+    let role = info_field(&info, "role").unwrap_or("").to_string();
+    let offset_field = if role == "slave" {
+        "slave_repl_offset"
+    } else {
+        "master_repl_offset"
+    };
+    Ok(Probe {
+        error: None,
+        version,
+        offset: info_field(&info, offset_field)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1),
+        link: info_field(&info, "master_link_status")
+            .unwrap_or("")
+            .to_string(),
+        role,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_fields_are_found_by_exact_name() {
+        let info =
+            "# Replication\r\nrole:slave\r\nslave_repl_offset:42\r\nslave_read_repl_offset:41\r\n";
+        assert_eq!(info_field(info, "role"), Some("slave"));
+        assert_eq!(info_field(info, "slave_repl_offset"), Some("42"));
+        assert_eq!(info_field(info, "master_link_status"), None);
+    }
+}
