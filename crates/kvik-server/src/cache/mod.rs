@@ -31,8 +31,11 @@
 //! [`Policy::Lfu`] by a logarithmic access counter that decays with the shard's access clock.
 //! The hit ratios that chose the default are in `sim` (a deterministic trace simulation).
 
+mod fields;
 #[cfg(test)]
 mod sim;
+
+pub use fields::FieldSet;
 
 use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
@@ -105,14 +108,14 @@ impl CachedHash {
     }
 }
 
-/// A cached hash's field/value pairs, sorted by field.
-pub type HashFields = std::sync::Arc<[(Bytes, Bytes)]>;
+/// A cached hash's field/value pairs, sorted by field, shared.
+pub type HashFields = std::sync::Arc<FieldSet>;
 
 impl CachedValue {
     fn bytes(&self) -> usize {
         match self {
             CachedValue::Str(b) => b.len(),
-            CachedValue::Hash(h) => h.fields.iter().map(|(k, v)| k.len() + v.len() + 32).sum(),
+            CachedValue::Hash(h) => h.fields.data_len() + 32 * h.fields.len(),
         }
     }
 
@@ -957,18 +960,14 @@ mod tests {
         assert!(c.get(0, b"other", 1).is_none());
     }
 
-    fn hash(version: u64, fields: &[(&'static str, &'static str)]) -> CachedValue {
+    fn hash(version: u64, pairs: &[(&'static str, &'static str)]) -> CachedValue {
+        let mut fields = FieldSet::default();
+        for (f, v) in pairs {
+            fields.push(f.as_bytes(), v.as_bytes());
+        }
         CachedValue::Hash(CachedHash {
             version,
-            fields: fields
-                .iter()
-                .map(|(f, v)| {
-                    (
-                        Bytes::from_static(f.as_bytes()),
-                        Bytes::from_static(v.as_bytes()),
-                    )
-                })
-                .collect(),
+            fields: fields.into(),
         })
     }
 

@@ -27,7 +27,6 @@ use crate::storage::encoding::{
 };
 use crate::storage::locks::KeyGuard;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View, Wait};
-use bytes::Bytes;
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -104,27 +103,12 @@ struct HeldHash {
 impl HeldHash {
     /// A committed field's value.
     fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        let i = self
-            .fields
-            .binary_search_by(|(f, _)| f[..].cmp(field))
-            .ok()?;
-        Some(&self.fields[i].1)
+        self.fields.get(field)
     }
 
     /// The field set after the staged changes, sorted by field.
     fn rebuilt(self) -> HashFields {
-        let mut fields = self.fields.to_vec();
-        for (f, v) in self.edits {
-            match (fields.binary_search_by(|(k, _)| k[..].cmp(&f)), v) {
-                (Ok(i), Some(v)) => fields[i].1 = Bytes::from(v),
-                (Err(i), Some(v)) => fields.insert(i, (Bytes::from(f), Bytes::from(v))),
-                (Ok(i), None) => {
-                    fields.remove(i);
-                }
-                (Err(_), None) => {}
-            }
-        }
-        fields.into()
+        self.fields.edited(&self.edits).into()
     }
 }
 

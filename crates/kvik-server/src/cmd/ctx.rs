@@ -2,7 +2,7 @@
 //! shared server with its storage, and a reply writer. (On an I/O thread a run-to-completion
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
-use crate::cache::{CachedHash, CachedValue, HashFields, Hit, Known};
+use crate::cache::{CachedHash, CachedValue, FieldSet, HashFields, Hit, Known};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
@@ -258,10 +258,10 @@ impl<'a> Ctx<'a> {
         {
             return Ok(HashRead::Stored(view, meta));
         }
-        let mut fields = Vec::with_capacity(meta.len as usize);
+        let mut fields = FieldSet::with_capacity(meta.len as usize);
         let coll = crate::storage::Coll::new(self.db(), key, &meta);
         view.for_each_member(crate::storage::Cf::Data, &coll, |f, v| {
-            fields.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)));
+            fields.push(f, v);
             true
         })?;
         let fields: HashFields = fields.into();

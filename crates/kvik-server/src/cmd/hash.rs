@@ -15,7 +15,6 @@ use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead, Reply};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::Kind;
 use crate::storage::{Cf, Coll, StorageError};
-use bytes::Bytes;
 use kvik_resp::{format_human, parse_i64, Proto};
 use std::borrow::Cow;
 
@@ -352,7 +351,7 @@ fn field_values<'r, M: AsRef<[u8]>>(
         HashRead::Missing => vec![None; fields.len()],
         HashRead::Cached(all) => fields
             .iter()
-            .map(|f| cached_field(all, f.as_ref()).map(Cow::Borrowed))
+            .map(|f| all.get(f.as_ref()).map(Cow::Borrowed))
             .collect(),
         HashRead::Stored(view, meta) => view
             .get_members(&Coll::new(db, key, meta), fields)?
@@ -360,12 +359,6 @@ fn field_values<'r, M: AsRef<[u8]>>(
             .map(|v| v.map(Cow::Owned))
             .collect(),
     })
-}
-
-/// A field's value in a cached whole hash (sorted by field).
-fn cached_field<'f>(all: &'f [(Bytes, Bytes)], field: &[u8]) -> Option<&'f [u8]> {
-    let i = all.binary_search_by(|(f, _)| f[..].cmp(field)).ok()?;
-    Some(&all[i].1)
 }
 
 /// [`field_values`] of one field (HGET, HSTRLEN, HEXISTS).
@@ -377,7 +370,7 @@ fn field_value<'r>(
 ) -> Result<Option<Cow<'r, [u8]>>, StorageError> {
     Ok(match read {
         HashRead::Missing => None,
-        HashRead::Cached(all) => cached_field(all, field).map(Cow::Borrowed),
+        HashRead::Cached(all) => all.get(field).map(Cow::Borrowed),
         HashRead::Stored(view, meta) => view
             .get_member(&Coll::new(db, key, meta), field)?
             .map(Cow::Owned),
