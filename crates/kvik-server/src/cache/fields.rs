@@ -1,9 +1,7 @@
 //! The fields of a small hash as the hot cache holds them: field/value pairs sorted by field
 //! (storage order), packed in one buffer. A hit shares the set; a write that changes a cached
-//! hash builds the next set with one pass over the old one ([`FieldSet::edited`]), a copy of
-//! its bytes, rather than a reference-count update per field and value.
-
-use std::collections::BTreeMap;
+//! hash builds the next set from a copy of the buffer ([`FieldSet::edited`]), rather than a
+//! reference-count update per field and value.
 
 /// Field/value pairs sorted by field, in one buffer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,40 +54,53 @@ impl FieldSet {
 
     /// A field's value (binary search).
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        let i = self
-            .index
-            .binary_search_by(|&(at, f, _)| self.bytes[at..at + f].cmp(field))
-            .ok()?;
+        let i = self.find(field).ok()?;
         Some(self.pair(i).1)
     }
 
-    /// The set after `edits`, applied in order (`Some`: set the value, `None`: delete).
+    fn find(&self, field: &[u8]) -> Result<usize, usize> {
+        self.index
+            .binary_search_by(|&(at, f, _)| self.bytes[at..at + f].cmp(field))
+    }
+
+    /// The set after `edits`, applied in order (`Some`: set the value, `None`: delete): a copy
+    /// of the buffer, then each edit in place (a binary search, a move of the bytes after it).
     pub fn edited(&self, edits: &[(Vec<u8>, Option<Vec<u8>>)]) -> FieldSet {
-        let mut last: BTreeMap<&[u8], Option<&[u8]>> = BTreeMap::new();
+        let mut out = self.clone();
         for (f, v) in edits {
-            last.insert(f, v.as_deref());
-        }
-        let mut out = FieldSet::with_capacity(self.len() + last.len());
-        out.bytes.reserve(self.bytes.len());
-        let mut changes = last.into_iter().peekable();
-        for (f, v) in self.iter() {
-            while let Some((cf, cv)) = changes.next_if(|(cf, _)| *cf < f) {
-                if let Some(cv) = cv {
-                    out.push(cf, cv);
-                }
-            }
-            match changes.next_if(|(cf, _)| *cf == f) {
-                Some((_, Some(cv))) => out.push(f, cv),
-                Some((_, None)) => {}
-                None => out.push(f, v),
-            }
-        }
-        for (cf, cv) in changes {
-            if let Some(cv) = cv {
-                out.push(cf, cv);
-            }
+            out.set(f, v.as_deref());
         }
         out
+    }
+
+    fn set(&mut self, field: &[u8], value: Option<&[u8]>) {
+        match (self.find(field), value) {
+            (Ok(i), Some(v)) => {
+                let (at, f, old) = self.index[i];
+                self.bytes.splice(at + f..at + f + old, v.iter().copied());
+                self.index[i].2 = v.len();
+                self.shift(i + 1, v.len() as isize - old as isize);
+            }
+            (Err(i), Some(v)) => {
+                let at = self.index.get(i).map_or(self.bytes.len(), |e| e.0);
+                self.bytes.splice(at..at, field.iter().chain(v).copied());
+                self.index.insert(i, (at, field.len(), v.len()));
+                self.shift(i + 1, (field.len() + v.len()) as isize);
+            }
+            (Ok(i), None) => {
+                let (at, f, v) = self.index.remove(i);
+                self.bytes.drain(at..at + f + v);
+                self.shift(i, -((f + v) as isize));
+            }
+            (Err(_), None) => {}
+        }
+    }
+
+    /// Moves the pairs from `from` on by `delta` bytes.
+    fn shift(&mut self, from: usize, delta: isize) {
+        for e in &mut self.index[from..] {
+            e.0 = e.0.wrapping_add_signed(delta);
+        }
     }
 }
 
@@ -128,5 +139,38 @@ mod tests {
         assert_eq!(s.edited(&edits), want);
         assert_eq!(FieldSet::default().edited(&edits[..1]), set(&[("b", "2")]));
         assert!(set(&[("a", "1")]).edited(&edits[1..2]).is_empty());
+    }
+
+    #[test]
+    fn random_edits_match_a_sorted_map() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut model = std::collections::BTreeMap::new();
+        let mut s = FieldSet::default();
+        for _ in 0..200 {
+            let edits: Vec<_> = (0..next(4))
+                .map(|_| {
+                    let f = format!("f{}", next(20)).into_bytes();
+                    let v = (next(3) > 0).then(|| "v".repeat(next(5) as usize).into_bytes());
+                    (f, v)
+                })
+                .collect();
+            for (f, v) in &edits {
+                match v {
+                    Some(v) => model.insert(f.clone(), v.clone()),
+                    None => model.remove(f),
+                };
+            }
+            s = s.edited(&edits);
+            let got: Vec<(Vec<u8>, Vec<u8>)> =
+                s.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+            let want: Vec<(Vec<u8>, Vec<u8>)> = model.clone().into_iter().collect();
+            assert_eq!(got, want);
+        }
     }
 }
