@@ -2,8 +2,10 @@
 //! HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN.
 //!
 //! A hash is a meta record (kind, expiry, version, number of fields) plus one data-CF entry per
-//! field (field -> value) under the hash's version. Readers take one snapshot
-//! ([`Ctx::read_collection`]) so the reply agrees with the meta length; writers hold the key's
+//! field (field -> value) under the hash's version. Readers go through [`Ctx::read_hash`]: a
+//! small hash is cached whole and answered from memory (also on the I/O thread, run to
+//! completion), a bigger one is read from one snapshot so the reply agrees with the meta
+//! length. Writers hold the key's
 //! lock through [`CollWrite`] and commit the fields and the meta record in one batch (the meta
 //! record is deleted when the last field goes, as Redis deletes empty hashes).
 //!
