@@ -5,9 +5,9 @@
 //! field (field -> value) under the hash's version. Readers go through [`Ctx::read_hash`]: a
 //! small hash is cached whole and answered from memory (also on the I/O thread, run to
 //! completion), a bigger one is read from one snapshot so the reply agrees with the meta
-//! length. Writers hold the key's
-//! lock through [`CollWrite`] and commit the fields and the meta record in one batch (the meta
-//! record is deleted when the last field goes, as Redis deletes empty hashes).
+//! length. Writers hold the key's lock through [`CollWrite`] and commit the fields and the meta
+//! record in one batch (the meta record is deleted when the last field goes, as Redis deletes
+//! empty hashes).
 //!
 //! Replies list fields in storage (byte) order; Redis's order is its hash table's and unspecified.
 
