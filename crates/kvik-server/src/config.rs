@@ -83,6 +83,7 @@ pub struct Config {
     pub rtc_storage_read: AtomicBool,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
+    pub cache_hash_writes: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
@@ -908,6 +909,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-hash-writes",
+        default: "yes",
+        mutable: true,
+        help: "a write of a small hash the hot cache holds (HSET, HDEL, HINCRBY ...) reads its fields from the cached copy and updates it (no: the write reads RocksDB and drops the copy)",
+        get: |c| if c.cache_hash_writes.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_hash_writes.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
@@ -1163,6 +1175,7 @@ impl Default for Config {
             rtc_storage_read: AtomicBool::new(false),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
+            cache_hash_writes: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
@@ -1285,6 +1298,7 @@ impl Config {
             fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
             write_allocate: self.cache_write_allocate.load(Relaxed),
             absent_keys: self.cache_absent_keys.load(Relaxed),
+            hash_writes: self.cache_hash_writes.load(Relaxed),
         }
     }
 }

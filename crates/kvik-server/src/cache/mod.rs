@@ -2,7 +2,7 @@
 //!
 //! Shape: `cache-shards` shards chosen by key hash, each a mutex over a map (per database) from
 //! user key to a slot in a dense entry array. An entry carries the key's type, its expiry and its
-//! value ([`CachedValue`]: a string now; a whole small hash fits the same entry later), plus what
+//! value ([`CachedValue`]: a string, or a whole small hash with its version), plus what
 //! the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
 //! shards and counted as key and value bytes plus a fixed per-entry overhead.
 //!
@@ -15,8 +15,12 @@
 //!   holding its key locks. Commit calls [`Cache::begin_write`] for each key the batch writes just
 //!   before the RocksDB write (bump the epoch; a cached entry is not served until the update) and
 //!   [`Cache::apply`] right after it: bump the epoch again, then update the entry if it is cached
-//!   (a put) or drop it (a delete, a failed write, or a type the cache does not hold). So no
-//!   reader can see the new value (from disk) and then the old one (from the cache).
+//!   (a put whose whole new value the write knows: a string, or a small hash a write rebuilt
+//!   from its cached copy, see `cmd::collection::CollWrite`) or drop it (a delete, a failed
+//!   write, any other put). So no reader can see the new value (from disk) and then the old
+//!   one (from the cache). A writer holding a key's lock may take a non-pending entry as the
+//!   key's current value ([`Cache::cached_state`], [`Cache::held_hash`]): only that lock's
+//!   holder changes it, and fills that raced a write are refused.
 //!   FLUSHDB/FLUSHALL clear the cache (and bump every epoch).
 //! - Disabling empties the cache, enabling starts cold, and epochs are bumped by every write
 //!   either way, so no entry filled from a value read before a write survives.
@@ -27,8 +31,11 @@
 //! [`Policy::Lfu`] by a logarithmic access counter that decays with the shard's access clock.
 //! The hit ratios that chose the default are in `sim` (a deterministic trace simulation).
 
+mod fields;
 #[cfg(test)]
 mod sim;
+
+pub use fields::FieldSet;
 
 use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
@@ -74,19 +81,48 @@ impl Policy {
 }
 
 /// A cached value: a string, or a small hash cached whole (up to `cache-max-hash-fields`
-/// fields, filled by HGET), so a hit never sees part of a hash. Both are shared, not copied,
-/// when a hit is cloned.
+/// fields, filled by the hash reads), so a hit never sees part of a hash. Both are shared, not
+/// copied, when a hit is cloned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CachedValue {
     Str(Bytes),
-    Hash(std::sync::Arc<[(Bytes, Bytes)]>),
+    Hash(CachedHash),
 }
+
+/// The fields of a hash without field TTLs, sorted by field bytes (storage order, so replies
+/// match a read from RocksDB), with the hash's version: enough for a writer holding the key's
+/// lock to rebuild its meta record without reading RocksDB.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedHash {
+    pub version: u64,
+    pub fields: HashFields,
+}
+
+impl CachedHash {
+    /// The hash's meta record (as stored: a hash without field TTLs), given its expiry.
+    pub fn meta(&self, expire_at_ms: u64) -> Meta {
+        Meta {
+            len: self.fields.len() as u64,
+            ..Meta::collection(Kind::Hash, self.version, expire_at_ms)
+        }
+    }
+}
+
+/// A cached hash's field/value pairs, sorted by field, shared.
+pub type HashFields = std::sync::Arc<FieldSet>;
 
 impl CachedValue {
     fn bytes(&self) -> usize {
         match self {
             CachedValue::Str(b) => b.len(),
-            CachedValue::Hash(f) => f.iter().map(|(k, v)| k.len() + v.len() + 32).sum(),
+            CachedValue::Hash(h) => h.fields.data_len() + 32 * h.fields.len(),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            CachedValue::Str(_) => Kind::String,
+            CachedValue::Hash(_) => Kind::Hash,
         }
     }
 }
@@ -104,15 +140,7 @@ impl Hit {
     pub fn to_meta(&self) -> Meta {
         match &self.value {
             CachedValue::Str(b) => Meta::string(b.to_vec(), self.expire_at_ms),
-            CachedValue::Hash(f) => Meta {
-                kind: Kind::Hash,
-                expire_at_ms: self.expire_at_ms,
-                version: 0,
-                len: f.len() as u64,
-                head: 0,
-                value: Vec::new(),
-                field_ttls: false,
-            },
+            CachedValue::Hash(h) => h.meta(self.expire_at_ms),
         }
     }
 }
@@ -220,6 +248,9 @@ pub struct CacheSettings {
     pub write_allocate: bool,
     /// A read that found no key notes it as absent (`cache-absent-keys`).
     pub absent_keys: bool,
+    /// A write of a cached small hash updates its entry instead of dropping it, and reads the
+    /// fields it needs from it (`cache-hash-writes`).
+    pub hash_writes: bool,
 }
 
 impl Default for CacheSettings {
@@ -234,6 +265,7 @@ impl Default for CacheSettings {
             fill_delay_us: 0,
             write_allocate: true,
             absent_keys: true,
+            hash_writes: true,
         }
     }
 }
@@ -250,6 +282,7 @@ pub struct Cache {
     fill_delay_us: AtomicU64,
     write_allocate: AtomicBool,
     absent_keys: AtomicBool,
+    hash_writes: AtomicBool,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -276,6 +309,7 @@ impl Cache {
             fill_delay_us: AtomicU64::new(s.fill_delay_us),
             write_allocate: AtomicBool::new(s.write_allocate),
             absent_keys: AtomicBool::new(s.absent_keys),
+            hash_writes: AtomicBool::new(s.hash_writes),
             seed,
             stats: CacheStats::default(),
         }
@@ -320,6 +354,15 @@ impl Cache {
 
     pub fn set_write_allocate(&self, on: bool) {
         self.write_allocate.store(on, Relaxed);
+    }
+
+    /// `cache-hash-writes`: whether writes keep cached hashes (see [`Cache::held_hash`]).
+    pub fn set_hash_writes(&self, on: bool) {
+        self.hash_writes.store(on, Relaxed);
+    }
+
+    pub fn hash_writes(&self) -> bool {
+        self.hash_writes.load(Relaxed)
     }
 
     /// `cache-absent-keys`: switching it off empties the cache, so no read is answered from a
@@ -434,6 +477,30 @@ impl Cache {
         (!e.pending).then_some(state)
     }
 
+    /// For a writer holding `key`'s lock (see [`Cache::cached_state`] for why the entry is then
+    /// current): the cached whole hash and its expiry, if the cache holds one, no write of it
+    /// is in flight, it has not expired at `now_ms` and `cache-hash-writes` is on. Counts
+    /// nothing. The write then rebuilds the hash and commits it with its meta record
+    /// (`Batch::put_meta_with_hash`), and [`Cache::apply_value`] replaces the entry with it.
+    pub fn held_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, CachedHash)> {
+        if !self.enabled() || !self.hash_writes() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let e = &s.entries[s.find(db, key)?];
+        match &e.known {
+            Known::Present(Hit {
+                expire_at_ms,
+                value: CachedValue::Hash(h),
+                ..
+            }) if !e.pending && (*expire_at_ms == 0 || *expire_at_ms > now_ms) => {
+                Some((*expire_at_ms, h.clone()))
+            }
+            _ => None,
+        }
+    }
+
     /// What the cache knows of `key`'s use, without counting it as one (OBJECT FREQ and
     /// IDLETIME): its LFU counter, decayed to now (meaningful under the LFU policy), and the
     /// Unix seconds of its last access (or fill). `None` if it is not cached.
@@ -490,8 +557,8 @@ impl Cache {
         expire_at_ms: u64,
         value: CachedValue,
     ) {
-        if let CachedValue::Hash(f) = &value {
-            if f.len() > self.max_fields() {
+        if let CachedValue::Hash(h) = &value {
+            if h.fields.len() > self.max_fields() {
                 return;
             }
         }
@@ -550,10 +617,21 @@ impl Cache {
         }
     }
 
-    /// A committed write of `key`: `Some(meta)` for a put (update the entry if cached), `None`
-    /// for a delete or a failed write (drop it). Always bumps the key's write epoch, so fills
-    /// racing the write are refused.
+    /// A committed write of `key`: `Some((kind, expiry, value))` for a put (a string's value
+    /// updates the entry if cached; a put of another kind drops it), `None` for a delete or a
+    /// failed write (drop it). Always bumps the key's write epoch, so fills racing the write
+    /// are refused.
     pub fn apply(&self, db: u16, key: &[u8], put: Option<(Kind, u64, Bytes)>) {
+        let put = put
+            .and_then(|(kind, at, v)| (kind == Kind::String).then_some((at, CachedValue::Str(v))));
+        self.apply_value(db, key, put);
+    }
+
+    /// [`apply`](Cache::apply) with the whole new value when the write knows it (a string; a
+    /// small hash a write rebuilt from its cached copy): the entry is replaced with it if
+    /// cached (a string also enters the cache with write-allocate; a hash never does, and one
+    /// grown past `cache-max-hash-fields` is dropped). `None`: drop the entry.
+    pub fn apply_value(&self, db: u16, key: &[u8], put: Option<(u64, CachedValue)>) {
         let hash = self.hash(db, key);
         let cell = self.cell(hash);
         let budget = self.shard_budget();
@@ -564,7 +642,8 @@ impl Cache {
             Some(i) => s.remove_at(i),
             // Write-allocate: a written string is likely read next; cache it (with its state,
             // which also spares its next write a RocksDB read, see `cached_expiry`).
-            None if self.write_allocate.load(Relaxed)
+            None if matches!(put, Some((_, CachedValue::Str(_))))
+                && self.write_allocate.load(Relaxed)
                 && key.len() <= self.max_key.load(Relaxed) =>
             {
                 if !self.enabled() {
@@ -573,16 +652,22 @@ impl Cache {
             }
             None => return,
         }
-        if let Some((Kind::String, expire_at_ms, value)) = put {
-            let known = Known::Present(Hit {
-                kind: Kind::String,
-                expire_at_ms,
-                value: CachedValue::Str(value),
-            });
-            let size = entry_size(key, &known);
-            if size <= budget / 4 {
-                self.insert_evicting(&mut s, db, key, known, size, budget);
+        let Some((expire_at_ms, value)) = put else {
+            return;
+        };
+        if let CachedValue::Hash(h) = &value {
+            if h.fields.len() > self.max_fields() || !self.hash_writes() {
+                return;
             }
+        }
+        let known = Known::Present(Hit {
+            kind: value.kind(),
+            expire_at_ms,
+            value,
+        });
+        let size = entry_size(key, &known);
+        if size <= budget / 4 {
+            self.insert_evicting(&mut s, db, key, known, size, budget);
         }
     }
 
@@ -873,6 +958,61 @@ mod tests {
             Some((Kind::String, 0, Bytes::from_static(b"y"))),
         );
         assert!(c.get(0, b"other", 1).is_none());
+    }
+
+    fn hash(version: u64, pairs: &[(&'static str, &'static str)]) -> CachedValue {
+        let mut fields = FieldSet::default();
+        for (f, v) in pairs {
+            fields.push(f.as_bytes(), v.as_bytes());
+        }
+        CachedValue::Hash(CachedHash {
+            version,
+            fields: fields.into(),
+        })
+    }
+
+    #[test]
+    fn written_hashes_replace_their_cached_copy_and_are_never_added() {
+        let c = Cache::new(CacheSettings {
+            max_fields: 2,
+            ..CacheSettings::default()
+        });
+        let t = c.fill_token(0, b"h");
+        c.fill_value(t, 0, b"h", Kind::Hash, 0, hash(7, &[("a", "1")]));
+        let (at, held) = c.held_hash(0, b"h", 1).expect("cached");
+        assert_eq!((at, held.version, held.fields.len()), (0, 7, 1));
+        c.begin_write(0, b"h");
+        assert!(
+            c.held_hash(0, b"h", 1).is_none(),
+            "not while a write is in flight"
+        );
+        c.apply_value(0, b"h", Some((0, hash(7, &[("a", "1"), ("b", "2")]))));
+        let hit = c.get(0, b"h", 1).and_then(Known::present).unwrap();
+        assert_eq!(hit.value, hash(7, &[("a", "1"), ("b", "2")]));
+        assert_eq!(hit.to_meta().len, 2);
+        // Past cache-max-hash-fields: dropped.
+        c.apply_value(
+            0,
+            b"h",
+            Some((0, hash(7, &[("a", "1"), ("b", "2"), ("c", "3")]))),
+        );
+        assert!(c.get(0, b"h", 1).is_none());
+        // Never added by a write.
+        c.apply_value(0, b"h", Some((0, hash(7, &[("a", "1")]))));
+        assert!(c.get(0, b"h", 1).is_none());
+        // Switched off: writers see no copy, and a write drops it.
+        let t = c.fill_token(0, b"h");
+        c.fill_value(t, 0, b"h", Kind::Hash, 0, hash(7, &[("a", "1")]));
+        c.set_hash_writes(false);
+        assert!(c.held_hash(0, b"h", 1).is_none());
+        c.apply_value(0, b"h", Some((0, hash(7, &[("a", "2")]))));
+        assert!(c.get(0, b"h", 1).is_none());
+        // An expired copy is not handed to a writer.
+        c.set_hash_writes(true);
+        let t = c.fill_token(0, b"e");
+        c.fill_value(t, 0, b"e", Kind::Hash, 50, hash(1, &[("a", "1")]));
+        assert!(c.held_hash(0, b"e", 10).is_some());
+        assert!(c.held_hash(0, b"e", 50).is_none());
     }
 
     #[test]

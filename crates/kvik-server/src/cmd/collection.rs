@@ -21,6 +21,7 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
+use crate::cache::HashFields;
 use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
@@ -33,10 +34,23 @@ use std::sync::atomic::Ordering;
 /// Adds to `batch` the meta record of a collection whose members just changed: a put with its
 /// new length, or a delete when it became empty (Redis never keeps an empty collection).
 pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
+    put_or_delete_meta_with(batch, storage, db, key, meta, None);
+}
+
+/// [`put_or_delete_meta`] of a hash whose whole new field set the write knows (`hash`), so
+/// its cached copy is updated instead of dropped.
+fn put_or_delete_meta_with(
+    batch: &mut Batch,
+    storage: &Storage,
+    db: u16,
+    key: &[u8],
+    meta: &Meta,
+    hash: Option<HashFields>,
+) {
     if meta.len == 0 {
         batch.delete_meta(storage, db, key);
     } else {
-        batch.put_meta(storage, db, key, meta);
+        batch.put_meta_with_hash(storage, db, key, meta, hash);
     }
 }
 
@@ -54,6 +68,10 @@ pub type FieldEntry = (Vec<u8>, u64);
 /// removal (lazy expiry: one less in the length, `hexpired` on commit) and reports it absent;
 /// [`put`](CollWrite::put) clears a field's TTL (HSET), [`put_keep_ttl`](CollWrite::put_keep_ttl)
 /// keeps it (HINCRBY), [`set_ttl`](CollWrite::set_ttl) changes it (HEXPIRE, HPERSIST).
+///
+/// A small hash the hot cache holds whole (`cache-hash-writes`, see `Cache::held_hash`) is
+/// written without reading RocksDB: its meta record and committed fields come from the cached
+/// copy, and the commit hands the rebuilt field set to the cache, which replaces its entry.
 pub struct CollWrite<'s, 'k> {
     pub storage: &'s Storage,
     pub db: u16,
@@ -69,14 +87,43 @@ pub struct CollWrite<'s, 'k> {
     reclaimed: HashSet<Vec<u8>>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
+    /// The hash's committed fields from the hot cache, and the staged changes to them
+    /// (`None` once the hash is not cacheable any more: field TTLs).
+    held: Option<HeldHash>,
     _guard: KeyGuard<'s>,
+}
+
+/// A cached hash being written: the committed fields and the changes staged, in order
+/// (`None`: deleted).
+struct HeldHash {
+    fields: HashFields,
+    edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl HeldHash {
+    /// A committed field's value.
+    fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.fields.get(field)
+    }
+
+    /// The field set after the staged changes, sorted by field.
+    fn rebuilt(self) -> HashFields {
+        self.fields.edited(&self.edits).into()
+    }
 }
 
 impl<'s, 'k> CollWrite<'s, 'k> {
     pub fn open(ctx: &Ctx<'s>, key: &'k [u8], kind: Kind) -> Result<Self, CmdError> {
         let storage = ctx.storage();
         let guard = ctx.lock_keys(&[key])?;
-        let meta = ctx.write_collection(key, kind)?;
+        let held = match kind {
+            Kind::Hash => storage.cache().held_hash(ctx.db(), key, ctx.now_ms),
+            _ => None,
+        };
+        let meta = match &held {
+            Some((expire_at_ms, hash)) => Some(hash.meta(*expire_at_ms)),
+            None => ctx.write_collection(key, kind)?,
+        };
         Ok(CollWrite {
             storage,
             db: ctx.db(),
@@ -88,6 +135,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             ttls: HashMap::new(),
             reclaimed: HashSet::new(),
             wait: ctx.wait(),
+            held: held.map(|(_, h)| HeldHash {
+                fields: h.fields,
+                edits: Vec::new(),
+            }),
             _guard: guard,
         })
     }
@@ -137,6 +188,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let Some(coll) = self.coll() else {
             return Ok(vec![None; members.len()]);
         };
+        if let Some(held) = &self.held {
+            let found = |m: &M| held.get(m.as_ref()).map(|v| (v.to_vec(), 0));
+            return Ok(members.iter().map(found).collect());
+        }
         let raw = self
             .storage
             .latest_with(self.wait)
@@ -225,6 +280,9 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         if is_new {
             meta.len += 1;
         }
+        if let Some(held) = &mut self.held {
+            held.edits.push((member.to_vec(), Some(value.to_vec())));
+        }
         let coll = Coll::new(self.db, self.key, meta);
         if meta.field_ttls {
             let old = self.ttls.remove(member).unwrap_or(0);
@@ -263,6 +321,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let Some(meta) = self.meta.as_mut().filter(|m| !m.field_ttls) else {
             return Ok(());
         };
+        self.held = None; // a hash with field TTLs is not cached
         let coll = Coll::new(self.db, self.key, meta).raw();
         let view = self.storage.latest_with(self.wait);
         let (batch, storage) = (&mut self.batch, self.storage);
@@ -284,6 +343,9 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let coll = Coll::new(self.db, self.key, meta);
         self.batch
             .delete_member(self.storage, Cf::Data, &coll, member);
+        if let Some(held) = &mut self.held {
+            held.edits.push((member.to_vec(), None));
+        }
         if let Some(at) = self.ttls.remove(member) {
             self.batch
                 .delete_field_index(self.storage, &coll, member, at);
@@ -335,7 +397,21 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     fn commit_keep_lock(mut self) -> Result<KeyGuard<'s>, CmdError> {
         if self.changed || !self.reclaimed.is_empty() {
             if let Some(meta) = &self.meta {
-                put_or_delete_meta(&mut self.batch, self.storage, self.db, self.key, meta);
+                // The rebuilt field set, if the cache may keep it (checked again on commit).
+                let small = meta.len as usize <= self.storage.cache().max_fields();
+                let hash = self
+                    .held
+                    .take()
+                    .filter(|_| small && !meta.field_ttls)
+                    .map(HeldHash::rebuilt);
+                put_or_delete_meta_with(
+                    &mut self.batch,
+                    self.storage,
+                    self.db,
+                    self.key,
+                    meta,
+                    hash,
+                );
             }
             self.storage
                 .commit_with(std::mem::take(&mut self.batch), self.wait)?;

@@ -2,7 +2,7 @@
 //! shared server with its storage, and a reply writer. (On an I/O thread a run-to-completion
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
-use crate::cache::{CachedValue, Hit, Known};
+use crate::cache::{CachedHash, CachedValue, FieldSet, HashFields, Hit, Known};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
@@ -233,7 +233,7 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A hash for a read that the hot cache can answer (HGET). A small hash (at most
+    /// A hash for a read that the hot cache can answer (HGET, HMGET, HGETALL ...). A small hash (at most
     /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
     /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a
     /// write of the key raced the read (fill token). A bigger hash comes back as a [`View`] and
@@ -258,20 +258,24 @@ impl<'a> Ctx<'a> {
         {
             return Ok(HashRead::Stored(view, meta));
         }
-        let mut fields = Vec::with_capacity(meta.len as usize);
+        let mut fields = FieldSet::with_capacity(meta.len as usize);
         let coll = crate::storage::Coll::new(self.db(), key, &meta);
         view.for_each_member(crate::storage::Cf::Data, &coll, |f, v| {
-            fields.push((Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)));
+            fields.push(f, v);
             true
         })?;
-        let fields: std::sync::Arc<[(Bytes, Bytes)]> = fields.into();
+        let fields: HashFields = fields.into();
+        let hash = CachedHash {
+            version: meta.version,
+            fields: fields.clone(),
+        };
         cache.fill_value(
             token,
             self.db(),
             key,
             Kind::Hash,
             meta.expire_at_ms,
-            CachedValue::Hash(fields.clone()),
+            CachedValue::Hash(hash),
         );
         Ok(HashRead::Cached(fields))
     }
@@ -316,8 +320,8 @@ impl Ctx<'_> {
 /// What [`Ctx::read_hash`] found.
 pub enum HashRead<'a> {
     Missing,
-    /// The whole hash, from the hot cache or just read.
-    Cached(std::sync::Arc<[(Bytes, Bytes)]>),
+    /// The whole hash (sorted by field), from the hot cache or just read.
+    Cached(HashFields),
     /// A hash too big to cache: read its fields from this snapshot.
     Stored(View<'a>, Meta),
 }
@@ -329,7 +333,7 @@ impl<'a> HashRead<'a> {
             return Ok(HashRead::Missing);
         };
         match hit.value {
-            CachedValue::Hash(fields) => Ok(HashRead::Cached(fields)),
+            CachedValue::Hash(hash) => Ok(HashRead::Cached(hash.fields)),
             CachedValue::Str(_) => Err(CmdError::wrong_type()),
         }
     }

@@ -2,20 +2,23 @@
 //! HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN.
 //!
 //! A hash is a meta record (kind, expiry, version, number of fields) plus one data-CF entry per
-//! field (field -> value) under the hash's version. Readers take one snapshot
-//! ([`Ctx::read_collection`]) so the reply agrees with the meta length; writers hold the key's
-//! lock through [`CollWrite`] and commit the fields and the meta record in one batch (the meta
-//! record is deleted when the last field goes, as Redis deletes empty hashes).
+//! field (field -> value) under the hash's version. Readers go through [`Ctx::read_hash`]: a
+//! small hash is cached whole and answered from memory (also on the I/O thread, run to
+//! completion), a bigger one is read from one snapshot so the reply agrees with the meta
+//! length. Writers hold the key's lock through [`CollWrite`] and commit the fields and the meta
+//! record in one batch (the meta record is deleted when the last field goes, as Redis deletes
+//! empty hashes).
 //!
 //! Replies list fields in storage (byte) order; Redis's order is its hash table's and unspecified.
 
 use super::cached::KeyReads;
 use super::collection::{self, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE};
-use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead, Reply};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::Kind;
-use crate::storage::{Cf, Coll};
+use crate::storage::{Cf, Coll, StorageError};
 use kvik_resp::{format_human, parse_i64, Proto};
+use std::borrow::Cow;
 
 const READ: Flags = Flags::READONLY;
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
@@ -69,7 +72,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the value of a field in a hash.", "2.0.0", "O(1)"),
-    CommandSpec::new("hmget", -3, READ_FAST, KeySpec::ONE, hmget)
+    CommandSpec::new("hmget", -3, READ_FAST, KeySpec::ONE, |c, a| hmget(c, a))
+        .rtc(|c, a| hmget(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc(
@@ -77,7 +82,9 @@ pub static COMMANDS: &[CommandSpec] = &[
             "2.0.0",
             "O(N) where N is the number of fields being requested.",
         ),
-    CommandSpec::new("hgetall", 2, READ, KeySpec::ONE, hgetall)
+    CommandSpec::new("hgetall", 2, READ, KeySpec::ONE, |c, a| hgetall(c, a))
+        .rtc(|c, a| hgetall(c, a))
+        .rtc_storage()
         .acl(ACL_READ_SLOW)
         .group("hash")
         .doc(
@@ -98,11 +105,15 @@ pub static COMMANDS: &[CommandSpec] = &[
             "2.0.0",
             "O(N) where N is the number of fields to be removed.",
         ),
-    CommandSpec::new("hlen", 2, READ_FAST, KeySpec::ONE, hlen)
+    CommandSpec::new("hlen", 2, READ_FAST, KeySpec::ONE, |c, a| hlen(c, a))
+        .rtc(|c, a| hlen(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the number of fields in a hash.", "2.0.0", "O(1)"),
-    CommandSpec::new("hstrlen", 3, READ_FAST, KeySpec::ONE, hstrlen)
+    CommandSpec::new("hstrlen", 3, READ_FAST, KeySpec::ONE, |c, a| hstrlen(c, a))
+        .rtc(|c, a| hstrlen(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc(
@@ -110,7 +121,9 @@ pub static COMMANDS: &[CommandSpec] = &[
             "3.2.0",
             "O(1)",
         ),
-    CommandSpec::new("hexists", 3, READ_FAST, KeySpec::ONE, hexists)
+    CommandSpec::new("hexists", 3, READ_FAST, KeySpec::ONE, |c, a| hexists(c, a))
+        .rtc(|c, a| hexists(c, a))
+        .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc(
@@ -118,11 +131,15 @@ pub static COMMANDS: &[CommandSpec] = &[
             "2.0.0",
             "O(1)",
         ),
-    CommandSpec::new("hkeys", 2, READ, KeySpec::ONE, hkeys)
+    CommandSpec::new("hkeys", 2, READ, KeySpec::ONE, |c, a| hkeys(c, a))
+        .rtc(|c, a| hkeys(c, a))
+        .rtc_storage()
         .acl(ACL_READ_SLOW)
         .group("hash")
         .doc("Returns all fields in a hash.", "2.0.0", ALL_FIELDS),
-    CommandSpec::new("hvals", 2, READ, KeySpec::ONE, hvals)
+    CommandSpec::new("hvals", 2, READ, KeySpec::ONE, |c, a| hvals(c, a))
+        .rtc(|c, a| hvals(c, a))
+        .rtc_storage()
         .acl(ACL_READ_SLOW)
         .group("hash")
         .doc("Returns all values in a hash.", "2.0.0", ALL_FIELDS),
@@ -324,63 +341,89 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 // ---- Reads --------------------------------------------------------------------------------
 
+/// The values of `fields` in hash `key` as `read` found it (`None`: no such field): looked up
+/// in the cached whole hash, or read from the snapshot of a hash too big to cache.
+fn field_values<'r, M: AsRef<[u8]>>(
+    db: u16,
+    key: &[u8],
+    read: &'r HashRead<'_>,
+    fields: &[M],
+) -> Result<Vec<Option<Cow<'r, [u8]>>>, StorageError> {
+    Ok(match read {
+        HashRead::Missing => vec![None; fields.len()],
+        HashRead::Cached(all) => fields
+            .iter()
+            .map(|f| all.get(f.as_ref()).map(Cow::Borrowed))
+            .collect(),
+        HashRead::Stored(view, meta) => view
+            .get_members(&Coll::new(db, key, meta), fields)?
+            .into_iter()
+            .map(|v| v.map(Cow::Owned))
+            .collect(),
+    })
+}
+
+/// [`field_values`] of one field (HGET, HSTRLEN, HEXISTS).
+fn field_value<'r>(
+    db: u16,
+    key: &[u8],
+    read: &'r HashRead<'_>,
+    field: &[u8],
+) -> Result<Option<Cow<'r, [u8]>>, StorageError> {
+    Ok(match read {
+        HashRead::Missing => None,
+        HashRead::Cached(all) => all.get(field).map(Cow::Borrowed),
+        HashRead::Stored(view, meta) => view
+            .get_member(&Coll::new(db, key, meta), field)?
+            .map(Cow::Owned),
+    })
+}
+
 /// HGET key field.
 fn hget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
-    let field = &args[2][..];
-    match ctx.read_hash(&args[1])? {
-        HashRead::Missing => ctx.out().null(),
-        HashRead::Cached(fields) => {
-            let value = fields.iter().find(|(f, _)| f == field).map(|(_, v)| &v[..]);
-            ctx.out().bulk_or_null(value);
-        }
-        HashRead::Stored(view, meta) => {
-            let value = view.get_member(&Coll::new(ctx.db(), &args[1], &meta), field)?;
-            ctx.out().bulk_or_null(value.as_deref());
-        }
-    }
+    let read = ctx.read_hash(&args[1])?;
+    let value = field_value(ctx.db(), &args[1], &read, &args[2])?;
+    ctx.out().bulk_or_null(value.as_deref());
     Ok(())
 }
 
 /// HMGET key field [field ...]: a value or nil per field.
-fn hmget(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let fields = &args[2..];
-    let values = match ctx.read_collection(&args[1], Kind::Hash)? {
-        Some((view, meta)) => view.get_members(&Coll::new(ctx.db(), &args[1], &meta), fields)?,
-        None => vec![None; fields.len()],
-    };
-    ctx.out.array(values.len());
+fn hmget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let read = ctx.read_hash(&args[1])?;
+    let values = field_values(ctx.db(), &args[1], &read, &args[2..])?;
+    let out = ctx.out();
+    out.array(values.len());
     for v in &values {
-        ctx.out.bulk_or_null(v.as_deref());
+        out.bulk_or_null(v.as_deref());
     }
     Ok(())
 }
 
-/// HLEN key.
-fn hlen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx.collection_len(&args[1], Kind::Hash)?;
-    ctx.out.int(len as i64);
+/// HLEN key: the meta length (of a hash with field TTLs, it counts fields that expired but
+/// were not removed yet, as Redis's HLEN does).
+fn hlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let len = match ctx.read_hash(&args[1])? {
+        HashRead::Missing => 0,
+        HashRead::Cached(all) => all.len() as u64,
+        HashRead::Stored(_, meta) => meta.len,
+    };
+    ctx.out().int(len as i64);
     Ok(())
 }
 
 /// HSTRLEN key field: the value's length, 0 if absent.
-fn hstrlen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let value = match ctx.read_collection(&args[1], Kind::Hash)? {
-        Some((view, meta)) => view.get_member(&Coll::new(ctx.db(), &args[1], &meta), &args[2])?,
-        None => None,
-    };
-    ctx.out.int(value.map_or(0, |v| v.len() as i64));
+fn hstrlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let read = ctx.read_hash(&args[1])?;
+    let len = field_value(ctx.db(), &args[1], &read, &args[2])?.map_or(0, |v| v.len());
+    ctx.out().int(len as i64);
     Ok(())
 }
 
 /// HEXISTS key field: 1 or 0.
-fn hexists(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let found = match ctx.read_collection(&args[1], Kind::Hash)? {
-        Some((view, meta)) => view
-            .get_member(&Coll::new(ctx.db(), &args[1], &meta), &args[2])?
-            .is_some(),
-        None => false,
-    };
-    ctx.out.int(i64::from(found));
+fn hexists<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let read = ctx.read_hash(&args[1])?;
+    let found = field_value(ctx.db(), &args[1], &read, &args[2])?.is_some();
+    ctx.out().int(i64::from(found));
     Ok(())
 }
 
@@ -392,36 +435,54 @@ enum Part {
     Values,
 }
 
-/// Lists a whole hash: a map (HGETALL, RESP3) or a flat array. The header is written from the
-/// meta length of the same snapshot; a mismatch (which would be corruption) becomes an error
-/// instead of a malformed reply.
-fn list_all(ctx: &mut Ctx<'_>, key: &[u8], part: Part) -> CmdResult {
-    let Some((view, meta)) = ctx.read_collection(key, Kind::Hash)? else {
-        match part {
-            Part::Both => ctx.out.map(0),
-            _ => ctx.out.array(0),
+impl Part {
+    /// The reply header of `n` fields: a map (HGETALL, RESP3) or a flat array.
+    fn header(self, out: &mut Reply, n: usize) {
+        match self {
+            Part::Both => out.map(n),
+            _ => out.array(n),
         }
-        return Ok(());
+    }
+
+    fn write(self, out: &mut Reply, f: &[u8], v: &[u8]) {
+        if self != Part::Values {
+            out.bulk(f);
+        }
+        if self != Part::Fields {
+            out.bulk(v);
+        }
+    }
+}
+
+/// Lists a whole hash: from the cached copy, or streamed from the snapshot. The header is
+/// written from the meta length of the same snapshot; a mismatch (which would be corruption)
+/// becomes an error instead of a malformed reply.
+fn list_all<'a, C: KeyReads<'a>>(ctx: &mut C, key: &[u8], part: Part) -> Result<(), C::Error> {
+    let db = ctx.db();
+    let (view, meta) = match ctx.read_hash(key)? {
+        HashRead::Missing => {
+            part.header(ctx.out(), 0);
+            return Ok(());
+        }
+        HashRead::Cached(all) => {
+            let out = ctx.out();
+            part.header(out, all.len());
+            for (f, v) in all.iter() {
+                part.write(out, f, v);
+            }
+            return Ok(());
+        }
+        HashRead::Stored(view, meta) => (view, meta),
     };
+    let coll = Coll::new(db, key, &meta);
     if meta.field_ttls {
-        return list_live(ctx, &view, key, &meta, part);
+        return Ok(list_live(ctx.out(), &view, &coll, part)?);
     }
-    match part {
-        Part::Both => ctx.out.map(meta.len as usize),
-        _ => ctx.out.array(meta.len as usize),
-    }
-    let coll = Coll::new(ctx.db(), key, &meta);
-    let out = &mut *ctx.out;
+    let out = ctx.out();
+    part.header(out, meta.len as usize);
     let mut n = 0u64;
     view.for_each_member(Cf::Data, &coll, |f, v| {
-        match part {
-            Part::Both => {
-                out.bulk(f);
-                out.bulk(v);
-            }
-            Part::Fields => out.bulk(f),
-            Part::Values => out.bulk(v),
-        }
+        part.write(out, f, v);
         n += 1;
         true
     })?;
@@ -429,7 +490,8 @@ fn list_all(ctx: &mut Ctx<'_>, key: &[u8], part: Part) -> CmdResult {
         return Err(CmdError::err(format_args!(
             "hash length mismatch: {} fields stored, {} recorded",
             n, meta.len
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
@@ -437,42 +499,32 @@ fn list_all(ctx: &mut Ctx<'_>, key: &[u8], part: Part) -> CmdResult {
 /// [`list_all`] of a hash with field TTLs: its length counts fields that expired but were not
 /// removed yet, so the live fields are collected before the header is written.
 fn list_live(
-    ctx: &mut Ctx<'_>,
+    out: &mut Reply,
     view: &crate::storage::View<'_>,
-    key: &[u8],
-    meta: &crate::storage::encoding::Meta,
+    coll: &Coll<'_>,
     part: Part,
-) -> CmdResult {
-    let coll = Coll::new(ctx.db(), key, meta);
+) -> Result<(), StorageError> {
     let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    view.for_each_member(Cf::Data, &coll, |f, v| {
+    view.for_each_member(Cf::Data, coll, |f, v| {
         entries.push((f.to_vec(), v.to_vec()));
         true
     })?;
-    match part {
-        Part::Both => ctx.out.map(entries.len()),
-        _ => ctx.out.array(entries.len()),
-    }
+    part.header(out, entries.len());
     for (f, v) in &entries {
-        if part != Part::Values {
-            ctx.out.bulk(f);
-        }
-        if part != Part::Fields {
-            ctx.out.bulk(v);
-        }
+        part.write(out, f, v);
     }
     Ok(())
 }
 
-fn hgetall(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn hgetall<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     list_all(ctx, &args[1], Part::Both)
 }
 
-fn hkeys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn hkeys<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     list_all(ctx, &args[1], Part::Fields)
 }
 
-fn hvals(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn hvals<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     list_all(ctx, &args[1], Part::Values)
 }
 

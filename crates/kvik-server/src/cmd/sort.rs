@@ -349,10 +349,7 @@ fn lookup_pattern(ctx: &Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Result<Option<V
     }
     Ok(match ctx.read_hash(&name)? {
         HashRead::Missing => None,
-        HashRead::Cached(fields) => fields
-            .iter()
-            .find(|(f, _)| f[..] == *field)
-            .map(|(_, v)| v.to_vec()),
+        HashRead::Cached(fields) => fields.get(field).map(<[u8]>::to_vec),
         HashRead::Stored(view, meta) => {
             view.get_member(&Coll::new(ctx.db(), &name, &meta), field)?
         }

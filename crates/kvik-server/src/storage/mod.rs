@@ -39,7 +39,7 @@ pub mod stream;
 mod tests;
 pub mod wal;
 
-use crate::cache::{Cache, CacheSettings};
+use crate::cache::{Cache, CacheSettings, CachedValue};
 use bytes::Bytes;
 use counts::{KeyCounts, KeyState, Tally};
 use encoding::{
@@ -196,6 +196,9 @@ impl Default for Batch {
 struct CacheEffect {
     raw_key: Vec<u8>,
     put: Option<Bytes>,
+    /// For a put of a hash: its whole new field set, when the write knows it (rebuilt from
+    /// the cached copy), so the cache entry is updated rather than dropped.
+    hash: Option<crate::cache::HashFields>,
 }
 
 pub struct Storage {
@@ -515,15 +518,18 @@ impl Storage {
             let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
                 continue;
             };
-            let put = e.put.as_ref().filter(|_| result.is_ok()).and_then(|v| {
-                let meta = Meta::decode(v)?;
-                Some((meta.kind, meta.expire_at_ms, v.slice(META_HEADER_LEN..)))
-            });
+            let put = e
+                .put
+                .as_ref()
+                .filter(|_| result.is_ok())
+                .and_then(|v| Some((Meta::decode(v)?, v)));
             if !observers.is_empty() {
-                written.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0)));
+                written.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0.kind)));
             }
-            // A put that did not decode is treated as a delete: the entry is dropped.
-            self.cache.apply(db, key, put);
+            // A put that did not decode, or whose whole value is not known, is treated as a
+            // delete: the entry is dropped.
+            let value = put.and_then(|(meta, v)| cached_value(&meta, v, e.hash.as_ref()));
+            self.cache.apply_value(db, key, value);
         }
         for o in observers.iter() {
             if batch.quiet {
@@ -793,9 +799,46 @@ impl Storage {
     }
 }
 
+/// What a committed put of `meta` (encoded as `raw`) leaves in the hot cache, with its
+/// expiry: a string's value; a hash's fields if the write gave them (`hash`) and they agree
+/// with the record (no field TTLs, same length); nothing for anything else (the entry is
+/// dropped).
+fn cached_value(
+    meta: &Meta,
+    raw: &Bytes,
+    hash: Option<&crate::cache::HashFields>,
+) -> Option<(u64, CachedValue)> {
+    let value = match meta.kind {
+        Kind::String => CachedValue::Str(raw.slice(META_HEADER_LEN..)),
+        Kind::Hash => {
+            let fields = hash.filter(|f| !meta.field_ttls && f.len() as u64 == meta.len)?;
+            CachedValue::Hash(crate::cache::CachedHash {
+                version: meta.version,
+                fields: fields.clone(),
+            })
+        }
+        _ => return None,
+    };
+    Some((meta.expire_at_ms, value))
+}
+
 impl Batch {
-    /// Stores `meta` under `key`; on commit, a cached entry of `key` is updated.
+    /// Stores `meta` under `key`; on commit, a cached entry of `key` is updated (a string) or
+    /// dropped (another kind).
     pub fn put_meta(&mut self, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
+        self.put_meta_with_hash(storage, db, key, meta, None);
+    }
+
+    /// [`Batch::put_meta`] of a hash whose whole new field set (sorted by field) the write
+    /// knows: on commit, a cached entry of `key` is replaced with it instead of dropped.
+    pub fn put_meta_with_hash(
+        &mut self,
+        storage: &Storage,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        hash: Option<crate::cache::HashFields>,
+    ) {
         let raw_key = meta_key(db, key);
         let value = Bytes::from(meta.encode());
         self.inner.put_cf(storage.meta_cf(), &raw_key, &value);
@@ -803,6 +846,7 @@ impl Batch {
             self.effects.push(CacheEffect {
                 raw_key,
                 put: Some(value),
+                hash,
             });
         }
     }
@@ -812,7 +856,11 @@ impl Batch {
         let raw_key = meta_key(db, key);
         self.inner.delete_cf(storage.meta_cf(), &raw_key);
         if db != INTERNAL_DB {
-            self.effects.push(CacheEffect { raw_key, put: None });
+            self.effects.push(CacheEffect {
+                raw_key,
+                put: None,
+                hash: None,
+            });
         }
     }
 

@@ -10,6 +10,7 @@ mod bitmaps_hll_geo;
 mod blocked_ready;
 mod blocking;
 mod cache;
+mod cache_hashes;
 mod cluster;
 mod cluster_clients;
 mod cluster_migration;

@@ -1,0 +1,337 @@
+//! Small hashes in the hot cache: the hash reads (HMGET HGETALL HEXISTS HSTRLEN HLEN HKEYS HVALS)
+//! answered from the cached whole hash on the I/O thread with the same replies as without the
+//! cache, writes (HSET HSETNX HDEL HINCRBY HINCRBYFLOAT HMSET) that keep the cached copy up to
+//! date (`cache-hash-writes`), hashes with field TTLs never served from the cache, and a
+//! concurrent check of writers against readers with a model per key.
+
+use crate::common::*;
+use redis::{Connection, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn stat(con: &mut Connection, field: &str) -> u64 {
+    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has no {field}"))
+}
+
+/// The read commands under test, over `key`.
+fn reads(key: &str) -> Vec<Vec<String>> {
+    let cmds: &[&[&str]] = &[
+        &["HMGET", key, "f1", "nope", "f2", "f1"],
+        &["HGETALL", key],
+        &["HEXISTS", key, "f1"],
+        &["HEXISTS", key, "nope"],
+        &["HSTRLEN", key, "f2"],
+        &["HSTRLEN", key, "nope"],
+        &["HLEN", key],
+        &["HKEYS", key],
+        &["HVALS", key],
+        &["HGET", key, "f1"],
+    ];
+    cmds.iter()
+        .map(|c| c.iter().map(|s| s.to_string()).collect())
+        .collect()
+}
+
+fn run(con: &mut Connection, cmd: &[String]) -> Value {
+    let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    match c.query::<Value>(con) {
+        Ok(v) => v,
+        Err(e) => Value::SimpleString(format!("error: {e}")),
+    }
+}
+
+#[test]
+fn hash_reads_are_served_from_the_cache_with_the_same_replies() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    q::<i64>(&mut c, &["HSET", "small", "f2", "two", "f1", "1", "a", ""]);
+    q::<i64>(
+        &mut c,
+        &[
+            "HSET", "big", "f1", "1", "f2", "22", "3", "c", "4", "d", "5", "e",
+        ],
+    );
+    q::<String>(&mut c, &["SET", "str", "v"]);
+    let keys = ["small", "big", "missing", "str"];
+    // The replies with the cache off.
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-enabled", "no"]);
+    let want: Vec<Value> = keys
+        .iter()
+        .flat_map(|k| reads(k))
+        .map(|cmd| run(&mut c, &cmd))
+        .collect();
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-enabled", "yes"]);
+    // GET notes the missing key as absent and caches the string; a first hash read fills the
+    // small hash whole. The second round is all hits for them, on the I/O thread.
+    let _: Value = qv(&mut c, &["GET", "missing"]);
+    let _: Value = qv(&mut c, &["GET", "str"]);
+    for round in 0..2 {
+        for key in ["small", "missing", "str", "big"] {
+            let (hits, rtc) = (stat(&mut c, "cache_hits"), stat(&mut c, "rtc_commands"));
+            let cmds = reads(key);
+            let got: Vec<Value> = cmds.iter().map(|cmd| run(&mut c, cmd)).collect();
+            let at = keys.iter().position(|k| *k == key).unwrap() * cmds.len();
+            assert_eq!(got, want[at..at + cmds.len()], "{key}, round {round}");
+            let (hits, rtc) = (
+                stat(&mut c, "cache_hits") - hits,
+                stat(&mut c, "rtc_commands") - rtc,
+            );
+            match (key, round) {
+                ("big", _) => assert_eq!(hits, 0, "a hash over the limit is not cached"),
+                (_, 1) => {
+                    assert_eq!(hits, cmds.len() as u64, "{key}: every read a cache hit");
+                    assert_eq!(rtc, cmds.len() as u64, "{key}: on the I/O thread");
+                }
+                _ => {}
+            }
+        }
+    }
+    // RESP3 (HGETALL is a map) from the cache as from storage.
+    let mut c3 = s.client();
+    let _: Value = qv(&mut c3, &["HELLO", "3"]);
+    let cached = qv(&mut c3, &["HGETALL", "small"]);
+    q::<String>(&mut c3, &["CONFIG", "SET", "cache-enabled", "no"]);
+    assert_eq!(qv(&mut c3, &["HGETALL", "small"]), cached);
+}
+
+/// HGETALL of `key` as a map (RESP2 flat array).
+fn hgetall(c: &mut Connection, key: &str) -> BTreeMap<String, String> {
+    q(c, &["HGETALL", key])
+}
+
+fn model(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn hash_writes_update_the_cached_copy() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    hgetall(&mut c, "h"); // fills the cache
+    type Step<'a> = (&'a [&'a str], Value, &'a [(&'a str, &'a str)]);
+    let steps: &[Step] = &[
+        (
+            &["HSET", "h", "a", "3", "c", "4"],
+            Value::Int(1),
+            &[("a", "3"), ("b", "2"), ("c", "4")],
+        ),
+        (
+            &["HSETNX", "h", "a", "9"],
+            Value::Int(0),
+            &[("a", "3"), ("b", "2"), ("c", "4")],
+        ),
+        (
+            &["HSETNX", "h", "0", "z"],
+            Value::Int(1),
+            &[("0", "z"), ("a", "3"), ("b", "2"), ("c", "4")],
+        ),
+        (
+            &["HDEL", "h", "0", "nope", "0"],
+            Value::Int(1),
+            &[("a", "3"), ("b", "2"), ("c", "4")],
+        ),
+        (
+            &["HINCRBY", "h", "b", "40"],
+            Value::Int(42),
+            &[("a", "3"), ("b", "42"), ("c", "4")],
+        ),
+        (
+            &["HINCRBYFLOAT", "h", "d", "1.5"],
+            Value::BulkString(b"1.5".to_vec()),
+            &[("a", "3"), ("b", "42"), ("c", "4"), ("d", "1.5")],
+        ),
+        (
+            &["HMSET", "h", "a", "x", "a", "y"],
+            Value::Okay,
+            &[("a", "y"), ("b", "42"), ("c", "4"), ("d", "1.5")],
+        ),
+        (
+            &["HSET", "h", "c", "5", "c", "6"],
+            Value::Int(0),
+            &[("a", "y"), ("b", "42"), ("c", "6"), ("d", "1.5")],
+        ),
+    ];
+    for (cmd, reply, want) in steps {
+        assert_eq!(qv(&mut c, cmd), *reply, "{cmd:?}");
+        let hits = stat(&mut c, "cache_hits");
+        assert_eq!(hgetall(&mut c, "h"), model(want), "after {cmd:?}");
+        assert_eq!(
+            stat(&mut c, "cache_hits"),
+            hits + 1,
+            "still cached after {cmd:?}"
+        );
+    }
+    // A failed write (not an integer) changes neither.
+    assert!(err(&mut c, &["HINCRBY", "h", "a", "1"]).contains("not an integer"));
+    assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]), "y");
+    // Growing past cache-max-hash-fields drops the copy; reads stay right, from storage.
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "e", "5"]), 1);
+    let hits = stat(&mut c, "cache_hits");
+    assert_eq!(hgetall(&mut c, "h").len(), 5);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "h"]), 5);
+    assert_eq!(stat(&mut c, "cache_hits"), hits, "too big to cache");
+    // Shrunk again, it is cached again by the next read; deleting every field deletes the key.
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "h", "a", "b", "c"]), 3);
+    hgetall(&mut c, "h");
+    assert_eq!(q::<i64>(&mut c, &["HDEL", "h", "d", "e"]), 2);
+    assert_eq!(hgetall(&mut c, "h"), BTreeMap::new());
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "h"]), 0);
+    // A key expiry survives writes of the cached copy, and expires it.
+    q::<i64>(&mut c, &["HSET", "t", "a", "1"]);
+    q::<i64>(&mut c, &["PEXPIRE", "t", "300"]);
+    hgetall(&mut c, "t");
+    q::<i64>(&mut c, &["HSET", "t", "b", "2"]);
+    assert!(q::<i64>(&mut c, &["PTTL", "t"]) > 0);
+    assert_eq!(hgetall(&mut c, "t").len(), 2);
+    std::thread::sleep(Duration::from_millis(350));
+    assert_eq!(hgetall(&mut c, "t"), BTreeMap::new());
+    // Switched off, a write drops the copy (the next read misses) and is still seen.
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-hash-writes", "no"]);
+    q::<i64>(&mut c, &["HSET", "o", "a", "1"]);
+    hgetall(&mut c, "o");
+    assert_eq!(q::<i64>(&mut c, &["HSET", "o", "a", "2", "b", "3"]), 1);
+    let hits = stat(&mut c, "cache_hits");
+    assert_eq!(hgetall(&mut c, "o"), model(&[("a", "2"), ("b", "3")]));
+    assert_eq!(stat(&mut c, "cache_hits"), hits, "dropped by the write");
+}
+
+#[test]
+fn hashes_with_field_ttls_are_never_served_stale() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    q::<i64>(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    hgetall(&mut c, "h"); // cached
+    let _: Value = qv(&mut c, &["HPEXPIRE", "h", "100", "FIELDS", "1", "a"]);
+    assert_eq!(hgetall(&mut c, "h"), model(&[("a", "1"), ("b", "2")]));
+    std::thread::sleep(Duration::from_millis(150));
+    let hits = stat(&mut c, "cache_hits");
+    for _ in 0..2 {
+        assert_eq!(hgetall(&mut c, "h"), model(&[("b", "2")]));
+        assert_eq!(q::<Vec<String>>(&mut c, &["HKEYS", "h"]), vec!["b"]);
+        assert_eq!(q::<i64>(&mut c, &["HEXISTS", "h", "a"]), 0);
+        assert_eq!(q::<i64>(&mut c, &["HSTRLEN", "h", "a"]), 0);
+        let got: Vec<Option<String>> = q(&mut c, &["HMGET", "h", "a", "b"]);
+        assert_eq!(got, vec![None, Some("2".to_string())]);
+        assert_eq!(q::<Option<String>>(&mut c, &["HGET", "h", "a"]), None);
+    }
+    // Writes of a hash with field TTLs go to storage too.
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "c", "3"]), 1);
+    assert_eq!(hgetall(&mut c, "h"), model(&[("b", "2"), ("c", "3")]));
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        hits,
+        "a hash with field TTLs is not cached"
+    );
+}
+
+/// Writers change small hashes (HSET, HDEL, HINCRBY; one writer per key, so each key has a
+/// model: the list of its states) while readers read them whole. Every read must be one of the
+/// key's states, no older than the last state whose write had completed before the read began
+/// and no older than what the same reader saw before. One key crosses `cache-max-hash-fields`
+/// back and forth.
+#[test]
+fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
+    const KEYS: usize = 3;
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "6"]);
+    type States = Vec<BTreeMap<String, String>>;
+    let logs: Arc<Vec<Mutex<States>>> = Arc::new(
+        (0..KEYS)
+            .map(|_| Mutex::new(vec![BTreeMap::new()]))
+            .collect(),
+    );
+    let done: Arc<Vec<AtomicUsize>> = Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut threads = Vec::new();
+    for k in 0..KEYS {
+        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
+        let mut c = s.client();
+        threads.push(std::thread::spawn(move || {
+            let key = format!("h{k}");
+            // Key 2 spans 8 fields, more than the limit of 6.
+            let width = if k == 2 { 8 } else { 4 };
+            let mut state = BTreeMap::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let f = format!("f{}", n % width);
+                let g = format!("f{}", (n * 7 + 3) % width);
+                let cmd: Vec<String> = match n % 4 {
+                    0 | 1 => {
+                        state.insert(f.clone(), n.to_string());
+                        state.insert("ver".into(), n.to_string());
+                        vec![
+                            "HSET".into(),
+                            key.clone(),
+                            f,
+                            n.to_string(),
+                            "ver".into(),
+                            n.to_string(),
+                        ]
+                    }
+                    2 => {
+                        state.remove(&g);
+                        vec!["HDEL".into(), key.clone(), g]
+                    }
+                    _ => {
+                        let v: i64 = state.get("ctr").map_or(0, |v| v.parse().unwrap()) + 1;
+                        state.insert("ctr".into(), v.to_string());
+                        vec!["HINCRBY".into(), key.clone(), "ctr".into(), "1".into()]
+                    }
+                };
+                logs[k].lock().unwrap().push(state.clone());
+                let _ = run(&mut c, &cmd);
+                done[k].fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for r in 0..3 {
+        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
+        let mut c = s.client();
+        readers.push(std::thread::spawn(move || {
+            let mut seen = [0usize; KEYS];
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = (reads as usize + r) % KEYS;
+                let key = format!("h{k}");
+                let floor = done[k].load(Ordering::SeqCst).max(seen[k]);
+                let got = hgetall(&mut c, &key);
+                let log = logs[k].lock().unwrap();
+                let Some(i) = (floor..log.len()).find(|&i| log[i] == got) else {
+                    let recent = &log[floor.saturating_sub(2)..];
+                    panic!("{key}: read {got:?}, not a state at or after #{floor}; states from there: {recent:?}");
+                };
+                seen[k] = i;
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(reads > 0);
+    // The final states, read once more, and the cache was used.
+    let mut c = s.client();
+    for k in 0..KEYS {
+        let want = logs[k].lock().unwrap().last().unwrap().clone();
+        assert_eq!(hgetall(&mut c, &format!("h{k}")), want);
+    }
+    assert!(stat(&mut c, "cache_hits") > 0);
+}
