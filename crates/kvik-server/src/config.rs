@@ -714,7 +714,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "repl-backlog-size",
-        default: "4mb",
+        default: "1mb",
         mutable: true,
         help: "bytes of recent write batches a primary keeps in memory to feed replicas without reading the WAL (0: off, replicas tail the WAL file)",
         get: |c| c.repl.backlog_size.load(Relaxed).to_string(),

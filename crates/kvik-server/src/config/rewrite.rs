@@ -462,8 +462,8 @@ mod tests {
                 "client-output-buffer-limit normal 1mb 0 0",
                 "notify-keyspace-events \"AKE\"",
                 "replicaof 10.0.0.1 6380",
-                "proc-title-template \"\"",
                 "repl-backlog-size 1000000",
+                "proc-title-template \"\"",
             ]
         );
         // The file reads back into the same values.
