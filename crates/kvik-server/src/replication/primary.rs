@@ -296,8 +296,8 @@ fn stream_wal(
     let _following = backlog.follow();
     let mut ready = Vec::new();
     let mut last_send = Instant::now();
-    // The WAL is read when the backlog does not cover the position, and, after a wait, when
-    // the WAL holds more than the backlog (a write the backlog did not see).
+    // The WAL is read when the backlog does not cover the position, and, after two waits,
+    // when RocksDB holds more than the backlog (a write the backlog did not see).
     let mut idle_waits = 0;
     while alive.load(Ordering::Relaxed) && !server.is_shutting_down() {
         if server.repl.is_replica() {
@@ -325,8 +325,11 @@ fn stream_wal(
             Look::Nothing | Look::Unflushed => {
                 idle(server, out, after, link, hold, &mut last_send)?;
                 backlog.wait(after, RING_WAIT);
-                if let Look::Nothing = look {
-                    idle_waits += 1;
+                // Counted only while RocksDB is past the position: a commit in flight ends
+                // such a wait with its WAL flush; a write the backlog missed never does.
+                match look {
+                    Look::Nothing if storage.latest_seq() > after => idle_waits += 1,
+                    _ => idle_waits = 0,
                 }
             }
             Look::Elsewhere => {
