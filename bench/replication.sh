@@ -14,6 +14,9 @@
 #
 #   bench/replication.sh                 # full: ROUNDS=3 DUR=10 SYNC_MB=1024 (~12 min)
 #   QUICK=1 bench/replication.sh         # make bench: ROUNDS=3 DUR=2 SYNC_MB=64 (~3 min)
+#   AB=1 bench/replication.sh            # part 1 only, kvik's backlog on (repl-backlog-size
+#                                        # default) against off (0: replicas tail the WAL file),
+#                                        # alternating per round; the columns "kvik-wal" are off
 #
 # redis-server runs without persistence (lib.sh), with repl-diskless-sync-delay 0 so its full
 # sync starts at once; kvik with its WAL (appendfsync everysec). Every wait is bounded.
@@ -29,6 +32,9 @@ BEFORE=${BEFORE:-5}             # seconds the primary's rps is sampled before a 
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-600}
 LAG=$(dirname "$0")/repl_lag.py
 RESULTS=$BENCH_TMP/results.csv
+# The two sides compared: kvik against redis-server, or (AB=1) kvik with its replication backlog
+# against kvik without it ("kvik-wal": repl-backlog-size 0 on the primary).
+if [ "${AB:-0}" = 1 ]; then SIDES=(kvik kvik-wal); else SIDES=(kvik redis); fi
 
 field() { # port name
   redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"
@@ -41,12 +47,12 @@ commands() { # port: total_commands_processed
 start_node() { # kind port name [primary-port]
   local kind=$1 port=$2 name=$3
   if [ -z "${4:-}" ]; then
-    if [ "$kind" = redis ]; then
-      start_redis "$port" "$name" --repl-diskless-sync-delay 0
-    else
-      start_kvik "$port" "$name"
-    fi
-  elif [ "$kind" = kvik ]; then
+    case $kind in
+      redis) start_redis "$port" "$name" --repl-diskless-sync-delay 0 ;;
+      kvik-wal) start_kvik "$port" "$name" --repl-backlog-size 0 ;;
+      *) start_kvik "$port" "$name" ;;
+    esac
+  elif [ "$kind" != redis ]; then
     start_kvik "$port" "$name" --replicaof "127.0.0.1 $4"
   else
     start_redis "$port" "$name" --replicaof 127.0.0.1 "$4"
@@ -68,7 +74,7 @@ echo "machine: $(nproc) cores; load: $(uptime | sed 's/.*load average/load avera
 echo "== SET with 0, 1, 2 replicas (DUR=$DUR s, $ROUNDS rounds)"
 for round in $(seq 1 "$ROUNDS"); do
   for replicas in 0 1 2; do
-    for kind in kvik redis; do
+    for kind in "${SIDES[@]}"; do
       port=$(free_port)
       start_node "$kind" "$port" "$kind-p$replicas-$round"
       pids=(${PIDS[-1]})
@@ -106,24 +112,28 @@ for round in $(seq 1 "$ROUNDS"); do
     done
   done
 done
-python3 - "$RESULTS" <<'PY'
+python3 - "$RESULTS" "${SIDES[@]}" <<'PY'
 import csv, statistics, sys
+a, b = sys.argv[2], sys.argv[3]
 rows = {}
 for side, test, v in csv.reader(open(sys.argv[1])):
     rows.setdefault((test, side), []).append(float(v))
 m = lambda t, s: statistics.median(rows[(t, s)]) if (t, s) in rows else float("nan")
-print("| test | kvik 0 | kvik 1 | kvik 2 | kvik 1/0 | kvik 2/0 | redis 0 | redis 1 | redis 2 | redis 1/0 | redis 2/0 |")
+print(f"| test | {a} 0 | {a} 1 | {a} 2 | {a} 1/0 | {a} 2/0 | {b} 0 | {b} 1 | {b} 2 | {b} 1/0 | {b} 2/0 |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for t in sorted({t for t, _ in rows if t.startswith("SET")}):
-    k = [m(t, f"kvik {n}") for n in range(3)]
-    r = [m(t, f"redis {n}") for n in range(3)]
+    k = [m(t, f"{a} {n}") for n in range(3)]
+    r = [m(t, f"{b} {n}") for n in range(3)]
     print(f"| {t} | {k[0]:,.0f} | {k[1]:,.0f} | {k[2]:,.0f} | {k[1]/k[0]:.2f} | {k[2]/k[0]:.2f} "
           f"| {r[0]:,.0f} | {r[1]:,.0f} | {r[2]:,.0f} | {r[1]/r[0]:.2f} | {r[2]/r[0]:.2f} |")
 for t in sorted({t for t, _ in rows if t.startswith("lag")}):
-    k = [m(t, f"kvik {n}") for n in (1, 2)]
-    r = [m(t, f"redis {n}") for n in (1, 2)]
+    k = [m(t, f"{a} {n}") for n in (1, 2)]
+    r = [m(t, f"{b} {n}") for n in (1, 2)]
     print(f"| {t} | | {k[0]:.1f} | {k[1]:.1f} | | | | {r[0]:.1f} | {r[1]:.1f} | | |")
 PY
+
+# The backlog changes nothing in a full sync: the A/B run stops here.
+[ "${AB:-0}" = 1 ] && exit 0
 
 echo "== full sync of $SYNC_MB MB while the primary serves SET (-c 10 -P 1)"
 keys=$((SYNC_MB * 1024))

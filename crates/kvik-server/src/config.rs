@@ -113,6 +113,9 @@ pub struct ReplSettings {
     /// `repl-wal-ttl`, seconds, and `repl-wal-size-limit`, bytes: the WAL kept for replicas.
     pub wal_ttl_secs: AtomicU64,
     pub wal_size_limit: AtomicU64,
+    /// `repl-backlog-size`, bytes: the recent batches a primary feeds replicas from memory
+    /// (`storage::backlog`); 0: off, every replica reads the WAL.
+    pub backlog_size: AtomicU64,
     /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds): a primary refuses writes
     /// (NOREPLICAS) while fewer replicas acknowledged within the lag; 0 in either: no check.
     pub min_replicas_to_write: AtomicU64,
@@ -708,6 +711,17 @@ pub static SETTINGS: &[Setting] = &[
         get: |c| c.repl.wal_size_limit.load(Relaxed).to_string(),
         set: |c, v| {
             c.repl.wal_size_limit.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "repl-backlog-size",
+        default: "1mb",
+        mutable: true,
+        help: "bytes of recent write batches a primary keeps in memory to feed replicas without reading the WAL (0: off, replicas tail the WAL file)",
+        get: |c| c.repl.backlog_size.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.repl.backlog_size.store(parse_memory(v)?, Relaxed);
             Ok(())
         },
     },

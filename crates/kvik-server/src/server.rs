@@ -229,8 +229,17 @@ impl Server {
         wal.set_hold(self.config.wal_flush_hold.load(Ordering::Relaxed));
     }
 
+    /// Pushes `repl-backlog-size` into the storage's replication backlog.
+    pub fn apply_repl_backlog(&self) {
+        let size = self.config.repl.backlog_size.load(Ordering::Relaxed);
+        self.storage.backlog().set_capacity(size);
+    }
+
     /// Applies a setting's side effects after CONFIG SET changed it.
     pub fn config_changed(&self, name: &str) {
+        if name.eq_ignore_ascii_case("repl-backlog-size") {
+            self.apply_repl_backlog();
+        }
         if name.eq_ignore_ascii_case("appendfsync") {
             self.storage
                 .set_fsync_policy(*self.config.appendfsync.read());
@@ -374,8 +383,8 @@ fn expire_hash_fields(server: &Server) {
     }
 }
 
-/// The timer thread: active expiry and stats at `hz`; every second, the key counts' fold and,
-/// with `everysec`, the WAL sync.
+/// The timer thread: active expiry and stats at `hz`; every second, the key counts' fold,
+/// with `everysec` the WAL sync, and the WAL archive's bounds.
 /// Timed work never rides on the worker pool's lists.
 pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
@@ -429,6 +438,11 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                             tracing::warn!(error = %e, "WAL sync failed");
                         }
                     }
+                    let repl = &server.config.repl;
+                    server.storage.enforce_wal_retention(
+                        repl.wal_size_limit.load(Ordering::Relaxed),
+                        Duration::from_secs(repl.wal_ttl_secs.load(Ordering::Relaxed)),
+                    );
                     last_sync = Instant::now();
                 }
                 // The expiry cycle's deletes and the counts' fold leave the WAL buffer now, not

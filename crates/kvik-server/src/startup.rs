@@ -39,6 +39,7 @@ pub fn run(config: Config) -> Result<(), String> {
     server.set_self();
     crate::replication::checkpoint::clean(&server);
     server.apply_group_commit();
+    server.apply_repl_backlog();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }

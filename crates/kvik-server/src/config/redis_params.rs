@@ -18,8 +18,6 @@ pub enum Kind {
     Int(i64, i64),
     /// A memory size (`100mb`) in `min..=max` bytes.
     Memory(u64, u64),
-    /// A memory size; smaller ones are raised to this floor (as Redis's repl-backlog-size).
-    MemoryFloor(u64),
     /// A memory size or a percentage (`10%`) of maxmemory.
     MemoryOrPercent,
     /// One of these words (case-insensitive; shown lowercase).
@@ -194,7 +192,6 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("rdb-save-incremental-fsync", [], Bool, "yes", true, RDB),
     p!("rdbchecksum", [], Bool, "yes", false, RDB),
     p!("rdbcompression", [], Bool, "yes", true, RDB),
-    p!("repl-backlog-size", [], MemoryFloor(16 * 1024), "1048576", true, REPL),
     p!("repl-backlog-ttl", [], Int(0, I32), "3600", true, REPL),
     p!("repl-disable-tcp-nodelay", [], Bool, "no", true, REPL),
     p!("repl-diskless-load", [], Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled", true, REPL),
@@ -277,7 +274,6 @@ impl Kind {
             Bool => Ok(if parse_bool(v)? { "yes" } else { "no" }.into()),
             Int(min, max) => Ok(in_range(parse_int(v)?, min, max)?.to_string()),
             Memory(min, max) => Ok(in_range(parse_memory(v)?, min, max)?.to_string()),
-            MemoryFloor(floor) => Ok(parse_memory(v)?.max(floor).to_string()),
             MemoryOrPercent => match v.strip_suffix('%') {
                 Some(p) => match p.parse::<u64>() {
                     Ok(n) => Ok(format!("{n}%")),
@@ -365,7 +361,7 @@ impl Kind {
             Int(_, max) if max < 7 => "0",
             Int(..) => "7",
             Memory(min, _) if min > 1024 => "2gb",
-            Memory(..) | MemoryFloor(_) => "1kb",
+            Memory(..) => "1kb",
             MemoryOrPercent => "5%",
             Enum(words) => words[words.len() - 1],
             Str => "some value",

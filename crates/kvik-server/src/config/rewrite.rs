@@ -65,6 +65,7 @@ const SETTING_FORMS: &[(&str, Form)] = &[
     ("client-query-buffer-limit", Form::Memory),
     ("compact-rate-limit", Form::Memory),
     ("repl-wal-size-limit", Form::Memory),
+    ("repl-backlog-size", Form::Memory),
     ("rocksdb-soft-pending-compaction-bytes-limit", Form::Memory),
     ("rocksdb-hard-pending-compaction-bytes-limit", Form::Memory),
 ];
@@ -76,7 +77,7 @@ fn form_of(p: Param) -> Form {
             .find(|(n, _)| *n == s.name)
             .map_or(Form::Plain, |(_, f)| *f),
         Param::Redis(i) => match super::redis_params::REDIS_PARAMS[i].kind {
-            Kind::Memory(..) | Kind::MemoryFloor(_) | Kind::MemoryOrPercent => Form::Memory,
+            Kind::Memory(..) | Kind::MemoryOrPercent => Form::Memory,
             Kind::Str | Kind::Hostname => Form::Quoted,
             Kind::Save => Form::Save,
             _ => Form::Plain,
@@ -461,8 +462,8 @@ mod tests {
                 "client-output-buffer-limit normal 1mb 0 0",
                 "notify-keyspace-events \"AKE\"",
                 "replicaof 10.0.0.1 6380",
-                "proc-title-template \"\"",
                 "repl-backlog-size 1000000",
+                "proc-title-template \"\"",
             ]
         );
         // The file reads back into the same values.

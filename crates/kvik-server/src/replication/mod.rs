@@ -121,6 +121,8 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// Times a feeder read the WAL file because the backlog did not cover its replica.
+    pub wal_reads: AtomicU64,
     /// Full-sync transfers: counters of both sides, and the primary's kept checkpoints.
     pub fullsync: FullSyncStats,
     pub shelf: Arc<checkpoint::Shelf>,
@@ -160,6 +162,7 @@ impl Default for Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            wal_reads: AtomicU64::new(0),
             fullsync: Default::default(),
             shelf: Default::default(),
         }

@@ -2,8 +2,10 @@
 //! streams a checkpoint (full sync) and the WAL's batches to the replica, on a feeder thread
 //! of its own; a second thread reads the replica's acknowledgements.
 //!
-//! The WAL is tailed with `get_updates_since`; each batch must start right after the previous
-//! one, so a position the WAL no longer covers is found before anything is sent (full sync) or,
+//! Batches come from the backlog in memory (`storage::backlog`: commits append and wake the
+//! feeder) while it covers the replica's position; otherwise the WAL is tailed with
+//! `get_updates_since` (after a full sync, a slow replica, `repl-backlog-size 0`). Each batch
+//! must start right after the previous one, so a position the WAL no longer covers is found before anything is sent (full sync) or,
 //! if the retention removes files under a slow replica, ends the link (its next PSYNC gets a
 //! full sync). During a full sync RocksDB deletes no files until the stream from the
 //! checkpoint's sequence number has caught up once, so a full sync is never in vain.
@@ -16,6 +18,7 @@ use super::checkpoint::{self, Made, Pace, Plan, Resume};
 use super::protocol::{self, BATCH, PING};
 use super::throttle::Throttle;
 use crate::server::Server;
+use crate::storage::backlog::Look;
 use crate::storage::Storage;
 use std::io::{self, BufWriter, Write};
 use std::net::{Shutdown, TcpStream};
@@ -29,8 +32,12 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 const LOG_EVERY: Duration = Duration::from_secs(5);
 /// Heartbeat period while there is nothing to send.
 const PING_EVERY: Duration = Duration::from_secs(1);
-/// Sleep between looks at the WAL's end while idle.
+/// Sleep between looks at the WAL's end while idle (the backlog off or not covering).
 const TAIL_SLEEP: Duration = Duration::from_millis(1);
+/// Longest wait on the backlog before looking again (commits wake the feeder sooner).
+const RING_WAIT: Duration = Duration::from_millis(100);
+/// Bytes of backlog batches taken per look (sent in one flush).
+const SERVE_BYTES: u64 = 256 * 1024;
 
 /// A PSYNC request, as parsed by the command.
 pub struct Request {
@@ -274,7 +281,8 @@ impl Drop for Unregister {
     }
 }
 
-/// Streams every batch after `after` as it is written, until the link or the server ends.
+/// Streams every batch after `after` as it is written, until the link or the server ends:
+/// from the backlog in memory while it covers the position, else from the WAL.
 fn stream_wal(
     server: &Server,
     out: &mut BufWriter<TcpStream>,
@@ -284,45 +292,110 @@ fn stream_wal(
     hold: &mut Option<FileHold<'_>>,
 ) -> io::Result<()> {
     let storage = &server.storage;
+    let backlog = storage.backlog();
+    let _following = backlog.follow();
+    let mut ready = Vec::new();
     let mut last_send = Instant::now();
+    // The WAL is read when the backlog does not cover the position, and, after two waits,
+    // when RocksDB holds more than the backlog (a write the backlog did not see).
+    let mut idle_waits = 0;
     while alive.load(Ordering::Relaxed) && !server.is_shutting_down() {
         if server.repl.is_replica() {
             return Err(io::Error::other("this node became a replica"));
         }
-        if storage.latest_seq() <= after {
-            if let Some(h) = hold.as_mut() {
-                h.release();
-                server.repl.replica_synced(link);
-            }
-            if last_send.elapsed() >= PING_EVERY {
-                protocol::write_frame(out, PING, &[])?;
+        let look = match backlog.look(after, SERVE_BYTES, &mut ready) {
+            Look::Nothing if idle_waits >= 2 && storage.latest_seq() > after => Look::Elsewhere,
+            look => look,
+        };
+        match look {
+            Look::Ready => {
+                // The backlog reached: the full sync's stream no longer needs old files.
+                if let Some(h) = hold.as_mut() {
+                    h.release();
+                    server.repl.replica_synced(link);
+                }
+                for e in ready.drain(..) {
+                    protocol::write_frame(out, BATCH, &[&e.seq.to_le_bytes(), &e.data])?;
+                    after = e.last();
+                }
+                out.flush()?;
                 last_send = Instant::now();
+                idle_waits = 0;
             }
-            out.flush()?;
-            std::thread::sleep(TAIL_SLEEP);
-            continue;
-        }
-        let it = storage.wal_after(after).map_err(io::Error::other)?;
-        let before = after;
-        for item in it {
-            let (seq, batch) = item.map_err(io::Error::other)?;
-            if seq != after + 1 {
-                return Err(io::Error::other(format!(
-                    "the WAL no longer holds sequence {} (next batch at {seq})",
-                    after + 1
-                )));
+            Look::Nothing | Look::Unflushed => {
+                idle(server, out, after, link, hold, &mut last_send)?;
+                backlog.wait(after, RING_WAIT);
+                // Counted only while RocksDB is past the position: a commit in flight ends
+                // such a wait with its WAL flush; a write the backlog missed never does.
+                match look {
+                    Look::Nothing if storage.latest_seq() > after => idle_waits += 1,
+                    _ => idle_waits = 0,
+                }
             }
-            protocol::write_frame(out, BATCH, &[&seq.to_le_bytes(), batch.data()])?;
-            after = seq + (batch.len() as u64).max(1) - 1;
-            last_send = Instant::now();
-        }
-        if after == before {
-            // Written but still in the WAL's buffer (group commit flushes it with the replies,
-            // the timer at least once a second).
-            std::thread::sleep(TAIL_SLEEP);
+            Look::Elsewhere => {
+                idle_waits = 0;
+                let before = after;
+                if storage.latest_seq() > after {
+                    server.repl.wal_reads.fetch_add(1, Ordering::Relaxed);
+                    after = send_from_wal(storage, out, after)?;
+                }
+                if after == before {
+                    // Nothing new, or written but still in the WAL's buffer (group commit
+                    // flushes it with the replies, the timer at least once a second).
+                    idle(server, out, after, link, hold, &mut last_send)?;
+                    std::thread::sleep(TAIL_SLEEP);
+                } else {
+                    last_send = Instant::now();
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// With nothing to send: once caught up, releases the full sync's file hold; heartbeats; sends
+/// what is buffered.
+fn idle(
+    server: &Server,
+    out: &mut BufWriter<TcpStream>,
+    after: u64,
+    link: u64,
+    hold: &mut Option<FileHold<'_>>,
+    last_send: &mut Instant,
+) -> io::Result<()> {
+    if server.storage.latest_seq() <= after {
+        if let Some(h) = hold.as_mut() {
+            h.release();
+            server.repl.replica_synced(link);
+        }
+    }
+    if last_send.elapsed() >= PING_EVERY {
+        protocol::write_frame(out, PING, &[])?;
+        *last_send = Instant::now();
+    }
+    out.flush()
+}
+
+/// Sends the batches the WAL file holds after `after`; returns the new position. Each batch
+/// must start right after the previous one.
+fn send_from_wal(
+    storage: &Storage,
+    out: &mut BufWriter<TcpStream>,
+    mut after: u64,
+) -> io::Result<u64> {
+    let it = storage.wal_after(after).map_err(io::Error::other)?;
+    for item in it {
+        let (seq, batch) = item.map_err(io::Error::other)?;
+        if seq != after + 1 {
+            return Err(io::Error::other(format!(
+                "the WAL no longer holds sequence {} (next batch at {seq})",
+                after + 1
+            )));
+        }
+        protocol::write_frame(out, BATCH, &[&seq.to_le_bytes(), batch.data()])?;
+        after = seq + (batch.len() as u64).max(1) - 1;
+    }
+    Ok(after)
 }
 
 /// Reads the replica's acknowledgements until the link closes.

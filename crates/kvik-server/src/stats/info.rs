@@ -632,6 +632,22 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
         oldest.map_or(0, |o| snap.offset.saturating_sub(o) + 1),
     );
     w.field("kvik_repl_wal_ttl", settings.wal_ttl_secs.load(Relaxed));
+    let archive = server.storage.wal_archive();
+    w.field("kvik_repl_wal_archived_bytes", archive.bytes.load(Relaxed));
+    w.field("kvik_repl_wal_archived_files", archive.files.load(Relaxed));
+    w.field(
+        "kvik_repl_wal_retention_deleted_files",
+        archive.deleted_files.load(Relaxed),
+    );
+    let backlog = server.storage.backlog();
+    w.field("kvik_repl_backlog_size", backlog.capacity());
+    w.field("kvik_repl_backlog_bytes", backlog.bytes());
+    w.field(
+        "kvik_repl_backlog_batches_served",
+        backlog.served.load(Relaxed),
+    );
+    w.field("kvik_repl_backlog_gaps", backlog.gaps.load(Relaxed));
+    w.field("kvik_repl_wal_reads", server.repl.wal_reads.load(Relaxed));
     let fs = &server.repl.fullsync;
     w.field(
         "kvik_fullsync_max_bytes_per_sec",

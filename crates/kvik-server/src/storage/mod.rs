@@ -20,6 +20,7 @@
 //! state of each key the batch writes (it runs under the writer's key locks, so nothing changes
 //! in between) and adds the differences to the same WriteBatch. Handlers just write keys.
 
+pub mod backlog;
 pub mod budget;
 pub mod checkpoint;
 #[cfg(test)]
@@ -38,6 +39,7 @@ pub mod stream;
 #[cfg(test)]
 mod tests;
 pub mod wal;
+pub mod wal_retention;
 
 use crate::cache::{Cache, CacheSettings, CachedValue};
 use bytes::Bytes;
@@ -221,6 +223,12 @@ pub struct Storage {
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
     wal: wal::WalGroup,
+    /// The recent batches replicas are fed from (see `backlog`).
+    backlog: backlog::Backlog,
+    /// File deletions held (`hold_files`); the WAL retention deletes nothing meanwhile.
+    files_held: Mutex<u64>,
+    /// The WAL archive as the retention last saw it (see `wal_retention`).
+    archive: wal_retention::ArchiveStats,
     /// Logical (client-visible) database -> on-disk database (SWAPDB).
     dbs: dbmap::DbMap,
     /// The earliest time a hash-field index entry may be due (in any database): the field
@@ -301,6 +309,9 @@ impl Storage {
             commit_gate: RwLock::new(()),
             shared,
             wal: wal::WalGroup::default(),
+            backlog: backlog::Backlog::default(),
+            files_held: Mutex::new(0),
+            archive: Default::default(),
             dbs: dbmap::DbMap::default(),
             field_expiry_from: AtomicU64::new(0),
             expired_fields: AtomicU64::new(0),
@@ -334,9 +345,7 @@ impl Storage {
             VERSION_FLOOR_KEY,
             &Meta::string(floor.to_be_bytes().to_vec(), 0),
         );
-        let mut wo = WriteOptions::default();
-        wo.set_sync(true);
-        self.db.write_opt(batch.inner, &wo)
+        self.write_synced(batch.inner)
     }
 
     /// A kvik record of its own (an `INTERNAL_DB` key, never seen by clients, kept by FLUSHALL):
@@ -355,9 +364,7 @@ impl Storage {
                 .inner
                 .delete_cf(self.meta_cf(), meta_key(INTERNAL_DB, key)),
         }
-        let mut wo = WriteOptions::default();
-        wo.set_sync(true);
-        self.db.write_opt(batch.inner, &wo)
+        self.write_synced(batch.inner)
     }
 
     /// A collection version never handed out before (on this database, across restarts).
@@ -756,17 +763,60 @@ impl Storage {
     fn write(&self, batch: rocksdb::WriteBatch, wait: Wait) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
         wo.set_no_slowdown(wait == Wait::Never);
-        self.db.write_opt(batch, &wo)?;
-        self.wal
-            .wrote(&self.db, self.fsync_policy() == FsyncPolicy::Always)
+        let ticket = self.logged_write(batch, &wo)?;
+        let flushed =
+            self.wal
+                .wrote(ticket, &self.db, self.fsync_policy() == FsyncPolicy::Always)?;
+        if let Some(upto) = flushed {
+            self.backlog.flushed(upto);
+        }
+        Ok(())
+    }
+
+    /// Writes `batch` synced (so in the WAL file, with everything buffered before it).
+    fn write_synced(&self, batch: rocksdb::WriteBatch) -> StorageResult<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        let ticket = self.logged_write(batch, &wo)?;
+        self.backlog.flushed(ticket);
+        Ok(())
+    }
+
+    /// Writes `batch` to the memtable and the WAL buffer and, while replicas follow the
+    /// backlog, appends it there in sequence order (see `backlog`). Returns its group-commit
+    /// ticket.
+    fn logged_write(&self, batch: rocksdb::WriteBatch, wo: &WriteOptions) -> StorageResult<u64> {
+        let Some(order) = self.backlog.begin() else {
+            self.db.write_opt(batch, wo)?;
+            return Ok(self.wal.ticket());
+        };
+        let data: std::sync::Arc<[u8]> = batch.data().into();
+        let count = batch.len() as u64;
+        let before = self.db.latest_sequence_number();
+        self.db.write_opt(batch, wo)?;
+        let ticket = self.wal.ticket();
+        let after = self.db.latest_sequence_number();
+        self.backlog
+            .append(order, (before, after), count, ticket, data);
+        Ok(ticket)
+    }
+
+    /// The replication backlog (see `backlog`).
+    pub fn backlog(&self) -> &backlog::Backlog {
+        &self.backlog
     }
 
     /// Makes every write this thread made durable (in the WAL file; synced with `appendfsync
     /// always`), together with whatever other threads buffered meanwhile: call it before
     /// releasing replies that acknowledge writes. Cheap if the thread wrote nothing since.
     pub fn make_durable(&self) -> StorageResult<()> {
-        self.wal
-            .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always)
+        let flushed = self
+            .wal
+            .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always)?;
+        if let Some(upto) = flushed {
+            self.backlog.flushed(upto);
+        }
+        Ok(())
     }
 
     /// Group commit's switch and test hook (see `wal`).

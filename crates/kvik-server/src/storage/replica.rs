@@ -230,13 +230,17 @@ impl Storage {
     }
 
     /// Stops (`true`) or allows again (`false`) RocksDB's deletion of obsolete files, WAL files
-    /// included; calls nest.
+    /// included, and kvik's own WAL retention (`wal_retention`); calls nest.
     pub fn hold_files(&self, hold: bool) -> StorageResult<()> {
+        let mut held = self.files_held.lock();
         if hold {
-            self.db.disable_file_deletions()
+            self.db.disable_file_deletions()?;
+            *held += 1;
         } else {
-            self.db.enable_file_deletions()
+            self.db.enable_file_deletions()?;
+            *held = held.saturating_sub(1);
         }
+        Ok(())
     }
 
     /// The replica position recorded with the last batch applied, if this node follows (or

@@ -70,12 +70,19 @@ impl WalGroup {
         self.flushes.load(Ordering::Relaxed)
     }
 
-    /// Notes a write that just reached the WAL buffer. Without grouping, flushes it at once.
-    pub fn wrote(&self, db: &DB, sync: bool) -> Result<(), rocksdb::Error> {
-        let ticket = self.written.fetch_add(1, Ordering::AcqRel) + 1;
+    /// A ticket for a write that just reached the WAL buffer (in buffer order); the write is
+    /// in the WAL file once a flush covered it. Does not make this thread wait for it.
+    pub fn ticket(&self) -> u64 {
+        self.written.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Notes this thread's write that just got `ticket` (its [`WalGroup::make_durable`] will
+    /// wait for it). Without grouping, flushes it at once; returns the ticket flushed up to, if
+    /// this call flushed.
+    pub fn wrote(&self, ticket: u64, db: &DB, sync: bool) -> Result<Option<u64>, rocksdb::Error> {
         PENDING.with(|p| p.set(ticket));
         if self.grouped() {
-            return Ok(());
+            return Ok(None);
         }
         self.make_durable(db, sync)
     }
@@ -87,27 +94,27 @@ impl WalGroup {
 
     /// Makes this thread's writes durable: flushes the WAL buffer (syncing it with `sync`)
     /// unless a flush since its latest write already did. Cheap when the thread wrote nothing.
-    pub fn make_durable(&self, db: &DB, sync: bool) -> Result<(), rocksdb::Error> {
+    /// Returns the ticket flushed up to, if this call flushed.
+    pub fn make_durable(&self, db: &DB, sync: bool) -> Result<Option<u64>, rocksdb::Error> {
         let mine = PENDING.with(|p| p.replace(0));
         if mine == 0 || self.durable.load(Ordering::Acquire) >= mine {
-            return Ok(());
+            return Ok(None);
         }
         let _flushing = self.flushing.lock();
         if self.durable.load(Ordering::Acquire) >= mine {
-            return Ok(()); // the flush we waited for covered us
+            return Ok(None); // the flush we waited for covered us
         }
         while self.hold.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(1));
         }
         // Every ticket handed out so far belongs to a write already in the buffer.
         let upto = self.written.load(Ordering::Acquire);
-        let flushed = db.flush_wal(sync);
-        if flushed.is_err() {
+        if let Err(e) = db.flush_wal(sync) {
             PENDING.with(|p| p.set(mine)); // still not durable
-            return flushed;
+            return Err(e);
         }
         self.flushes.fetch_add(1, Ordering::Relaxed);
         self.durable.fetch_max(upto, Ordering::Release);
-        Ok(())
+        Ok(Some(upto))
     }
 }

@@ -562,3 +562,60 @@ fn get_calls(n: &KvikServer) -> u64 {
 fn full_syncs(n: &KvikServer) -> u64 {
     crate::common::info_field(&mut n.client(), "stats", "sync_full").unwrap()
 }
+
+/// A hash tag whose slot is below `end`.
+fn tag_below(end: u16, prefix: &str) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|t| key_slot(t.as_bytes()) < end)
+        .unwrap()
+}
+
+#[test]
+fn replicas_converge_through_a_slot_migration() {
+    let nodes = start_cluster();
+    let (r0, r1) = (new_node(), new_node());
+    add_replica(&r0, &nodes[0]);
+    add_replica(&r1, &nodes[1]);
+    let (mut c0, mut c1) = (nodes[0].client(), nodes[1].client());
+    let moving = [tag_below(200, "mv"), tag_below(200, "mw")];
+    for (round, tag) in moving.iter().enumerate() {
+        tagged_load(&mut c0, tag, round);
+    }
+    tagged_load(&mut c0, &tag_on(0, "stay"), 0);
+    tagged_load(&mut c1, &tag_on(1, "there"), 0);
+    let (from, to) = (nodes[0].addr(), nodes[1].addr());
+    let (code, out) = kvik_cluster(&[
+        "move-slots",
+        "--from",
+        &from,
+        "--to",
+        &to,
+        "--slots",
+        "0-199",
+        "--batch",
+        "40",
+        &from,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    // The moved keys left the source and its replica, and reached the target and its replica.
+    converged(&nodes[0], &r0);
+    converged(&nodes[1], &r1);
+    let mut r1c = r1.client();
+    let _: () = q(&mut r1c, &["READONLY"]);
+    let mut r0c = r0.client();
+    let _: () = q(&mut r0c, &["READONLY"]);
+    let left = dataset(&mut r0c);
+    for tag in &moving {
+        let v: Option<String> = q(&mut r1c, &["GET", &format!("{{{tag}}}s0")]);
+        assert!(v.is_some(), "{tag} on the target's replica");
+        let tagged = format!("{{{tag}}}");
+        assert!(
+            !left.keys().any(|k| k.starts_with(&tagged)),
+            "{tag} still on the source's replica"
+        );
+    }
+    // Writes after the move follow the slot to its new owner and its replica.
+    tagged_load(&mut c1, &moving[0], 5);
+    converged(&nodes[1], &r1);
+}

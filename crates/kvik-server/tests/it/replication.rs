@@ -699,3 +699,64 @@ fn a_cut_full_sync_without_a_kept_checkpoint_starts_again() {
     assert!(repl_num(&mut r, "kvik_fullsync_received_bytes") > total);
     assert_eq!(stat(&mut p, "sync_full"), 2);
 }
+
+#[test]
+fn replicas_are_fed_from_the_backlog_and_from_the_wal_without_it() {
+    let primary = TestServer::start();
+    let replica = start_replica_of(&primary, &[]);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    assert!(caught_up(&mut p, &mut r));
+    mixed_load(&mut p, 0);
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+    let served = repl_num(&mut p, "kvik_repl_backlog_batches_served");
+    assert!(served > 0, "nothing was fed from the backlog");
+    // Off: every batch comes from the WAL file.
+    let _: () = q(&mut p, &["CONFIG", "SET", "repl-backlog-size", "0"]);
+    assert_eq!(repl_num(&mut p, "kvik_repl_backlog_bytes"), 0);
+    let reads = repl_num(&mut p, "kvik_repl_wal_reads");
+    mixed_load(&mut p, 1);
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+    assert!(repl_num(&mut p, "kvik_repl_wal_reads") > reads);
+    assert_eq!(repl_num(&mut p, "kvik_repl_backlog_batches_served"), served);
+    // On again: the feeder leaves the WAL for the backlog once it reaches it.
+    let _: () = q(&mut p, &["CONFIG", "SET", "repl-backlog-size", "1mb"]);
+    let mut round = 2;
+    assert!(kvik_testkit::eventually(CONVERGE, || {
+        mixed_load(&mut p, round);
+        round += 1;
+        repl_num(&mut p, "kvik_repl_backlog_batches_served") > served
+    }));
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+    assert_eq!(stat(&mut p, "sync_full"), 1);
+}
+
+#[test]
+fn kvik_holds_the_wal_archive_to_its_size_limit() {
+    const LIMIT: u64 = 1 << 20;
+    let primary = TestServer::start_with(&["--repl-wal-ttl", "0", "--repl-wal-size-limit", "1mb"]);
+    let mut p = primary.client();
+    // Each FLUSHALL's compaction flushes the memtables: the WAL file before it (over 1 MB of
+    // values each round) is archived. RocksDB itself purges the archive every 10 minutes.
+    for _ in 0..4 {
+        incompressible(&mut p, 400);
+        let _: () = q(&mut p, &["FLUSHALL"]);
+    }
+    assert!(
+        kvik_testkit::eventually(CONVERGE, || {
+            repl_num(&mut p, "kvik_repl_wal_retention_deleted_files") > 0
+                && repl_num(&mut p, "kvik_repl_wal_archived_bytes") <= LIMIT
+        }),
+        "archive: {} bytes, {} files deleted",
+        repl_num(&mut p, "kvik_repl_wal_archived_bytes"),
+        repl_num(&mut p, "kvik_repl_wal_retention_deleted_files")
+    );
+    // What is kept still feeds a replica (from a full sync on).
+    let replica = start_replica_of(&primary, &[]);
+    let mut r = replica.client();
+    incompressible(&mut p, 10);
+    assert!(caught_up(&mut p, &mut r));
+    converged(&mut p, &mut r);
+}
