@@ -20,6 +20,11 @@ use std::ops::{ControlFlow, Range};
 const SEG: u64 = BITMAP_SEGMENT_LEN as u64;
 /// Up to this many segments are read with point reads (a multi-get), more with an iterator.
 const POINT_READS_MAX: u64 = 16;
+/// A whole value, or a visited range, of up to this many segments (256 KiB) is read with one
+/// multi-get too: an iterator must step over every older version of each segment still in the
+/// memtable and L0 (a SETBIT rewrites its segment), which made BITCOUNT of a hot 125 KB bitmap
+/// twice as slow as point reads, which find the newest version first.
+const WHOLE_POINT_READS_MAX: u64 = 64;
 
 /// A string's bytes as the bit algorithms read them: inline, the loaded part of a segmented
 /// bitmap, or a segmented bitmap read in place ([`Stored`]).
@@ -83,11 +88,58 @@ impl BitRead for Stored<'_> {
     }
 
     fn visit(&self, start: u64, end: u64, f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>) {
+        let mut pos = start;
+        let flow = match segments_of(&(start..end)) {
+            Some((first, last)) if last - first < WHOLE_POINT_READS_MAX => {
+                self.visit_points(first, last, &mut pos, end, f)
+            }
+            Some(_) => self.visit_iter(&mut pos, end, f),
+            None => ControlFlow::Continue(()),
+        };
+        if flow.is_continue() && pos < end {
+            let _ = f(Chunk::Zeros(end - pos));
+        }
+    }
+}
+
+impl Stored<'_> {
+    /// Segments `first..=last` with one multi-get.
+    fn visit_points(
+        &self,
+        first: u64,
+        last: u64,
+        pos: &mut u64,
+        end: u64,
+        f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let coll = Coll::new(self.db, &self.key, &self.meta);
+        let indexes: Vec<[u8; 8]> = (first..=last).map(u64::to_be_bytes).collect();
+        let values = match self.view.get_members(&coll, &indexes) {
+            Ok(v) => v,
+            Err(e) => {
+                *self.error.borrow_mut() = Some(e.into());
+                return ControlFlow::Break(());
+            }
+        };
+        for (index, bytes) in (first..=last).zip(values) {
+            if let Some(bytes) = bytes {
+                emit_segment(f, pos, end, index * SEG, &bytes)?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The stored segments from `pos` on with one iterator (a wide range: most may be absent).
+    fn visit_iter(
+        &self,
+        pos: &mut u64,
+        end: u64,
+        f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let coll = Coll::new(self.db, &self.key, &self.meta);
         let mut c = self.view.members(Cf::Data, &coll);
-        c.seek(&(start / SEG).to_be_bytes());
-        let mut pos = start;
-        while pos < end {
+        c.seek(&(*pos / SEG).to_be_bytes());
+        while *pos < end {
             let Some((member, bytes)) = c.entry() else {
                 break;
             };
@@ -98,36 +150,43 @@ impl BitRead for Stored<'_> {
             if seg_start >= end {
                 break;
             }
-            if seg_start > pos {
-                if f(Chunk::Zeros(seg_start - pos)).is_break() {
-                    return;
-                }
-                pos = seg_start;
-            }
-            let seg_end = (seg_start + SEG).min(end);
-            let from = (pos - seg_start) as usize;
-            let stored = bytes.len().min((seg_end - seg_start) as usize);
-            if from < stored {
-                if f(Chunk::Bytes(&bytes[from..stored])).is_break() {
-                    return;
-                }
-                pos = seg_start + stored as u64;
-            }
-            if seg_end > pos {
-                if f(Chunk::Zeros(seg_end - pos)).is_break() {
-                    return;
-                }
-                pos = seg_end;
-            }
+            emit_segment(f, pos, end, seg_start, bytes)?;
             c.next();
         }
         if let Err(e) = c.status() {
             *self.error.borrow_mut() = Some(e.into());
+            return ControlFlow::Break(());
         }
-        if pos < end {
-            let _ = f(Chunk::Zeros(end - pos));
-        }
+        ControlFlow::Continue(())
     }
+}
+
+/// Hands `f` the stored segment at `seg_start` (its `bytes`, possibly shorter than a segment)
+/// as far as it lies in `pos..end`, the gap before it and its unstored tail as zero runs, and
+/// moves `pos` past it.
+fn emit_segment(
+    f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
+    pos: &mut u64,
+    end: u64,
+    seg_start: u64,
+    bytes: &[u8],
+) -> ControlFlow<()> {
+    if seg_start > *pos {
+        f(Chunk::Zeros(seg_start - *pos))?;
+        *pos = seg_start;
+    }
+    let seg_end = (seg_start + SEG).min(end);
+    let from = (*pos - seg_start) as usize;
+    let stored = bytes.len().min((seg_end - seg_start) as usize);
+    if from < stored {
+        f(Chunk::Bytes(&bytes[from..stored]))?;
+        *pos = seg_start + stored as u64;
+    }
+    if seg_end > *pos {
+        f(Chunk::Zeros(seg_end - *pos))?;
+        *pos = seg_end;
+    }
+    ControlFlow::Continue(())
 }
 
 /// The segments covering byte range `bytes` (none for an empty range).
@@ -188,8 +247,14 @@ pub fn load(
         .map(|(first, last)| (first, last.min(last_stored)))
         .collect();
     let count: u64 = ranges.iter().map(|(f, l)| l - f + 1).sum();
-    if spans.is_some() && count <= POINT_READS_MAX {
-        // A few segments (SETBIT, GETBIT, BITFIELD): point reads, cheaper than an iterator.
+    let point_reads_max = if spans.is_some() {
+        POINT_READS_MAX
+    } else {
+        WHOLE_POINT_READS_MAX
+    };
+    if count <= point_reads_max {
+        // A few segments (SETBIT, GETBIT, BITFIELD, a small whole bitmap): point reads,
+        // cheaper than an iterator.
         let indexes: Vec<[u8; 8]> = ranges
             .iter()
             .flat_map(|&(f, l)| (f..=l).map(u64::to_be_bytes))
