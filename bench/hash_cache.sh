@@ -40,8 +40,6 @@ declare -A SWITCH=([hset]=cache-hash-writes [hincrby]=cache-hash-writes
 declare -A COMMAND=([hset]="HSET h:__rand_int__ f1 x f2 y" [hincrby]="HINCRBY h:__rand_int__ ctr 1"
   [hgetall]="HGETALL h:__rand_int__" [hmget]="HMGET h:__rand_int__ f1 f3 f5 nope")
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-stat() { redis-cli -p "$port" info stats | tr -d '\r' | sed -n "s/^$1://p"; }
 warm() { "$KVIK_BENCH" -p "$port" -q -n "$N" -r "$N" --dist seq -c 50 -P 16 HGETALL "h:__rand_int__" >/dev/null; }
 
 : >"$BENCH_TMP/rounds"
@@ -53,15 +51,8 @@ for test in $TESTS; do
       for value in yes no; do
         redis-cli -p "$port" config set "$switch" "$value" >/dev/null
         warm
-        c0=$(cpu_ticks); r0=$(stat rtc_commands); p0=$(stat pool_commands)
-        rps=$("$KVIK_BENCH" -p "$port" -q -r "$N" -c 50 -P "$p" --duration "$DURATION" "${cmd[@]}" |
-          tail -1 | sed 's/.*: \([0-9.]*\) requests.*/\1/')
-        c1=$(cpu_ticks); r1=$(stat rtc_commands); p1=$(stat pool_commands)
-        line=$(python3 -c "
-ticks, hz = $c1 - $c0, $(getconf CLK_TCK)
-rtc, pool = $r1 - $r0, $p1 - $p0
-n = rtc + pool
-print(f'$test $p $value {float($rps):.0f} {ticks / hz * 1e6 / max(n, 1):.1f} {rtc / max(n, 1):.2f}')")
+        line="$test $p $value $(measure_kb "$pid" "$port" -r "$N" -c 50 -P "$p" \
+          --duration "$DURATION" "${cmd[@]}")"
         echo "$line" >>"$BENCH_TMP/rounds"
         echo "  round $round: $line"
       done

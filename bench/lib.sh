@@ -95,6 +95,25 @@ for t in tests:
 PY
 }
 
+# measure_kb pid port [kvik-bench args...]: runs kvik-bench against the kvik-server `pid` on
+# `port` and prints "rps cpu_us_per_request io_thread_share": the server's utime + stime from
+# /proc over the run, and INFO rtc_commands / (rtc_commands + pool_commands). For scripts that
+# measure a switch against itself (switch.sh, hash_cache.sh).
+measure_kb() {
+  local pid=$1 port=$2; shift 2
+  local c0 c1 r0 r1 p0 p1 rps
+  ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+  counter() { redis-cli -p "$port" info stats | tr -d '\r' | sed -n "s/^$1://p"; }
+  c0=$(ticks); r0=$(counter rtc_commands); p0=$(counter pool_commands)
+  rps=$("$KVIK_BENCH" -p "$port" -q "$@" | tail -1 | sed 's/.*: \([0-9.]*\) requests.*/\1/')
+  c1=$(ticks); r1=$(counter rtc_commands); p1=$(counter pool_commands)
+  python3 -c "
+ticks, hz = $c1 - $c0, $(getconf CLK_TCK)
+rtc, pool = $r1 - $r0, $p1 - $p0
+n = rtc + pool
+print(f'{float($rps):.0f} {ticks / hz * 1e6 / max(n, 1):.1f} {rtc / max(n, 1):.2f}')"
+}
+
 # ---- kvik-bench helpers (issue 3) -------------------------------------------------------------
 # Scripts that use kvik-bench: run_kb appends each run's JSON to $RESULTS_JSONL (and the same
 # CSV rows as run_rb to $RESULTS, so `summarize` works on them too); summarize_kb prints medians

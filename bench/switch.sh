@@ -33,21 +33,11 @@ args=("$@")
 case " ${args[*]} " in *" -r "*) ;; *) args+=(-r "$N") ;; esac
 echo "test: kvik-bench ${args[*]} -c 50 --duration $DURATION"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
-stat() { redis-cli -p "$port" info stats | tr -d '\r' | sed -n "s/^$1://p"; }
 : >"$BENCH_TMP/rounds"
 for round in $(seq 1 "$ROUNDS"); do
   for value in yes no; do
     redis-cli -p "$port" config set "$switch" "$value" >/dev/null
-    c0=$(cpu_ticks); r0=$(stat rtc_commands); p0=$(stat pool_commands)
-    rps=$("$KVIK_BENCH" -p "$port" -q "${args[@]}" -c 50 --duration "$DURATION" | tail -1 |
-      sed 's/.*: \([0-9.]*\) requests.*/\1/')
-    c1=$(cpu_ticks); r1=$(stat rtc_commands); p1=$(stat pool_commands)
-    line=$(python3 -c "
-ticks, hz = $c1 - $c0, $(getconf CLK_TCK)
-rtc, pool = $r1 - $r0, $p1 - $p0
-n = rtc + pool
-print(f'$value {float($rps):.0f} {ticks / hz * 1e6 / max(n, 1):.1f} {rtc / max(n, 1):.2f}')")
+    line="$value $(measure_kb "$pid" "$port" "${args[@]}" -c 50 --duration "$DURATION")"
     echo "$line" >>"$BENCH_TMP/rounds"
     read -r v r u s <<<"$line"
     echo "  round $round $switch=$v: $r req/s, $u us CPU/req, $s on the I/O thread"
