@@ -81,6 +81,8 @@ pub struct Config {
     pub rtc_write: AtomicBool,
     /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
     pub rtc_storage_read: AtomicBool,
+    /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
+    pub rtc_backoff: AtomicBool,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
@@ -975,6 +977,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rtc-backoff",
+        default: "yes",
+        mutable: true,
+        help: "while most of an I/O thread's recent run-to-completion tries of a command fell back to a worker, hand that command to a worker untried for a while (no: try every time)",
+        get: |c| if c.rtc_backoff.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_backoff.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "pubsub-rtc-max-receivers",
         default: "1024",
         mutable: true,
@@ -1187,6 +1200,7 @@ impl Default for Config {
             group_commit: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
             rtc_storage_read: AtomicBool::new(false),
+            rtc_backoff: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),

@@ -32,6 +32,7 @@ pub mod monitor;
 pub mod multi;
 pub mod pubsub;
 pub mod repl;
+mod rtc_backoff;
 pub mod run;
 pub mod save;
 pub mod script;
@@ -483,15 +484,33 @@ fn run_here(
     start: Instant,
     would_block: Outcome,
 ) -> Outcome {
+    let backoff = server.config.rtc_backoff.load(Ordering::Relaxed);
+    if backoff && !rtc_backoff::should_try(entry.id) {
+        server
+            .stats
+            .rtc_backoff_skips
+            .fetch_add(1, Ordering::Relaxed);
+        return would_block;
+    }
+    let fall_back = |server: &Server| {
+        server.stats.rtc_fallbacks.fetch_add(1, Ordering::Relaxed);
+        if backoff {
+            rtc_backoff::record(entry.id, true);
+        }
+        would_block
+    };
     let db = Ctx::physical_db(server, session);
     let Ok(_reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
-        return would_block;
+        return fall_back(server);
     };
     let mark = out.buf.len();
     let result = call_handler(server, session, out, entry, args, Mode::NoWait);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
-        return would_block;
+        return fall_back(server);
+    }
+    if backoff {
+        rtc_backoff::record(entry.id, false);
     }
     debug_assert!(
         Ready::collect().is_empty(),

@@ -507,6 +507,8 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("cache_maxmemory", cache.max_bytes());
     w.field("cache_entries", cache.entries());
     w.field("rtc_commands", s.rtc_commands.load(Relaxed));
+    w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
+    w.field("rtc_backoff_skips", s.rtc_backoff_skips.load(Relaxed));
     w.field("pool_commands", s.pool_commands.load(Relaxed));
     w.field("pool_queue_wait_count", s.queue_wait.count());
     w.field(

@@ -38,6 +38,11 @@ pub struct Stats {
     pub net_output_bytes: AtomicU64,
     /// Commands answered on an I/O thread from the hot cache (run-to-completion).
     pub rtc_commands: AtomicU64,
+    /// Run-to-completion tries on an I/O thread that would have waited and went to the pool.
+    pub rtc_fallbacks: AtomicU64,
+    /// Commands sent to the pool untried because their tries kept falling back
+    /// (`cmd::rtc_backoff`).
+    pub rtc_backoff_skips: AtomicU64,
     /// Commands run by the worker pool.
     pub pool_commands: AtomicU64,
     /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
@@ -62,6 +67,8 @@ impl Stats {
             net_input_bytes: AtomicU64::new(0),
             net_output_bytes: AtomicU64::new(0),
             rtc_commands: AtomicU64::new(0),
+            rtc_fallbacks: AtomicU64::new(0),
+            rtc_backoff_skips: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
             commands: commands
@@ -145,6 +152,8 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.rtc_commands,
+            &self.rtc_fallbacks,
+            &self.rtc_backoff_skips,
             &self.pool_commands,
         ] {
             a.store(0, Relaxed);

@@ -211,3 +211,66 @@ fn simple_writes_run_to_completion_on_the_io_thread() {
     assert!(served[0] >= 12, "{served:?}");
     assert!(served[1] <= 3, "{served:?}");
 }
+
+/// SETs of keys whose prior state is on disk only (a restarted server: empty hot cache and
+/// block cache; values bigger than a block, so no two keys share one) cannot run on the I/O
+/// thread: each try falls back to the pool. With `rtc-backoff` (the default) the I/O thread
+/// soon stops trying and sends them to the pool untried; with `rtc-backoff no` it tries every
+/// one. Either way every reply and value is right. Counters, not timings.
+#[test]
+fn writes_whose_tries_keep_falling_back_stop_being_tried() {
+    const KEYS: usize = 1500;
+    let value = "v".repeat(5000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut results = Vec::new();
+    for backoff in ["yes", "no"] {
+        let mut s = TestServer::start_in(
+            dir.path(),
+            &["--maxmemory", "16mb", "--rtc-backoff", backoff],
+        );
+        {
+            let mut c = s.client();
+            let mut pipe = redis::pipe();
+            for i in 0..KEYS {
+                pipe.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
+            }
+            pipe.query::<()>(&mut c).unwrap();
+        }
+        s.restart();
+        let mut c = s.client();
+        for i in 0..KEYS {
+            let old: String = redis::cmd("SET")
+                .arg(format!("k:{i}"))
+                .arg(format!("new:{backoff}:{i}"))
+                .arg("GET")
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(old.len(), value.len(), "k:{i}");
+        }
+        for i in (0..KEYS).step_by(97) {
+            let now: String = redis::cmd("GET")
+                .arg(format!("k:{i}"))
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(now, format!("new:{backoff}:{i}"));
+        }
+        let fallbacks = info_field(&mut c, "stats", "rtc_fallbacks").unwrap();
+        let skips = info_field(&mut c, "stats", "rtc_backoff_skips").unwrap();
+        results.push((backoff, fallbacks, skips));
+        // Put the values back for the next round.
+        let mut pipe = redis::pipe();
+        for i in 0..KEYS {
+            pipe.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+        s.terminate();
+    }
+    eprintln!("(rtc-backoff, rtc_fallbacks, rtc_backoff_skips): {results:?}");
+    let (_, on_fallbacks, on_skips) = results[0];
+    let (_, off_fallbacks, off_skips) = results[1];
+    // Without backoff most SETs are tried and fall back; with it most are not tried.
+    assert!(off_fallbacks > KEYS as u64 / 2, "{results:?}");
+    assert_eq!(off_skips, 0, "{results:?}");
+    assert!(on_skips > KEYS as u64 / 2, "{results:?}");
+    assert!(on_fallbacks < off_fallbacks / 2, "{results:?}");
+}
