@@ -115,7 +115,43 @@ pub trait ClientIo: Send + Sync + std::fmt::Debug {
     fn wake(&self);
 }
 
+/// The I/O side of a client that has no connection (tests, benches): nothing to wake.
+#[derive(Debug)]
+struct NoIo;
+
+impl ClientIo for NoIo {
+    fn notify_kill(&self, _: u64) {}
+    fn notify_unblocked(&self, _: u64, _: Vec<u8>) {}
+    fn notify_pubsub(&self, _: u64) {}
+    fn wake(&self) {}
+}
+
 impl ClientInfo {
+    /// A client `id` with no connection behind it, speaking RESP `resp` (unit tests and benches
+    /// that drive sessions in-process).
+    pub fn detached(id: u64, resp: u8) -> Arc<ClientInfo> {
+        Arc::new(ClientInfo {
+            id,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: -1,
+            created_ms: 0,
+            name: Default::default(),
+            user: Default::default(),
+            db: Default::default(),
+            resp: resp.into(),
+            last_cmd: NO_CMD.into(),
+            last_interaction_ms: 0.into(),
+            qbuf: Default::default(),
+            obuf: Default::default(),
+            killed: Default::default(),
+            io: Arc::new(NoIo),
+            mailbox: Default::default(),
+            subs: Default::default(),
+            state: Default::default(),
+        })
+    }
+
     /// Marks the client for closing and wakes its I/O thread.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);

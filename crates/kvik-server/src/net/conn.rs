@@ -147,26 +147,13 @@ impl Conn {
     /// Parses up to `max` complete requests from the query buffer. A protocol error stops
     /// parsing and is kept in `pending_error` (the requests before it still run, as in Redis).
     pub fn parse_run(&mut self, limits: &Limits, max: usize) -> Vec<Vec<Bytes>> {
-        let mut run = Vec::new();
-        while run.len() < max && self.pending_error.is_none() {
-            match self.parser.parse(&self.rbuf, limits) {
-                Ok(Some(req)) => {
-                    let chunk = self.rbuf.split_to(req.consumed).freeze();
-                    let args: Vec<Bytes> = match req.args {
-                        RequestArgs::Spans(spans) => {
-                            spans.into_iter().map(|r| chunk.slice(r)).collect()
-                        }
-                        RequestArgs::Inline(args) => args.into_iter().map(Bytes::from).collect(),
-                    };
-                    if !args.is_empty() {
-                        run.push(args);
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => self.pending_error = Some(e),
-            }
-        }
-        run
+        parse_requests(
+            &mut self.parser,
+            &mut self.rbuf,
+            limits,
+            max,
+            &mut self.pending_error,
+        )
     }
 
     /// Queues reply bytes.
@@ -216,4 +203,36 @@ impl Conn {
         self.soft_limit_since = None;
         false
     }
+}
+
+/// [`Conn::parse_run`] over a bare query buffer (also what the hit-path bench drives): up to
+/// `max` requests taken off the front of `rbuf`, their multibulk arguments slices of it (no
+/// copy). A protocol error stops parsing and lands in `pending_error`.
+pub fn parse_requests(
+    parser: &mut RequestParser,
+    rbuf: &mut BytesMut,
+    limits: &Limits,
+    max: usize,
+    pending_error: &mut Option<ProtocolError>,
+) -> Vec<Vec<Bytes>> {
+    let mut run = Vec::new();
+    while run.len() < max && pending_error.is_none() {
+        match parser.parse(rbuf, limits) {
+            Ok(Some(req)) => {
+                let chunk = rbuf.split_to(req.consumed).freeze();
+                let args: Vec<Bytes> = match req.args {
+                    RequestArgs::Spans(spans) => {
+                        spans.into_iter().map(|r| chunk.slice(r)).collect()
+                    }
+                    RequestArgs::Inline(args) => args.into_iter().map(Bytes::from).collect(),
+                };
+                if !args.is_empty() {
+                    run.push(args);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => *pending_error = Some(e),
+        }
+    }
+    run
 }

@@ -19,6 +19,8 @@
 mod conn;
 mod io_thread;
 
+pub use conn::parse_requests;
+
 use crate::cmd::run::Ran;
 use crate::pool::Pool;
 use crate::server::Server;

@@ -519,34 +519,7 @@ mod tests {
     }
 
     fn test_client() -> Arc<ClientInfo> {
-        #[derive(Debug)]
-        struct NoIo;
-        impl crate::clients::ClientIo for NoIo {
-            fn notify_kill(&self, _: u64) {}
-            fn notify_unblocked(&self, _: u64, _: Vec<u8>) {}
-            fn notify_pubsub(&self, _: u64) {}
-            fn wake(&self) {}
-        }
-        Arc::new(ClientInfo {
-            id: 1,
-            addr: String::new(),
-            laddr: String::new(),
-            fd: 0,
-            created_ms: 0,
-            name: Default::default(),
-            db: Default::default(),
-            resp: 3.into(),
-            last_cmd: crate::clients::NO_CMD.into(),
-            last_interaction_ms: 0.into(),
-            qbuf: Default::default(),
-            obuf: Default::default(),
-            killed: Default::default(),
-            io: Arc::new(NoIo),
-            mailbox: Default::default(),
-            subs: Default::default(),
-            state: Default::default(),
-            user: Default::default(),
-        })
+        ClientInfo::detached(1, 3)
     }
 
     #[test]
