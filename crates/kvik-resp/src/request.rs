@@ -110,6 +110,9 @@ pub struct RequestParser {
     spans: Vec<Range<usize>>,
     /// Offset up to which the current line has been searched in vain for its end.
     scanned: usize,
+    /// An emptied spans vector handed back by [`RequestParser::recycle`], reused for the next
+    /// request so a connection's steady state parses without allocating.
+    spare: Vec<Range<usize>>,
 }
 
 impl RequestParser {
@@ -120,7 +123,22 @@ impl RequestParser {
 
     /// Forgets any partial request.
     pub fn reset(&mut self) {
-        *self = Self::default();
+        let spare = std::mem::take(&mut self.spare);
+        *self = Self {
+            spare,
+            ..Self::default()
+        };
+    }
+
+    /// Gives back the spans of a request whose arguments were taken, for the next request
+    /// to fill. Kept only up to [`MAX_PREALLOC_ARGS`] entries, the most reserved up front.
+    pub fn recycle(&mut self, mut spans: Vec<Range<usize>>) {
+        if spans.capacity() <= MAX_PREALLOC_ARGS as usize
+            && spans.capacity() > self.spare.capacity()
+        {
+            spans.clear();
+            self.spare = spans;
+        }
     }
 
     /// True while a partial request is held, i.e. the last call returned `Ok(None)` after
@@ -221,7 +239,11 @@ impl RequestParser {
                 }));
             }
             self.remaining = count as u64;
-            self.spans = Vec::with_capacity(self.remaining.min(MAX_PREALLOC_ARGS) as usize);
+            let want = self.remaining.min(MAX_PREALLOC_ARGS) as usize;
+            self.spans = std::mem::take(&mut self.spare);
+            if self.spans.capacity() < want {
+                self.spans.reserve_exact(want);
+            }
         }
         while self.remaining > 0 {
             let len = match self.bulk_len {
@@ -569,6 +591,34 @@ mod tests {
         assert!(p.spans.capacity() <= MAX_PREALLOC_ARGS as usize);
         assert_eq!(p.spans.len(), 1);
         assert_eq!(p.remaining, 2147483646);
+    }
+
+    #[test]
+    fn recycled_spans_are_reused_for_the_next_request() {
+        let mut p = RequestParser::new();
+        let limits = Limits::default();
+        let req = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        let Some(Request {
+            args: RequestArgs::Spans(first),
+            ..
+        }) = p.parse(req, &limits).unwrap()
+        else {
+            panic!("no request");
+        };
+        let at = first.as_ptr();
+        p.recycle(first);
+        let Some(Request {
+            args: RequestArgs::Spans(second),
+            ..
+        }) = p.parse(req, &limits).unwrap()
+        else {
+            panic!("no request");
+        };
+        assert_eq!(second.as_ptr(), at, "the recycled vector was not reused");
+        assert_eq!(second, vec![8..11, 17..18]);
+        // A vector bigger than the up-front reservation is not kept.
+        p.recycle(Vec::with_capacity(MAX_PREALLOC_ARGS as usize + 1));
+        assert_eq!(p.spare.capacity(), 0);
     }
 
     #[test]

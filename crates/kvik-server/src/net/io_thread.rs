@@ -448,8 +448,11 @@ impl IoThread {
                     }
                     self.rtc_buf = reply.buf;
                     rtc_served += served;
-                    run.drain(..served);
+                    for args in run.drain(..served) {
+                        conn.spare.give_args(args);
+                    }
                     if run.is_empty() {
+                        conn.spare.give_run(run);
                         continue;
                     }
                     if first_mode == Mode::Normal

@@ -19,7 +19,7 @@
 mod conn;
 mod io_thread;
 
-pub use conn::parse_requests;
+pub use conn::{parse_requests, SpareArgs};
 
 use crate::cmd::run::Ran;
 use crate::pool::Pool;
