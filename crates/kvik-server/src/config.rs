@@ -86,6 +86,7 @@ pub struct Config {
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
+    pub cache_admission: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
     pub cluster: crate::cluster::ClusterSettings,
@@ -936,6 +937,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-admission",
+        default: "yes",
+        mutable: true,
+        help: "a full hot cache admits a key a read missed only if it was asked for more often lately than the entry it would evict (a frequency sketch of ~1.6% of cache-maxmemory); no: every miss fills",
+        get: |c| if c.cache_admission.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_admission.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
@@ -1204,6 +1216,7 @@ impl Default for Config {
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),
+            cache_admission: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),
@@ -1327,6 +1340,7 @@ impl Config {
             write_allocate: self.cache_write_allocate.load(Relaxed),
             absent_keys: self.cache_absent_keys.load(Relaxed),
             hash_writes: self.cache_hash_writes.load(Relaxed),
+            admission: self.cache_admission.load(Relaxed),
         }
     }
 }

@@ -216,6 +216,7 @@ impl Server {
         cache.set_write_allocate(s.write_allocate);
         cache.set_absent_keys(s.absent_keys);
         cache.set_hash_writes(s.hash_writes);
+        cache.set_admission(s.admission);
         cache.set_max_bytes(s.max_bytes);
         if cache.enabled() != s.enabled {
             cache.set_enabled(s.enabled);

@@ -31,6 +31,7 @@
 //! [`Policy::Lfu`] by a logarithmic access counter that decays with the shard's access clock.
 //! The hit ratios that chose the default are in `sim` (a deterministic trace simulation).
 
+mod admission;
 mod fields;
 #[cfg(test)]
 mod sim;
@@ -201,6 +202,8 @@ struct Shard {
     used: usize,
     clock: u32,
     rng: u64,
+    /// Recent lookups per key, for admission (`cache-admission`).
+    sketch: admission::Sketch,
 }
 
 /// Added to a stripe's epoch by [`Cache::begin_write`] and taken off by [`Cache::apply`]: an
@@ -223,12 +226,21 @@ pub struct CacheStats {
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
     pub fills: AtomicU64,
+    /// Fills refused by admission: the key was asked for less often than the entry it would
+    /// have evicted.
+    pub rejected_fills: AtomicU64,
 }
 
 impl CacheStats {
     /// CONFIG RESETSTAT.
     pub fn reset(&self) {
-        for c in [&self.hits, &self.misses, &self.evictions, &self.fills] {
+        for c in [
+            &self.hits,
+            &self.misses,
+            &self.evictions,
+            &self.fills,
+            &self.rejected_fills,
+        ] {
             c.store(0, Relaxed);
         }
     }
@@ -251,6 +263,9 @@ pub struct CacheSettings {
     /// A write of a cached small hash updates its entry instead of dropping it, and reads the
     /// fields it needs from it (`cache-hash-writes`).
     pub hash_writes: bool,
+    /// A full shard admits a missed key only if it is asked for more often than the entry it
+    /// would evict (`cache-admission`, see `admission`).
+    pub admission: bool,
 }
 
 impl Default for CacheSettings {
@@ -266,6 +281,7 @@ impl Default for CacheSettings {
             write_allocate: true,
             absent_keys: true,
             hash_writes: true,
+            admission: true,
         }
     }
 }
@@ -283,6 +299,7 @@ pub struct Cache {
     write_allocate: AtomicBool,
     absent_keys: AtomicBool,
     hash_writes: AtomicBool,
+    admission: AtomicBool,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -310,6 +327,7 @@ impl Cache {
             write_allocate: AtomicBool::new(s.write_allocate),
             absent_keys: AtomicBool::new(s.absent_keys),
             hash_writes: AtomicBool::new(s.hash_writes),
+            admission: AtomicBool::new(s.admission),
             seed,
             stats: CacheStats::default(),
         }
@@ -361,6 +379,14 @@ impl Cache {
         self.hash_writes.store(on, Relaxed);
     }
 
+    pub fn set_admission(&self, on: bool) {
+        self.admission.store(on, Relaxed);
+    }
+
+    fn admission(&self) -> bool {
+        self.admission.load(Relaxed)
+    }
+
     pub fn hash_writes(&self) -> bool {
         self.hash_writes.load(Relaxed)
     }
@@ -392,7 +418,18 @@ impl Cache {
         self.shards.len()
     }
 
+    /// Bytes a shard's entries may take: its share of `cache-maxmemory`, less its admission
+    /// sketch's.
     fn shard_budget(&self) -> usize {
+        let share = (self.max_bytes.load(Relaxed) / self.shards.len() as u64) as usize;
+        if self.admission() {
+            share.saturating_sub(admission::width_for(share))
+        } else {
+            share
+        }
+    }
+
+    fn shard_share(&self) -> usize {
         (self.max_bytes.load(Relaxed) / self.shards.len() as u64) as usize
     }
 
@@ -420,9 +457,13 @@ impl Cache {
         let hash = self.hash(db, key);
         let cell = self.cell(hash);
         let policy = self.policy();
+        let admission = self.admission();
         let found = {
             let mut guard = cell.shard.lock();
             let s = &mut *guard;
+            if admission {
+                s.sketch.touch(hash);
+            }
             match s.maps.get(db as usize).and_then(|m| m.get(key)).copied() {
                 None => None,
                 Some(i) if s.entries[i as usize].pending => None,
@@ -599,6 +640,22 @@ impl Cache {
         if s.find(db, key).is_some() {
             return;
         }
+        if self.admission() {
+            s.sketch.fit(self.shard_share());
+            if s.used + size > budget {
+                // Full: the newcomer must be wanted more than the entry it would evict.
+                if let Some(v) = self.pick_victim(&mut s) {
+                    let e = &s.entries[v];
+                    let victim = self.hash(e.db, &e.key);
+                    if s.sketch.estimate(token.hash) <= s.sketch.estimate(victim) {
+                        self.stats.rejected_fills.fetch_add(1, Relaxed);
+                        return;
+                    }
+                    s.remove_at(v);
+                    self.stats.evictions.fetch_add(1, Relaxed);
+                }
+            }
+        }
         self.insert_evicting(&mut s, db, key, known, size, budget);
         self.stats.fills.fetch_add(1, Relaxed);
     }
@@ -717,6 +774,14 @@ impl Cache {
     }
 
     fn evict_one(&self, s: &mut Shard) {
+        if let Some(victim) = self.pick_victim(s) {
+            s.remove_at(victim);
+            self.stats.evictions.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The entry the policy would evict next: the worst of [`SAMPLES`] random ones.
+    fn pick_victim(&self, s: &mut Shard) -> Option<usize> {
         let n = s.entries.len();
         let policy = self.policy();
         let decay = decay_period(n);
@@ -739,10 +804,7 @@ impl Cache {
                 victim = i;
             }
         }
-        if victim != usize::MAX {
-            s.remove_at(victim);
-            self.stats.evictions.fetch_add(1, Relaxed);
-        }
+        (victim != usize::MAX).then_some(victim)
     }
 
     /// Bytes the cache holds (summed over the shards on demand, so writes share no counter) (keys, values and per-entry overhead).
@@ -1059,13 +1121,55 @@ mod tests {
         assert_eq!(c.entries(), 0);
     }
 
+    /// A hot set read again and again survives a scan of keys read once each, more than the
+    /// cache holds, with admission; without it (LRU) the scan pushes the hot set out.
+    #[test]
+    fn admission_keeps_a_hot_set_against_one_off_keys() {
+        let mut kept = Vec::new();
+        for admission in [true, false] {
+            let c = Cache::new(CacheSettings {
+                max_bytes: 64 * 1024,
+                shards: 1,
+                policy: Policy::Lru,
+                admission,
+                ..Default::default()
+            });
+            let read = |k: &str| {
+                if c.get(0, k.as_bytes(), 1).is_none() {
+                    let t = c.fill_token(0, k.as_bytes());
+                    c.fill(t, 0, k.as_bytes(), &s(&"x".repeat(100)), 1);
+                }
+            };
+            for round in 0..50u32 {
+                for h in 0..50 {
+                    read(&format!("hot:{h}"));
+                }
+                for o in 0..400 {
+                    read(&format!("once:{round}:{o}"));
+                }
+            }
+            let hot = (0..50)
+                .filter(|h| c.get(0, format!("hot:{h}").as_bytes(), 1).is_some())
+                .count();
+            kept.push(hot);
+        }
+        // (A one-off whose sketch counters all collide with hot keys' may still get in.)
+        assert!(kept[0] >= 45, "with admission: {kept:?}");
+        assert!(kept[1] < 10, "without admission: {kept:?}");
+    }
+
     #[test]
     fn memory_stays_under_the_limit() {
-        for policy in [Policy::Lru, Policy::Lfu] {
+        for (policy, admission) in [
+            (Policy::Lru, false),
+            (Policy::Lfu, false),
+            (Policy::Lfu, true),
+        ] {
             let c = Cache::new(CacheSettings {
                 max_bytes: 64 * 1024,
                 shards: 4,
                 policy,
+                admission,
                 ..Default::default()
             });
             for i in 0..10_000u32 {
@@ -1075,7 +1179,10 @@ mod tests {
                 assert!(c.used_memory() as u64 <= c.max_bytes());
             }
             assert!(c.entries() > 100);
-            assert!(c.stats.evictions.load(Relaxed) > 0);
+            // Never read, the newcomers lose to the entries with admission.
+            let refused = c.stats.rejected_fills.load(Relaxed);
+            assert_eq!(refused > 0, admission);
+            assert!(c.stats.evictions.load(Relaxed) + refused > 0);
             c.set_max_bytes(16 * 1024);
             assert!(c.used_memory() <= 16 * 1024);
         }

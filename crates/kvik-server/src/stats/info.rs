@@ -502,6 +502,10 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("cache_misses", misses);
     w.field("cache_hit_ratio", format!("{ratio:.2}"));
     w.field("cache_fills", cache.stats.fills.load(Relaxed));
+    w.field(
+        "cache_rejected_fills",
+        cache.stats.rejected_fills.load(Relaxed),
+    );
     w.field("cache_evictions", cache.stats.evictions.load(Relaxed));
     w.field("cache_used_memory", cache.used_memory());
     w.field("cache_maxmemory", cache.max_bytes());
