@@ -1,5 +1,7 @@
 //! One health probe of one node: a fresh connection, PING, the topology version it has and its
-//! replication state from `INFO replication`.
+//! replication state from `INFO replication`. The leader's probe of a primary of the record also
+//! renews the node's write lease (`CLUSTER RENEWLEASE`, see the server's `replication::lease`):
+//! a primary the leader can reach keeps accepting writes even with a replica down.
 //!
 //! A fresh connection per probe is deliberate: a node that accepts no new connection is down
 //! for its clients too, and the second probe that confirms a failure is then independent of
@@ -21,6 +23,16 @@ pub struct Probe {
     pub offset: i64,
     /// A replica's `master_link_status` ("up"/"down"; empty on a primary).
     pub link: String,
+    /// The node's `cluster-write-lease-ms` (0: off, or a node without the lease).
+    pub lease_ms: u64,
+}
+
+/// Whether a probe renews the node's write lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renew {
+    /// Only the leader, and only for a primary of the record.
+    Yes,
+    No,
 }
 
 impl Probe {
@@ -54,8 +66,8 @@ fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Probes `addr`.
-pub fn probe(opts: &Opts, addr: &str) -> Probe {
-    match try_probe(opts, addr) {
+pub fn probe(opts: &Opts, addr: &str, renew: Renew) -> Probe {
+    match try_probe(opts, addr, renew) {
         Ok(p) => p,
         Err(e) => Probe {
             error: Some(e),
@@ -64,11 +76,15 @@ pub fn probe(opts: &Opts, addr: &str) -> Probe {
     }
 }
 
-fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
+fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
     let mut node = Node::connect(opts, addr)?;
     let pong: String = node.query(&redis::cmd("PING"))?;
     if pong != "PONG" {
         return Err(format!("PING answered {pong}"));
+    }
+    if renew == Renew::Yes {
+        // A node without the lease (an older kvik) refuses the subcommand: not a health issue.
+        let _ = node.query::<Value>(redis::cmd("CLUSTER").arg("RENEWLEASE"));
     }
     let version = node.topology()?.version;
     let info: Value = node.query(redis::cmd("INFO").arg("replication"))?;
@@ -88,6 +104,9 @@ fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
         link: info_field(&info, "master_link_status")
             .unwrap_or("")
             .to_string(),
+        lease_ms: info_field(&info, "kvik_write_lease_ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
         role,
     })
 }

@@ -154,6 +154,20 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the number of nodes",
         ),
     CommandSpec::new(
+        "renewlease",
+        2,
+        Flags::ADMIN.union(Flags::STALE).union(Flags::LOADING),
+        KeySpec::NONE,
+        renewlease,
+    )
+    .acl(&["admin", "fast", "dangerous"])
+    .group("cluster")
+    .doc(
+        "kvik: renews this primary's write lease (sent by the leader kvik-controller with its probe).",
+        "7.0.0",
+        "O(1)",
+    ),
+    CommandSpec::new(
         "help",
         2,
         Flags::LOADING.union(Flags::STALE),
@@ -511,6 +525,15 @@ fn topology(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     Ok(())
 }
 
+/// The leader controller vouches that this node is still a primary of the record: its write
+/// lease runs again from now (`replication::lease`).
+fn renewlease(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
+    node(ctx)?;
+    ctx.server.repl.lease.renew_by_controller();
+    ctx.out.ok();
+    Ok(())
+}
+
 fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     node(ctx)?;
     const LINES: &[&str] = &[
@@ -531,6 +554,9 @@ fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
         "    Return <node-id> replicas.",
         "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
         "    Set slot state.",
+        "RENEWLEASE",
+        "    kvik: renew this primary's write lease (cluster-write-lease-ms; the leader",
+        "    kvik-controller sends it with its probe).",
         "SETTOPOLOGY <version> <node-line> [<node-line> ...]",
         "    kvik: replace the topology (newer versions only). A node line is",
         "    '<node-id> <host> <port> [<slot>|<first>-<last> ...]' or",
