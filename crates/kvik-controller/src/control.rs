@@ -461,7 +461,17 @@ impl Controller<'_> {
                 return;
             }
             let addr = t.nodes[i].addr();
-            match Node::connect(&self.cfg.node, &addr).and_then(|mut n| n.set_topology(t)) {
+            // A primary of the pushed record gets its write lease renewed with it: a promoted
+            // replica need not wait for the next probe to accept writes.
+            let primary = t.nodes[i].primary.is_none();
+            let pushed = Node::connect(&self.cfg.node, &addr).and_then(|mut n| {
+                n.set_topology(t)?;
+                if primary {
+                    let _ = n.query::<redis::Value>(redis::cmd("CLUSTER").arg("RENEWLEASE"));
+                }
+                Ok(())
+            });
+            match pushed {
                 Ok(()) => tracing::info!(node = %addr, "pushed topology v{}", t.version),
                 Err(e) => tracing::warn!(node = %addr, "push of v{} failed: {e}", t.version),
             }
