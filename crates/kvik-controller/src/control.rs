@@ -23,7 +23,7 @@
 //! nodes keep their last topology. Every decision is logged with the probes it was based on.
 
 use crate::etcd::Etcd;
-use crate::health::{probe, Probe, Renew};
+use crate::health::{lease_clock, probe, renew_lease, Probe, Renew};
 use crate::leader::{campaign, Campaign, Leadership};
 use crate::record::{self, Keys, Stored};
 use kvik_cluster::{swapped, Node, Opts};
@@ -466,8 +466,8 @@ impl Controller<'_> {
             let primary = t.nodes[i].primary.is_none();
             let pushed = Node::connect(&self.cfg.node, &addr).and_then(|mut n| {
                 n.set_topology(t)?;
-                if primary {
-                    let _ = n.query::<redis::Value>(redis::cmd("CLUSTER").arg("RENEWLEASE"));
+                if let Some(stamp) = lease_clock(&mut n).filter(|_| primary) {
+                    renew_lease(&mut n, stamp);
                 }
                 Ok(())
             });

@@ -1,7 +1,9 @@
 //! One health probe of one node: a fresh connection, PING, the topology version it has and its
 //! replication state from `INFO replication`. The leader's probe of a primary of the record also
 //! renews the node's write lease (`CLUSTER RENEWLEASE`, see the server's `replication::lease`):
-//! a primary the leader can reach keeps accepting writes even with a replica down.
+//! a primary the leader can reach keeps accepting writes even with a replica down. The renewal
+//! reads the node's lease clock first and renews from that reading once the probe succeeded,
+//! so a renewal stuck in a frozen node's socket renews nothing when the node wakes up.
 //!
 //! A fresh connection per probe is deliberate: a node that accepts no new connection is down
 //! for its clients too, and the second probe that confirms a failure is then independent of
@@ -82,10 +84,11 @@ fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
     if pong != "PONG" {
         return Err(format!("PING answered {pong}"));
     }
-    if renew == Renew::Yes {
-        // A node without the lease (an older kvik) refuses the subcommand: not a health issue.
-        let _ = node.query::<Value>(redis::cmd("CLUSTER").arg("RENEWLEASE"));
-    }
+    // A node without the lease (an older kvik) refuses the subcommand: not a health issue.
+    let stamp = match renew {
+        Renew::Yes => lease_clock(&mut node),
+        Renew::No => None,
+    };
     let version = node.topology()?.version;
     let info: Value = node.query(redis::cmd("INFO").arg("replication"))?;
     let info: String = redis::from_redis_value(&info).map_err(|e| e.to_string())?;
@@ -95,6 +98,9 @@ fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
     } else {
         "master_repl_offset"
     };
+    if let Some(stamp) = stamp {
+        renew_lease(&mut node, stamp);
+    }
     Ok(Probe {
         error: None,
         version,
@@ -109,6 +115,17 @@ fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
             .unwrap_or(0),
         role,
     })
+}
+
+/// The node's lease clock (`CLUSTER RENEWLEASE` without an argument), if it has one.
+pub fn lease_clock(node: &mut Node) -> Option<u64> {
+    node.query::<u64>(redis::cmd("CLUSTER").arg("RENEWLEASE")).ok()
+}
+
+/// Renews the node's write lease from `stamp`, a reading of [`lease_clock`] taken before the
+/// node was seen healthy (best effort: a failed renewal lets the lease lapse, which is safe).
+pub fn renew_lease(node: &mut Node, stamp: u64) {
+    let _ = node.query::<Value>(redis::cmd("CLUSTER").arg("RENEWLEASE").arg(stamp));
 }
 
 #[cfg(test)]

@@ -76,7 +76,8 @@ struct Outcome {
     /// When the fault began (freeze, cut) and ended (thaw, heal).
     fault_at: Instant,
     healed_at: Instant,
-    /// The old primary's refusals with CLUSTERDOWN: how many, and the first.
+    /// The old primary's refusals with CLUSTERDOWN after the fault began: how many, and the
+    /// first.
     fenced: (usize, Option<Instant>),
 }
 
@@ -127,7 +128,7 @@ fn freeze_and_thaw(lease_ms: u64) -> Outcome {
         addrs,
     } = setup_with_lease(2, lease_ms);
     let _c = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
-    wait_leading(&etcd, "ctl-a", 4);
+    wait_leading(&etcd, "ctl-a", 3);
     let shard = [nodes[0].addr(), replicas[0].addr(), replicas[1].addr()];
     let w = Writers::start(&shard, &tag_of(0));
     assert!(
@@ -158,11 +159,10 @@ fn freeze_and_thaw(lease_ms: u64) -> Outcome {
     );
     // A little more writing on both sides after the old primary learnt its new role.
     std::thread::sleep(Duration::from_millis(300));
-    let fenced = {
-        let s = w.seen[0].lock().unwrap();
-        let r = s.refused.get("CLUSTERDOWN");
-        (r.map_or(0, |r| r.0), r.map(|r| r.1))
-    };
+    let fenced = w.seen[0]
+        .lock()
+        .unwrap()
+        .refused_after("CLUSTERDOWN", fault_at);
     let acks = w.finish();
     let on_new: Vec<Ack> = acks
         .iter()
@@ -351,6 +351,9 @@ fn a_primary_cut_from_the_controller_only_stops_writing_before_its_replica_start
         "yes",
         "--bind",
         &bind,
+        // The controller's namespace reaches the nodes from a non-loopback address.
+        "--protected-mode",
+        "no",
         "--cluster-write-lease-ms",
         &lease,
     ];
@@ -395,11 +398,10 @@ fn a_primary_cut_from_the_controller_only_stops_writing_before_its_replica_start
     );
     // Both sides keep writing for a while with the partition in place.
     std::thread::sleep(Duration::from_secs(2));
-    let fenced = {
-        let s = w.seen[0].lock().unwrap();
-        let r = s.refused.get("CLUSTERDOWN");
-        (r.map_or(0, |r| r.0), r.map(|r| r.1))
-    };
+    let fenced = w.seen[0]
+        .lock()
+        .unwrap()
+        .refused_after("CLUSTERDOWN", fault_at);
     net.cut(false);
     let healed_at = Instant::now();
     let want = ("slave".to_string(), replica.port as i64, "connected".to_string());

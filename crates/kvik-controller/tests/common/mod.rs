@@ -210,13 +210,18 @@ pub struct Ack {
 #[derive(Default)]
 pub struct Seen {
     pub acks: Vec<Ack>,
-    /// Refusals by error code (CLUSTERDOWN, MOVED, READONLY, IO, ...), with the first instant.
-    pub refused: BTreeMap<String, (usize, Instant)>,
+    /// When each refusal came, by error code (CLUSTERDOWN, MOVED, READONLY, IO, ...).
+    pub refused: BTreeMap<String, Vec<Instant>>,
 }
 
 impl Seen {
-    pub fn refused_with(&self, code: &str) -> usize {
-        self.refused.get(code).map_or(0, |r| r.0)
+    /// How many refusals with `code` came after `t`, and the first of them.
+    pub fn refused_after(&self, code: &str, t: Instant) -> (usize, Option<Instant>) {
+        let after: Vec<Instant> = self
+            .refused
+            .get(code)
+            .map_or(Vec::new(), |v| v.iter().copied().filter(|&r| r > t).collect());
+        (after.len(), after.first().copied())
     }
 }
 
@@ -263,7 +268,7 @@ pub fn pinned_writer(
                 }),
                 Err(e) => {
                     let code = e.code().unwrap_or("IO").to_string();
-                    s.refused.entry(code.clone()).or_insert((0, Instant::now())).0 += 1;
+                    s.refused.entry(code.clone()).or_default().push(Instant::now());
                     drop(s);
                     if code == "IO" {
                         con = None;

@@ -6,7 +6,8 @@
 //! writes only while one of two renewals is younger than the lease, both measured on its own
 //! monotonic clock:
 //! - the leader controller's probe (`CLUSTER RENEWLEASE`, sent only by the leader and only to
-//!   the primaries of the etcd record), or
+//!   the primaries of the etcd record): it first reads the node's clock, then renews from that
+//!   reading, so a renewal that sat in a socket while the node was frozen renews nothing, or
 //! - an echo from *every* replica its topology names: the primary stamps its replication PING
 //!   frames with its own clock and each replica sends the newest stamp back in its ACK. The
 //!   primary's lease runs from the oldest of these echoed stamps, so an ACK that was buffered
@@ -31,10 +32,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The process's monotonic clock in milliseconds, never 0 (0 means "never" below). Lease stamps
-/// are only ever compared with the clock of the process that made them.
+/// are only ever compared with the clock of the process that made them; it starts at a random
+/// point so a stamp of an earlier run of the node (echoed late) is far from this run's clock.
 pub fn own_ms() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    BASE.get_or_init(Instant::now).elapsed().as_millis() as u64 + 1
+    static BASE: OnceLock<(Instant, u64)> = OnceLock::new();
+    let (at, offset) = BASE.get_or_init(|| (Instant::now(), rand::random::<u64>() >> 24));
+    at.elapsed().as_millis() as u64 + offset + 1
 }
 
 /// How long a cached "writes allowed" answer is trusted before it is recomputed: bounds how
@@ -109,9 +112,17 @@ pub fn check_line(server: &Server) -> Result<(), &'static str> {
 }
 
 impl Lease {
-    /// CLUSTER RENEWLEASE from the leader controller.
-    pub fn renew_by_controller(&self) {
-        self.controller.fetch_max(own_ms(), Relaxed);
+    /// CLUSTER RENEWLEASE from the leader controller, with the reading of [`own_ms`] it took
+    /// at the start of its probe; refused when the reading is not of this node's clock.
+    pub fn renew_by_controller(&self, stamp: u64) -> Result<(), String> {
+        let now = own_ms();
+        if stamp == 0 || stamp > now {
+            return Err(format!(
+                "the lease clock reading {stamp} is not one of this node's (now {now})"
+            ));
+        }
+        self.controller.fetch_max(stamp, Relaxed);
+        Ok(())
     }
 
     /// A stamped PING arrived from this node's primary.
