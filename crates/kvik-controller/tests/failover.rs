@@ -267,11 +267,20 @@ fn with_etcd_down_nothing_fails_over_and_the_rest_keeps_serving() {
     let c = ControllerProc::start(&etcd.addr(), "t", "ctl-a", &addrs[..1]);
     wait_leading(&etcd, "ctl-a", 2);
     etcd.kill();
-    nodes[0].kill9();
     assert!(
         eventually(Duration::from_secs(30), || c.logged("etcd unreachable")),
         "the controller must say why it does nothing"
     );
+    // No controller renews any lease now (it cannot read the record): a primary with a
+    // replica keeps writing on its replica's echoes, past several leases.
+    std::thread::sleep(Duration::from_millis(3 * LEASE_MS));
+    let key = format!("{{{}}}z", tag_of(0));
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(1)
+        .query(&mut nodes[0].client())
+        .expect("a primary with its replica up writes without etcd");
+    nodes[0].kill9();
     // Longer than node-timeout + the lease: a controller acting on its own would have by now.
     std::thread::sleep(Duration::from_millis(NODE_TIMEOUT_MS + 5_000));
     assert_eq!(role(&replicas[0]).0, "slave", "no failover without etcd");

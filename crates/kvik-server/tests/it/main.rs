@@ -14,6 +14,7 @@ mod cache_hashes;
 mod cluster;
 mod cluster_clients;
 mod cluster_migration;
+mod cluster_lease;
 mod cluster_replicas;
 mod config_rewrite;
 mod config_sort;
