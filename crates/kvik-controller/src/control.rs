@@ -228,7 +228,10 @@ impl Controller<'_> {
                 probe(&self.cfg.node, &n.addr(), renew)
             })
             .collect();
-        self.lease_ms = probes.iter().map(|p| p.lease_ms).fold(self.lease_ms, u64::max);
+        self.lease_ms = probes
+            .iter()
+            .map(|p| p.lease_ms)
+            .fold(self.lease_ms, u64::max);
         let now = Instant::now();
         for (n, p) in t.nodes.iter().zip(&probes) {
             if p.reachable() {

@@ -119,7 +119,8 @@ fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
 
 /// The node's lease clock (`CLUSTER RENEWLEASE` without an argument), if it has one.
 pub fn lease_clock(node: &mut Node) -> Option<u64> {
-    node.query::<u64>(redis::cmd("CLUSTER").arg("RENEWLEASE")).ok()
+    node.query::<u64>(redis::cmd("CLUSTER").arg("RENEWLEASE"))
+        .ok()
 }
 
 /// Renews the node's write lease from `stamp`, a reading of [`lease_clock`] taken before the

@@ -10,7 +10,9 @@ mod common;
 
 use common::*;
 use kvik_resp::cluster::key_slot;
-use kvik_testkit::{eventually, kvik_server_bin, start_kvik_cluster, Endpoint, EtcdServer, KvikServer};
+use kvik_testkit::{
+    eventually, kvik_server_bin, start_kvik_cluster, Endpoint, EtcdServer, KvikServer,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -99,7 +99,10 @@ impl Outcome {
         let new_first = by(&self.new).iter().map(|a| a.acked).min();
         let ms = |t: Option<Instant>| {
             t.map_or("never".to_string(), |t| {
-                format!("{} ms", t.saturating_duration_since(self.fault_at).as_millis())
+                format!(
+                    "{} ms",
+                    t.saturating_duration_since(self.fault_at).as_millis()
+                )
             })
         };
         println!(
@@ -148,7 +151,11 @@ fn freeze_and_thaw(lease_ms: u64) -> Outcome {
     let new = &replicas[promoted.unwrap()];
     let healed_at = Instant::now();
     signal(nodes[0].pid(), "-CONT");
-    let want = ("slave".to_string(), new.port as i64, "connected".to_string());
+    let want = (
+        "slave".to_string(),
+        new.port as i64,
+        "connected".to_string(),
+    );
     let mut now = (String::new(), 0, String::new());
     assert!(
         eventually(Duration::from_secs(60), || {
@@ -262,7 +269,15 @@ impl Netns {
             vec!["addr", "add", &format!("{}/24", net.host_ip), "dev", veth],
             vec!["addr", "add", &format!("{}/32", net.cut_ip), "dev", veth],
             vec!["link", "set", veth, "up"],
-            vec!["-n", name, "addr", "add", &format!("{subnet}.2/24"), "dev", &peer],
+            vec![
+                "-n",
+                name,
+                "addr",
+                "add",
+                &format!("{subnet}.2/24"),
+                "dev",
+                &peer,
+            ],
             vec!["-n", name, "link", "set", &peer, "up"],
             vec!["-n", name, "link", "set", "lo", "up"],
             vec!["-n", name, "route", "add", &net.cut_ip, "dev", &peer],
@@ -285,7 +300,14 @@ impl Netns {
     /// Cuts (or restores) the controller's route to `cut_ip`.
     fn cut(&self, on: bool) {
         let route = match on {
-            true => vec!["-n", &self.name, "route", "replace", "blackhole", &self.cut_ip],
+            true => vec![
+                "-n",
+                &self.name,
+                "route",
+                "replace",
+                "blackhole",
+                &self.cut_ip,
+            ],
             false => vec!["-n", &self.name, "route", "del", "blackhole", &self.cut_ip],
         };
         ip(&route).unwrap();
@@ -404,7 +426,11 @@ fn a_primary_cut_from_the_controller_only_stops_writing_before_its_replica_start
         .refused_after("CLUSTERDOWN", fault_at);
     net.cut(false);
     let healed_at = Instant::now();
-    let want = ("slave".to_string(), replica.port as i64, "connected".to_string());
+    let want = (
+        "slave".to_string(),
+        replica.port as i64,
+        "connected".to_string(),
+    );
     let mut now = (String::new(), 0, String::new());
     assert!(
         eventually(Duration::from_secs(60), || {

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use kvik_resp::cluster::key_slot;
-use kvik_testkit::{eventually, kvik_server_bin, start_kvik_cluster, Endpoint, EtcdServer, KvikServer};
+use kvik_testkit::{
+    eventually, kvik_server_bin, start_kvik_cluster, Endpoint, EtcdServer, KvikServer,
+};
 use redis::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -49,17 +51,18 @@ impl ControllerProc {
                 c
             }
         };
-        cmd.envs(env.iter().copied()).args([
-            "--etcd",
-            etcd,
-            "--cluster",
-            cluster,
-            "--probe-timeout-ms",
-            "1000",
-        ])
-        .args(["run", "--id", id, "--probe-interval-ms", "200"])
-        .args(["--node-timeout-ms", &NODE_TIMEOUT_MS.to_string()])
-        .args(["--lease-ttl-secs", "3"]);
+        cmd.envs(env.iter().copied())
+            .args([
+                "--etcd",
+                etcd,
+                "--cluster",
+                cluster,
+                "--probe-timeout-ms",
+                "1000",
+            ])
+            .args(["run", "--id", id, "--probe-interval-ms", "200"])
+            .args(["--node-timeout-ms", &NODE_TIMEOUT_MS.to_string()])
+            .args(["--lease-ttl-secs", "3"]);
         for s in seeds {
             cmd.args(["--seed", s]);
         }
@@ -217,10 +220,9 @@ pub struct Seen {
 impl Seen {
     /// How many refusals with `code` came after `t`, and the first of them.
     pub fn refused_after(&self, code: &str, t: Instant) -> (usize, Option<Instant>) {
-        let after: Vec<Instant> = self
-            .refused
-            .get(code)
-            .map_or(Vec::new(), |v| v.iter().copied().filter(|&r| r > t).collect());
+        let after: Vec<Instant> = self.refused.get(code).map_or(Vec::new(), |v| {
+            v.iter().copied().filter(|&r| r > t).collect()
+        });
         (after.len(), after.first().copied())
     }
 }
@@ -268,7 +270,10 @@ pub fn pinned_writer(
                 }),
                 Err(e) => {
                     let code = e.code().unwrap_or("IO").to_string();
-                    s.refused.entry(code.clone()).or_default().push(Instant::now());
+                    s.refused
+                        .entry(code.clone())
+                        .or_default()
+                        .push(Instant::now());
                     drop(s);
                     if code == "IO" {
                         con = None;

@@ -135,10 +135,7 @@ impl Lease {
         let now = own_ms();
         match check(server) {
             Ok(()) if lease_ms(server) == 0 => ("off", 0),
-            Ok(()) => (
-                "valid",
-                self.valid_until.load(Relaxed).saturating_sub(now),
-            ),
+            Ok(()) => ("valid", self.valid_until.load(Relaxed).saturating_sub(now)),
             Err(e) if e == LEASE_HELD => ("held", 0),
             Err(_) => ("expired", 0),
         }

@@ -59,16 +59,23 @@ fn a_primary_writes_only_while_its_lease_is_renewed() {
         set(&mut p, &key)
     );
     assert_eq!(lease_state(&mut p), "valid");
-    assert!(eventually(Duration::from_secs(30), || set(&mut alone, &other) == "OK"));
+    assert!(eventually(Duration::from_secs(30), || set(
+        &mut alone, &other
+    ) == "OK"));
 
     // No replica and no controller: fenced, reads go on, and the error says why.
     replica.kill9();
     assert!(
-        eventually(Duration::from_secs(30), || set(&mut p, &key) == "CLUSTERDOWN"),
+        eventually(Duration::from_secs(30), || set(&mut p, &key)
+            == "CLUSTERDOWN"),
         "the primary kept writing without any renewal"
     );
     assert_eq!(lease_state(&mut p), "expired");
-    let e = redis::cmd("SET").arg(&key).arg("v").query::<()>(&mut p).unwrap_err();
+    let e = redis::cmd("SET")
+        .arg(&key)
+        .arg("v")
+        .query::<()>(&mut p)
+        .unwrap_err();
     assert!(e.to_string().contains("write lease expired"), "{e}");
     let v: Option<String> = q(&mut p, &["GET", &key]);
     assert_eq!(v.as_deref(), Some("v"));
@@ -78,8 +85,15 @@ fn a_primary_writes_only_while_its_lease_is_renewed() {
         .arg(&key)
         .query::<String>(&mut p)
         .unwrap_err();
-    assert!(script.to_string().contains("write lease expired"), "{script}");
-    assert_eq!(set(&mut alone, &other), "OK", "a primary without replicas is not fenced");
+    assert!(
+        script.to_string().contains("write lease expired"),
+        "{script}"
+    );
+    assert_eq!(
+        set(&mut alone, &other),
+        "OK",
+        "a primary without replicas is not fenced"
+    );
 
     // The controller's two-step renewal: a reading of the clock, then a renewal from it.
     let stamp: u64 = q(&mut p, &["CLUSTER", "RENEWLEASE"]);
@@ -97,7 +111,11 @@ fn a_primary_writes_only_while_its_lease_is_renewed() {
     assert!(eventually(Duration::from_secs(30), || set(&mut p, &key)
         == "CLUSTERDOWN"));
     let _: () = q(&mut p, &["CLUSTER", "RENEWLEASE", &stamp.to_string()]);
-    assert_eq!(set(&mut p, &key), "CLUSTERDOWN", "an old reading renewed the lease");
+    assert_eq!(
+        set(&mut p, &key),
+        "CLUSTERDOWN",
+        "an old reading renewed the lease"
+    );
 
     // Off: today's behaviour.
     let _: () = q(&mut p, &["CONFIG", "SET", "cluster-write-lease-ms", "0"]);
