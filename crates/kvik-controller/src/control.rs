@@ -228,10 +228,19 @@ impl Controller<'_> {
                 probe(&self.cfg.node, &n.addr(), renew)
             })
             .collect();
-        self.lease_ms = probes
+        let lease_ms = probes
             .iter()
             .map(|p| p.lease_ms)
             .fold(self.lease_ms, u64::max);
+        if lease_ms != self.lease_ms {
+            tracing::info!(
+                lease_ms,
+                "the nodes run with a write lease: a primary is failed over after {} ms down \
+                 (the longer of node-timeout and the lease with its margin)",
+                self.cfg.node_timeout.max(lease_wait(lease_ms)).as_millis()
+            );
+            self.lease_ms = lease_ms;
+        }
         let now = Instant::now();
         for (n, p) in t.nodes.iter().zip(&probes) {
             if p.reachable() {

@@ -25,8 +25,10 @@ pub struct Probe {
     pub offset: i64,
     /// A replica's `master_link_status` ("up"/"down"; empty on a primary).
     pub link: String,
-    /// The node's `cluster-write-lease-ms` (0: off, or a node without the lease).
+    /// The node's `cluster-write-lease-ms` (0: off, or a node without the lease) and its
+    /// state (`kvik_write_lease`: off, valid, held, expired).
     pub lease_ms: u64,
+    pub lease: String,
 }
 
 /// Whether a probe renews the node's write lease.
@@ -50,9 +52,13 @@ impl Probe {
                 "replica, link {}, offset {}, topology v{}",
                 self.link, self.offset, self.version
             ),
-            None => format!(
+            None if self.lease_ms == 0 => format!(
                 "primary, offset {}, topology v{}",
                 self.offset, self.version
+            ),
+            None => format!(
+                "primary, offset {}, topology v{}, write lease {}",
+                self.offset, self.version, self.lease
             ),
         }
     }
@@ -113,6 +119,9 @@ fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
         lease_ms: info_field(&info, "kvik_write_lease_ms")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0),
+        lease: info_field(&info, "kvik_write_lease")
+            .unwrap_or("")
+            .to_string(),
         role,
     })
 }
