@@ -26,7 +26,7 @@ pub struct Probe {
     /// A replica's `master_link_status` ("up"/"down"; empty on a primary).
     pub link: String,
     /// The node's `cluster-write-lease-ms` (0: off, or a node without the lease) and its
-    /// state (`kvik_write_lease`: off, valid, held, expired).
+    /// state (`kvik_write_lease`: off, unfenced, valid, held, expired).
     pub lease_ms: u64,
     pub lease: String,
 }

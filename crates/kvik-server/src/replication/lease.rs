@@ -125,19 +125,30 @@ impl Lease {
         Ok(())
     }
 
+    /// Writes are held for a lease (with margin) from this instant: the start, or the last
+    /// stamped PING received as a replica.
+    fn held_from(&self) -> u64 {
+        self.started.max(self.ping_rx.load(Relaxed))
+    }
+
     /// A stamped PING arrived from this node's primary.
     pub fn ping_received(&self) {
         self.ping_rx.fetch_max(own_ms(), Relaxed);
     }
 
-    /// What INFO shows: "off", "valid", "held" or "expired", and the milliseconds left.
+    /// What INFO shows: "off", "unfenced" (a replica, or a primary without replicas),
+    /// "valid" (with the milliseconds left), "held" or "expired".
     pub fn describe(&self, server: &Server) -> (&'static str, u64) {
+        let lease = lease_ms(server);
+        if lease == 0 {
+            return ("off", 0);
+        }
         let now = own_ms();
-        match check(server) {
-            Ok(()) if lease_ms(server) == 0 => ("off", 0),
-            Ok(()) => ("valid", self.valid_until.load(Relaxed).saturating_sub(now)),
-            Err(e) if e == LEASE_HELD => ("held", 0),
-            Err(_) => ("expired", 0),
+        match evaluate(server, lease, now) {
+            Verdict::Unfenced => ("unfenced", 0),
+            Verdict::Valid(until) => ("valid", until.saturating_sub(now)),
+            Verdict::Held => ("held", 0),
+            Verdict::Expired => ("expired", 0),
         }
     }
 }
@@ -146,32 +157,61 @@ fn lease_ms(server: &Server) -> u64 {
     server.config.repl.write_lease_ms.load(Relaxed)
 }
 
-/// Whether this node may accept a write now (see the module doc).
+/// Whether this node may accept a write now (see the module doc): two atomic loads while a
+/// recent answer holds.
 pub fn check(server: &Server) -> Result<(), CmdError> {
     let lease = lease_ms(server);
     if lease == 0 {
         return Ok(());
     }
-    let Some(node) = server.cluster.node() else {
-        return Ok(());
-    };
     let l = &server.repl.lease;
     let now = own_ms();
-    let held_from = l.started.max(l.ping_rx.load(Relaxed));
-    if now < held_from + with_margin(lease) {
-        return if server.repl.is_replica() {
-            Ok(())
-        } else {
-            Err(LEASE_HELD)
-        };
-    }
-    if now < l.valid_until.load(Relaxed) || server.repl.is_replica() {
+    let holding = now < l.held_from() + with_margin(lease);
+    if !holding && now < l.valid_until.load(Relaxed) {
         return Ok(());
+    }
+    match evaluate(server, lease, now) {
+        Verdict::Unfenced => {
+            l.valid_until.fetch_max(now + RECHECK_MS, Relaxed);
+            Ok(())
+        }
+        Verdict::Valid(until) => {
+            l.valid_until
+                .fetch_max(until.min(now + RECHECK_MS), Relaxed);
+            Ok(())
+        }
+        Verdict::Held => Err(LEASE_HELD),
+        Verdict::Expired => Err(LEASE_EXPIRED),
+    }
+}
+
+/// Where a node stands with its lease.
+enum Verdict {
+    /// Outside cluster mode, a replica, or a primary without replicas: no lease applies.
+    Unfenced,
+    /// Writes allowed until this instant of [`own_ms`].
+    Valid(u64),
+    /// Started or promoted less than a lease (with margin) ago.
+    Held,
+    /// No renewal within the lease.
+    Expired,
+}
+
+fn evaluate(server: &Server, lease: u64, now: u64) -> Verdict {
+    let Some(node) = server.cluster.node() else {
+        return Verdict::Unfenced;
+    };
+    if server.repl.is_replica() {
+        return Verdict::Unfenced;
+    }
+    let l = &server.repl.lease;
+    if now < l.held_from() + with_margin(lease) {
+        return Verdict::Held;
     }
     let replicas: Vec<String> = {
         let st = node.state.read();
         let Some(me) = st.me.filter(|_| st.my_primary.is_none()) else {
-            return Ok(());
+            return Verdict::Unfenced;
         };
         let my_id = &st.topology.nodes[me].id;
         st.topology
@@ -181,24 +221,19 @@ pub fn check(server: &Server) -> Result<(), CmdError> {
             .map(|n| n.id.clone())
             .collect()
     };
-    let until = if replicas.is_empty() {
-        u64::MAX
-    } else {
-        let by_controller = match l.controller.load(Relaxed) {
-            0 => 0,
-            at => at + lease,
-        };
-        let by_replicas = server
-            .repl
-            .oldest_echo(&replicas)
-            .map_or(0, |stamp| stamp + lease);
-        by_controller.max(by_replicas)
+    if replicas.is_empty() {
+        return Verdict::Unfenced;
+    }
+    let by_controller = match l.controller.load(Relaxed) {
+        0 => 0,
+        at => at + lease,
     };
-    if now < until {
-        l.valid_until
-            .fetch_max(until.min(now + RECHECK_MS), Relaxed);
-        Ok(())
-    } else {
-        Err(LEASE_EXPIRED)
+    let by_replicas = server
+        .repl
+        .oldest_echo(&replicas)
+        .map_or(0, |stamp| stamp + lease);
+    match by_controller.max(by_replicas) {
+        until if now < until => Verdict::Valid(until),
+        _ => Verdict::Expired,
     }
 }
