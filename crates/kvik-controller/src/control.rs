@@ -13,11 +13,17 @@
 //!    a node behind the record -> push the record to it (a returning old primary follows)
 //! ```
 //!
+//! With the nodes' write lease on (`cluster-write-lease-ms`), the leader's probe of each
+//! primary of the record renews its lease, and a primary is failed over only once it has been
+//! unreachable for longer than a lease too (whichever of node-timeout and the lease is longer):
+//! by then it has stopped accepting writes by itself, so the promoted replica is the only
+//! primary of those slots that accepts writes.
+//!
 //! etcd unreachable means no record and, past the lease, no leader: nothing is decided and the
 //! nodes keep their last topology. Every decision is logged with the probes it was based on.
 
 use crate::etcd::Etcd;
-use crate::health::{probe, Probe};
+use crate::health::{lease_clock, probe, renew_lease, Probe, Renew};
 use crate::leader::{campaign, Campaign, Leadership};
 use crate::record::{self, Keys, Stored};
 use kvik_cluster::{swapped, Node, Opts};
@@ -61,6 +67,23 @@ struct Controller<'a> {
     last_problem: String,
     /// The leader last seen while standing by.
     seen_leader: String,
+    /// The longest `cluster-write-lease-ms` any node reported: a failover waits past it.
+    lease_ms: u64,
+}
+
+/// The failpoint for tests (`KVIK_CONTROLLER_FAILPOINT`): `exit-after-commit` exits the
+/// process right after a failover's record is committed to etcd, before any push, as a leader
+/// killed at the worst moment.
+const FAILPOINT: &str = "KVIK_CONTROLLER_FAILPOINT";
+
+/// How long a primary must be unreachable, at least, before its replica may take over: past
+/// its write lease (the leader renewed it last before the first failed probe), with a margin
+/// for clock rates.
+fn lease_wait(lease_ms: u64) -> Duration {
+    match lease_ms {
+        0 => Duration::ZERO,
+        ms => Duration::from_millis(ms + ms / 8 + 100),
+    }
 }
 
 /// Runs until `stop` is set.
@@ -73,6 +96,7 @@ pub fn run(cfg: &Config, stop: &AtomicBool) {
         down_since: HashMap::new(),
         last_problem: String::new(),
         seen_leader: String::new(),
+        lease_ms: 0,
     };
     tracing::info!(
         id = %cfg.id, etcd = %cfg.etcd, cluster = %cfg.cluster,
@@ -195,8 +219,28 @@ impl Controller<'_> {
         let probes: Vec<Probe> = t
             .nodes
             .iter()
-            .map(|n| probe(&self.cfg.node, &n.addr()))
+            .map(|n| {
+                // Only the leader vouches for a node, and only for a primary of the record.
+                let renew = match n.primary.is_none() && self.leading() {
+                    true => Renew::Yes,
+                    false => Renew::No,
+                };
+                probe(&self.cfg.node, &n.addr(), renew)
+            })
             .collect();
+        let lease_ms = probes
+            .iter()
+            .map(|p| p.lease_ms)
+            .fold(self.lease_ms, u64::max);
+        if lease_ms != self.lease_ms {
+            tracing::info!(
+                lease_ms,
+                "the nodes run with a write lease: a primary is failed over after {} ms down \
+                 (the longer of node-timeout and the lease with its margin)",
+                self.cfg.node_timeout.max(lease_wait(lease_ms)).as_millis()
+            );
+            self.lease_ms = lease_ms;
+        }
         let now = Instant::now();
         for (n, p) in t.nodes.iter().zip(&probes) {
             if p.reachable() {
@@ -222,7 +266,7 @@ impl Controller<'_> {
                 .down_since
                 .get(&n.id)
                 .map_or(Duration::ZERO, |s| s.elapsed());
-            if down_for >= self.cfg.node_timeout {
+            if down_for >= self.cfg.node_timeout.max(lease_wait(self.lease_ms)) {
                 self.fail_over(&stored, i, &probes, down_for);
                 return;
             }
@@ -310,7 +354,7 @@ impl Controller<'_> {
         let t = &stored.topology;
         let primary = &t.nodes[p];
         // The second probe, on a fresh connection, right before deciding.
-        let confirm = probe(&self.cfg.node, &primary.addr());
+        let confirm = probe(&self.cfg.node, &primary.addr(), Renew::No);
         if confirm.reachable() {
             tracing::info!(node = %primary.addr(),
                 "primary answered the confirming probe after {} ms down: no failover",
@@ -322,9 +366,12 @@ impl Controller<'_> {
             .filter(|&i| t.nodes[i].primary.as_deref() == Some(primary.id.as_str()))
             .collect();
         let evidence: Vec<String> = std::iter::once(format!(
-            "primary {} down {} ms: first probe {}; confirming probe {}",
+            "primary {} down {} ms (node-timeout {} ms, write lease {} ms): first probe {}; \
+             confirming probe {}",
             primary.addr(),
             down_for.as_millis(),
+            self.cfg.node_timeout.as_millis(),
+            self.lease_ms,
             probes[p].summary(),
             confirm.summary()
         ))
@@ -395,6 +442,10 @@ impl Controller<'_> {
             "FAILOVER committed to etcd: {} takes slots of {}. Evidence: {}",
             new_primary.addr(), primary.addr(), evidence.join("; ")
         );
+        if std::env::var(FAILPOINT).as_deref() == Ok("exit-after-commit") {
+            tracing::warn!("failpoint {FAILPOINT}=exit-after-commit: exiting before the push");
+            std::process::exit(3);
+        }
         self.down_since.remove(&primary.id);
         // The new primary first (it promotes itself), then every other reachable node.
         let mut order = vec![r];
@@ -422,7 +473,17 @@ impl Controller<'_> {
                 return;
             }
             let addr = t.nodes[i].addr();
-            match Node::connect(&self.cfg.node, &addr).and_then(|mut n| n.set_topology(t)) {
+            // A primary of the pushed record gets its write lease renewed with it: a promoted
+            // replica need not wait for the next probe to accept writes.
+            let primary = t.nodes[i].primary.is_none();
+            let pushed = Node::connect(&self.cfg.node, &addr).and_then(|mut n| {
+                n.set_topology(t)?;
+                if let Some(stamp) = lease_clock(&mut n).filter(|_| primary) {
+                    renew_lease(&mut n, stamp);
+                }
+                Ok(())
+            });
+            match pushed {
                 Ok(()) => tracing::info!(node = %addr, "pushed topology v{}", t.version),
                 Err(e) => tracing::warn!(node = %addr, "push of v{} failed: {e}", t.version),
             }

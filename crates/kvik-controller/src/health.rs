@@ -1,5 +1,9 @@
 //! One health probe of one node: a fresh connection, PING, the topology version it has and its
-//! replication state from `INFO replication`.
+//! replication state from `INFO replication`. The leader's probe of a primary of the record also
+//! renews the node's write lease (`CLUSTER RENEWLEASE`, see the server's `replication::lease`):
+//! a primary the leader can reach keeps accepting writes even with a replica down. The renewal
+//! reads the node's lease clock first and renews from that reading once the probe succeeded,
+//! so a renewal stuck in a frozen node's socket renews nothing when the node wakes up.
 //!
 //! A fresh connection per probe is deliberate: a node that accepts no new connection is down
 //! for its clients too, and the second probe that confirms a failure is then independent of
@@ -21,6 +25,18 @@ pub struct Probe {
     pub offset: i64,
     /// A replica's `master_link_status` ("up"/"down"; empty on a primary).
     pub link: String,
+    /// The node's `cluster-write-lease-ms` (0: off, or a node without the lease) and its
+    /// state (`kvik_write_lease`: off, unfenced, valid, held, expired).
+    pub lease_ms: u64,
+    pub lease: String,
+}
+
+/// Whether a probe renews the node's write lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renew {
+    /// Only the leader, and only for a primary of the record.
+    Yes,
+    No,
 }
 
 impl Probe {
@@ -36,9 +52,13 @@ impl Probe {
                 "replica, link {}, offset {}, topology v{}",
                 self.link, self.offset, self.version
             ),
-            None => format!(
+            None if self.lease_ms == 0 => format!(
                 "primary, offset {}, topology v{}",
                 self.offset, self.version
+            ),
+            None => format!(
+                "primary, offset {}, topology v{}, write lease {}",
+                self.offset, self.version, self.lease
             ),
         }
     }
@@ -54,8 +74,8 @@ fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Probes `addr`.
-pub fn probe(opts: &Opts, addr: &str) -> Probe {
-    match try_probe(opts, addr) {
+pub fn probe(opts: &Opts, addr: &str, renew: Renew) -> Probe {
+    match try_probe(opts, addr, renew) {
         Ok(p) => p,
         Err(e) => Probe {
             error: Some(e),
@@ -64,12 +84,17 @@ pub fn probe(opts: &Opts, addr: &str) -> Probe {
     }
 }
 
-fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
+fn try_probe(opts: &Opts, addr: &str, renew: Renew) -> Result<Probe, String> {
     let mut node = Node::connect(opts, addr)?;
     let pong: String = node.query(&redis::cmd("PING"))?;
     if pong != "PONG" {
         return Err(format!("PING answered {pong}"));
     }
+    // A node without the lease (an older kvik) refuses the subcommand: not a health issue.
+    let stamp = match renew {
+        Renew::Yes => lease_clock(&mut node),
+        Renew::No => None,
+    };
     let version = node.topology()?.version;
     let info: Value = node.query(redis::cmd("INFO").arg("replication"))?;
     let info: String = redis::from_redis_value(&info).map_err(|e| e.to_string())?;
@@ -79,6 +104,9 @@ fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
     } else {
         "master_repl_offset"
     };
+    if let Some(stamp) = stamp {
+        renew_lease(&mut node, stamp);
+    }
     Ok(Probe {
         error: None,
         version,
@@ -88,8 +116,26 @@ fn try_probe(opts: &Opts, addr: &str) -> Result<Probe, String> {
         link: info_field(&info, "master_link_status")
             .unwrap_or("")
             .to_string(),
+        lease_ms: info_field(&info, "kvik_write_lease_ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        lease: info_field(&info, "kvik_write_lease")
+            .unwrap_or("")
+            .to_string(),
         role,
     })
+}
+
+/// The node's lease clock (`CLUSTER RENEWLEASE` without an argument), if it has one.
+pub fn lease_clock(node: &mut Node) -> Option<u64> {
+    node.query::<u64>(redis::cmd("CLUSTER").arg("RENEWLEASE"))
+        .ok()
+}
+
+/// Renews the node's write lease from `stamp`, a reading of [`lease_clock`] taken before the
+/// node was seen healthy (best effort: a failed renewal lets the lease lapse, which is safe).
+pub fn renew_lease(node: &mut Node, stamp: u64) {
+    let _ = node.query::<Value>(redis::cmd("CLUSTER").arg("RENEWLEASE").arg(stamp));
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! and the last failovers.
 
 use crate::etcd::Etcd;
-use crate::health::probe;
+use crate::health::{probe, Renew};
 use crate::record::{self, Keys};
 use kvik_cluster::Opts;
 use std::io::Write;
@@ -44,7 +44,7 @@ pub fn print(etcd: &Etcd, cluster: &str, opts: &Opts, out: &mut dyn Write) -> Re
             Some(p) => format!("replica of {p}"),
             None => format!("primary of {} slots", n.slot_count()),
         };
-        let p = probe(opts, &n.addr());
+        let p = probe(opts, &n.addr(), Renew::No);
         let health = match &p.error {
             Some(_) => p.summary(),
             None if p.version == t.version => format!("ok: {}", p.summary()),

@@ -129,6 +129,9 @@ pub struct ReplSettings {
     /// `repl-fullsync-resume-ttl`, seconds: how long a primary keeps a checkpoint whose
     /// transfer was cut, for its replica to resume (0: never resumed).
     pub fullsync_resume_ttl: AtomicU64,
+    /// `cluster-write-lease-ms`: a cluster primary with replicas accepts writes only while
+    /// renewed within this many milliseconds (`replication::lease`); 0: off.
+    pub write_lease_ms: AtomicU64,
 }
 
 fn parse_replicaof(v: &str) -> Result<Option<(String, u16)>, String> {
@@ -673,6 +676,14 @@ pub static SETTINGS: &[Setting] = &[
         help: "a primary refuses writes (NOREPLICAS) while fewer replicas lag at most min-replicas-max-lag (0: never)",
         get: |c| c.repl.min_replicas_to_write.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.repl.min_replicas_to_write, v, 0, i32::MAX as u64),
+    },
+    Setting {
+        name: "cluster-write-lease-ms",
+        default: "0",
+        mutable: true,
+        help: "a cluster primary with replicas refuses writes (CLUSTERDOWN) unless the leader kvik-controller or every replica renewed its lease within this many ms; a promoted node holds writes one lease (0: off)",
+        get: |c| c.repl.write_lease_ms.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.repl.write_lease_ms, v, 0, 3_600_000),
     },
     Setting {
         name: "min-slaves-to-write",

@@ -154,6 +154,20 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the number of nodes",
         ),
     CommandSpec::new(
+        "renewlease",
+        -2,
+        Flags::ADMIN.union(Flags::STALE).union(Flags::LOADING),
+        KeySpec::NONE,
+        renewlease,
+    )
+    .acl(&["admin", "fast", "dangerous"])
+    .group("cluster")
+    .doc(
+        "kvik: without an argument returns the node's lease clock; with one, renews the write lease from that earlier reading (the leader kvik-controller's probe).",
+        "7.0.0",
+        "O(1)",
+    ),
+    CommandSpec::new(
         "help",
         2,
         Flags::LOADING.union(Flags::STALE),
@@ -511,6 +525,28 @@ fn topology(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     Ok(())
 }
 
+/// The leader controller's renewal of this node's write lease, in two steps: without an
+/// argument, the node's lease clock now; with that reading, the leader vouches that the node
+/// was a primary of the record at that instant, and the lease runs from it
+/// (`replication::lease`). A renewal delayed in a socket while the node was frozen so renews
+/// nothing past the lease of its reading.
+fn renewlease(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    node(ctx)?;
+    let lease = &ctx.server.repl.lease;
+    match args.get(2) {
+        None => ctx.out.int(crate::replication::lease::own_ms() as i64),
+        Some(stamp) => {
+            let stamp = std::str::from_utf8(stamp)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(CmdError::not_integer)?;
+            lease.renew_by_controller(stamp).map_err(CmdError::err)?;
+            ctx.out.ok();
+        }
+    }
+    Ok(())
+}
+
 fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
     node(ctx)?;
     const LINES: &[&str] = &[
@@ -531,6 +567,9 @@ fn help(ctx: &mut Ctx<'_>, _: &Args) -> CmdResult {
         "    Return <node-id> replicas.",
         "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
         "    Set slot state.",
+        "RENEWLEASE [<clock>]",
+        "    kvik: return the node's lease clock; with a reading of it, renew the write",
+        "    lease (cluster-write-lease-ms) from then (the leader kvik-controller's probe).",
         "SETTOPOLOGY <version> <node-line> [<node-line> ...]",
         "    kvik: replace the topology (newer versions only). A node line is",
         "    '<node-id> <host> <port> [<slot>|<first>-<last> ...]' or",

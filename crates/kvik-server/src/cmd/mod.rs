@@ -636,7 +636,8 @@ fn writes(session: &Session, entry: &Entry) -> bool {
         })
 }
 
-/// After routing (Redis answers MOVED first): a write, or EXEC of one, on a primary without
+/// After routing (Redis answers MOVED first): a write, or EXEC of one, on a primary whose write
+/// lease lapsed gets CLUSTERDOWN (`replication::lease`), on a primary without
 /// enough good replicas (`min-replicas-to-write`) gets NOREPLICAS, and on a read-only replica
 /// READONLY; anything else runs (holding `gate`).
 fn refuse_replica_write<'s>(
@@ -647,6 +648,10 @@ fn refuse_replica_write<'s>(
     gate: Option<crate::cluster::Gate<'s>>,
 ) -> Admit<'s> {
     if writes(session, entry) {
+        if let Err(e) = crate::replication::lease::check(server) {
+            reject(server, session, out, Some(entry.id), &e);
+            return Admit::Rejected;
+        }
         if !server.repl.enough_good_replicas(&server.config.repl) {
             reject(server, session, out, Some(entry.id), &NO_GOOD_REPLICAS);
             return Admit::Rejected;

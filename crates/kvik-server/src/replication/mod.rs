@@ -12,6 +12,7 @@
 
 pub mod checkpoint;
 pub mod failover;
+pub mod lease;
 pub mod primary;
 pub mod protocol;
 pub mod replica;
@@ -72,6 +73,10 @@ pub struct ReplicaInfo {
     /// replica held) and its total (0 while there is none).
     pub sync_sent: u64,
     pub sync_total: u64,
+    /// Its cluster node id and the newest of this primary's lease stamps it echoed (0: none
+    /// yet): `lease` renews the write lease only when every replica of the topology echoed.
+    pub node_id: String,
+    pub echo: u64,
 }
 
 /// This node's side as a replica.
@@ -117,6 +122,8 @@ pub struct Replication {
     pub apply_gate: Mutex<()>,
     /// FAILOVER's state and its pause of writes.
     pub failover: failover::Failover,
+    /// The write lease's renewals (`cluster-write-lease-ms`).
+    pub lease: lease::Lease,
     /// Full syncs served, partial resyncs accepted, partial resyncs refused (INFO stats).
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
@@ -159,6 +166,7 @@ impl Default for Replication {
             next_link: AtomicU64::new(1),
             apply_gate: Mutex::new(()),
             failover: Default::default(),
+            lease: Default::default(),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
@@ -319,6 +327,8 @@ impl Replication {
                 ack_at: Instant::now(),
                 sync_sent: 0,
                 sync_total: 0,
+                node_id: String::new(),
+                echo: 0,
             },
         );
         if let Some(socket) = socket {
@@ -359,12 +369,35 @@ impl Replication {
         self.acked.notify_all();
     }
 
-    pub fn replica_acked(&self, id: u64, offset: u64) {
+    /// A replica's ACK: the offset it applied and, if the ACK carries them, the newest lease
+    /// stamp it echoes and its cluster node id.
+    pub fn replica_acked(&self, id: u64, offset: u64, echo: Option<(u64, &str)>) {
         if let Some(r) = self.state.lock().replicas.get_mut(&id) {
             r.ack = r.ack.max(offset);
             r.ack_at = Instant::now();
+            if let Some((stamp, node_id)) = echo {
+                r.echo = r.echo.max(stamp);
+                if r.node_id != node_id {
+                    r.node_id = node_id.to_string();
+                }
+            }
         }
         self.acked.notify_all();
+    }
+
+    /// The oldest lease stamp among the newest each replica `ids` names echoed, or None when
+    /// one of them has no link or echoed nothing yet.
+    pub fn oldest_echo(&self, ids: &[String]) -> Option<u64> {
+        let s = self.state.lock();
+        ids.iter()
+            .map(|id| {
+                s.replicas
+                    .values()
+                    .filter(|r| &r.node_id == id && r.echo > 0)
+                    .map(|r| r.echo)
+                    .max()
+            })
+            .try_fold(u64::MAX, |oldest, e| e.map(|e| oldest.min(e)))
     }
 
     /// Replicas past their full sync whose last acknowledgement is at most `max_lag_secs`

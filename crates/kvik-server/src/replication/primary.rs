@@ -15,6 +15,7 @@
 //! it with what it holds, and, if the WAL still covers the checkpoint, only the rest is sent.
 
 use super::checkpoint::{self, Made, Pace, Plan, Resume};
+use super::lease;
 use super::protocol::{self, BATCH, PING};
 use super::throttle::Throttle;
 use crate::server::Server;
@@ -299,9 +300,17 @@ fn stream_wal(
     // The WAL is read when the backlog does not cover the position, and, after two waits,
     // when RocksDB holds more than the backlog (a write the backlog did not see).
     let mut idle_waits = 0;
+    let mut last_stamp = Instant::now();
     while alive.load(Ordering::Relaxed) && !server.is_shutting_down() {
         if server.repl.is_replica() {
             return Err(io::Error::other("this node became a replica"));
+        }
+        // With the write lease on, stamps go out on a busy link too: they renew the lease.
+        let lease_ms = server.config.repl.write_lease_ms.load(Ordering::Relaxed);
+        if lease::ping_every(lease_ms).is_some_and(|every| last_stamp.elapsed() >= every) {
+            send_ping(out)?;
+            out.flush()?;
+            last_stamp = Instant::now();
         }
         let look = match backlog.look(after, SERVE_BYTES, &mut ready) {
             Look::Nothing if idle_waits >= 2 && storage.latest_seq() > after => Look::Elsewhere,
@@ -370,10 +379,16 @@ fn idle(
         }
     }
     if last_send.elapsed() >= PING_EVERY {
-        protocol::write_frame(out, PING, &[])?;
+        send_ping(out)?;
         *last_send = Instant::now();
     }
     out.flush()
+}
+
+/// A PING frame stamped with this node's lease clock: the replica echoes the stamp in its ACK
+/// (`lease`).
+fn send_ping(out: &mut BufWriter<TcpStream>) -> io::Result<()> {
+    protocol::write_frame(out, PING, &[&lease::own_ms().to_le_bytes()])
 }
 
 /// Sends the batches the WAL file holds after `after`; returns the new position. Each batch
@@ -409,7 +424,8 @@ fn spawn_ack_reader(server: Arc<Server>, stream: TcpStream, link: u64, alive: Ar
                 match protocol::read_frame(&mut r, &mut payload) {
                     Ok(protocol::ACK) => {
                         if let Ok(off) = protocol::u64_at(&payload) {
-                            server.repl.replica_acked(link, off);
+                            let echo = protocol::ack_echo(&payload);
+                            server.repl.replica_acked(link, off, echo);
                         }
                     }
                     Ok(_) => {}

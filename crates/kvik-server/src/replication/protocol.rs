@@ -6,8 +6,10 @@
 //! replica already holds and will not be sent u64 LE, then the checkpoint's id),
 //! [`FILE`] (a checkpoint file: size u64 LE, the offset its first chunk starts at u64 LE, then
 //! its name), [`CHUNK`] (the next bytes of that file), [`CHECKPOINT_END`] (the checkpoint's
-//! sequence number), [`PING`] (empty, while idle).
-//! Replica to primary: [`ACK`] (the offset applied, u64 LE).
+//! sequence number), [`PING`] (the primary's lease clock, u64 LE: while idle, and with the
+//! write lease on at least every quarter lease).
+//! Replica to primary: [`ACK`] (the offset applied, u64 LE; then, once a PING arrived, the
+//! newest PING stamp u64 LE and the replica's cluster node id, for `lease`).
 
 use std::io::{self, Read, Write};
 
@@ -58,6 +60,23 @@ pub fn read_frame(r: &mut impl Read, payload: &mut Vec<u8>) -> io::Result<u8> {
     Ok(head[0])
 }
 
+/// An ACK's payload: the offset, and the echoed lease stamp with the node id when there is one.
+pub fn ack_payload(offset: u64, echo: Option<(u64, &str)>) -> Vec<u8> {
+    let mut p = offset.to_le_bytes().to_vec();
+    if let Some((stamp, node_id)) = echo {
+        p.extend_from_slice(&stamp.to_le_bytes());
+        p.extend_from_slice(node_id.as_bytes());
+    }
+    p
+}
+
+/// The echoed lease stamp and node id of an ACK's payload, if it carries them.
+pub fn ack_echo(payload: &[u8]) -> Option<(u64, &str)> {
+    let stamp = u64_at(payload.get(8..)?).ok()?;
+    let node_id = std::str::from_utf8(payload.get(16..)?).ok()?;
+    Some((stamp, node_id))
+}
+
 /// The u64 at the start of a payload (sequence numbers, offsets, sizes).
 pub fn u64_at(payload: &[u8]) -> io::Result<u64> {
     payload
@@ -84,5 +103,15 @@ mod tests {
         assert_eq!(read_frame(&mut r, &mut p).unwrap(), PING);
         assert!(p.is_empty());
         assert!(read_frame(&mut r, &mut p).is_err());
+    }
+
+    #[test]
+    fn acks_carry_the_echoed_stamp_only_when_there_is_one() {
+        let plain = ack_payload(5, None);
+        assert_eq!(u64_at(&plain).unwrap(), 5);
+        assert_eq!(ack_echo(&plain), None);
+        let echoed = ack_payload(6, Some((1234, "node-a")));
+        assert_eq!(u64_at(&echoed).unwrap(), 6);
+        assert_eq!(ack_echo(&echoed), Some((1234, "node-a")));
     }
 }

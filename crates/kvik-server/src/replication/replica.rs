@@ -307,10 +307,15 @@ fn stream_batches(
     let mut acked = None::<u64>;
     let mut last_ack = Instant::now();
     let mut last_io = Instant::now();
-    let send_ack = |w: &mut TcpStream, offset: u64| -> io::Result<()> {
-        protocol::write_frame(w, ACK, &[&offset.to_le_bytes()])
+    // The newest lease stamp of the primary, echoed in every ACK with this node's cluster id
+    // (`lease`; a node outside cluster mode echoes nothing).
+    let node_id = server.cluster.node().map(|n| n.myid.clone());
+    let mut stamp = None::<u64>;
+    let send_ack = |w: &mut TcpStream, offset: u64, stamp: Option<u64>| -> io::Result<()> {
+        let echo = stamp.zip(node_id.as_deref());
+        protocol::write_frame(w, ACK, &[&protocol::ack_payload(offset, echo)])
     };
-    send_ack(w, position.offset)?;
+    send_ack(w, position.offset, stamp)?;
     let mut pending = Pending {
         data: Vec::new(),
         open: HashSet::new(),
@@ -328,7 +333,7 @@ fn stream_batches(
                 && (last_ack.elapsed() >= ACK_EVERY || r.buffer().is_empty()))
                 || last_ack.elapsed() >= ACK_REFRESH
             {
-                send_ack(w, position.offset)?;
+                send_ack(w, position.offset, stamp)?;
                 acked = Some(position.offset);
                 last_ack = Instant::now();
             }
@@ -364,13 +369,23 @@ fn stream_batches(
                     break;
                 }
             }
-            PING => repl.set_link(generation, |f, _| f.last_io = Some(Instant::now())),
+            PING => {
+                repl.set_link(generation, |f, _| f.last_io = Some(Instant::now()));
+                if let Ok(s) = protocol::u64_at(&payload) {
+                    // Echoed at once: the primary's lease runs from this stamp.
+                    repl.lease.ping_received();
+                    stamp = Some(s);
+                    send_ack(w, position.offset, stamp)?;
+                    acked = Some(position.offset);
+                    last_ack = Instant::now();
+                }
+            }
             t => return Err(io::Error::other(format!("unexpected frame {t}"))),
         }
         if (acked != Some(position.offset) && last_ack.elapsed() >= ACK_EVERY)
             || last_ack.elapsed() >= ACK_REFRESH
         {
-            send_ack(w, position.offset)?;
+            send_ack(w, position.offset, stamp)?;
             acked = Some(position.offset);
             last_ack = Instant::now();
         }

@@ -598,6 +598,12 @@ fn replication_section(server: &Server, w: &mut Lines<'_>) {
     }
     w.field("connected_slaves", snap.replicas.len());
     let settings = &server.config.repl;
+    // kvik: the write lease (`replication::lease`); the controller reads the setting to wait
+    // for a failed primary's lease to lapse before promoting a replica.
+    let (lease_state, lease_left) = server.repl.lease.describe(server);
+    w.field("kvik_write_lease_ms", settings.write_lease_ms.load(Relaxed));
+    w.field("kvik_write_lease", lease_state);
+    w.field("kvik_write_lease_left_ms", lease_left);
     let max_lag = settings.min_replicas_max_lag.load(Relaxed);
     if settings.min_replicas_to_write.load(Relaxed) > 0 && max_lag > 0 {
         // As Redis: only while min-replicas-to-write is in force.

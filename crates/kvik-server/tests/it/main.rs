@@ -13,6 +13,7 @@ mod cache;
 mod cache_hashes;
 mod cluster;
 mod cluster_clients;
+mod cluster_lease;
 mod cluster_migration;
 mod cluster_replicas;
 mod config_rewrite;

@@ -120,6 +120,9 @@ impl<'a> ServerHost<'a> {
         {
             return Err(READONLY_REPLICA);
         }
+        if flags.contains(Flags::WRITE) {
+            crate::replication::lease::check_line(self.server)?;
+        }
         if flags.contains(Flags::WRITE)
             && !self
                 .server

@@ -248,6 +248,9 @@ fn refuse_writes_without_replicas(
     rules: Rules,
 ) -> Result<(), CmdError> {
     let declared_writer = !rules.read_only && !flags.contains(ScriptFlags::EVAL_COMPAT_MODE);
+    if declared_writer {
+        crate::replication::lease::check(server)?;
+    }
     if declared_writer && !server.repl.enough_good_replicas(&server.config.repl) {
         return Err(super::NO_GOOD_REPLICAS);
     }
