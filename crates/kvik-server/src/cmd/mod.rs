@@ -400,8 +400,10 @@ fn execute_cached_entry(
     let read = entry.spec.rtc.filter(|_| {
         server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
     });
-    let write = entry.spec.rtc_write && server.config.rtc_write.load(Ordering::Relaxed);
-    if read.is_none() && !write && for_scripts.is_none() {
+    // A write, or a read the hot cache cannot answer, run by its worker handler right here.
+    let here = (entry.spec.rtc_write || entry.spec.rtc_nowait_read)
+        && server.config.rtc_write.load(Ordering::Relaxed);
+    if read.is_none() && !here && for_scripts.is_none() {
         return Outcome::NotServed;
     }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
@@ -434,7 +436,7 @@ fn execute_cached_entry(
         None => {}
     }
     let Some(handler) = read else {
-        if !write {
+        if !here {
             return Outcome::NotServed;
         }
         return run_here(server, session, out, entry, args, start, Outcome::NotServed);
@@ -458,7 +460,10 @@ fn execute_cached_entry(
         Err(RtcError::Reply(e)) => Err(e),
         Err(RtcError::Miss) => {
             out.buf.truncate(mark);
-            if entry.spec.rtc_storage && server.config.rtc_storage_read.load(Ordering::Relaxed) {
+            if here
+                || (entry.spec.rtc_storage
+                    && server.config.rtc_storage_read.load(Ordering::Relaxed))
+            {
                 return run_here(server, session, out, entry, args, start, Outcome::Missed);
             }
             return Outcome::Missed;
@@ -469,7 +474,8 @@ fn execute_cached_entry(
 }
 
 /// Runs `entry`'s worker handler on the I/O thread in [`Mode::NoWait`]: a run-to-completion
-/// write (`CommandSpec::rtc_write`), or a read that missed the hot cache
+/// write (`CommandSpec::rtc_write`), a read the hot cache cannot answer
+/// (`CommandSpec::rtc_nowait_read`), or a read that missed the hot cache
 /// (`CommandSpec::rtc_storage`; it takes its keys' locks as on a worker, tried). If it would
 /// wait it has changed nothing: its half-written reply is dropped and the pool runs it
 /// (`would_block` says how). A write's reply leaves once the I/O thread made its writes
