@@ -490,11 +490,19 @@ fn run_here(
     would_block: Outcome,
 ) -> Outcome {
     let db = Ctx::physical_db(server, session);
-    let Ok(_reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
-        return would_block;
+    let (_reading, check) = if entry.spec.rtc_nowait_read {
+        let Some(check) = isolation::RtcRead::begin_stored(server, db, entry, args) else {
+            return would_block; // a writer holds one of its keys
+        };
+        (None, Some(check))
+    } else {
+        let Ok(reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
+            return would_block;
+        };
+        (reading, None)
     };
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, Mode::NoWait);
+    let result = call_handler(server, session, out, entry, args, Mode::NoWait, check);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return would_block;
@@ -678,7 +686,7 @@ pub(crate) fn run_entry(
         monitor::feed(server, session, entry, args);
     }
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, mode);
+    let result = call_handler(server, session, out, entry, args, mode, None);
     if exec {
         // As Redis: EXEC shows after the commands it ran.
         monitor::feed(server, session, entry, args);
@@ -692,7 +700,9 @@ pub(crate) fn run_entry(
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
 /// holds the session's selected one (see `storage::dbmap`), with the client noted for
 /// tracking (NOLOOP) and its read keys remembered: the one place both the pool
-/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler.
+/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler. A read run there without
+/// its keys' locks brings its `check`: if a write of its keys began or ended while it read,
+/// it ends with WouldBlock (the pool runs it again).
 fn call_handler(
     server: &Server,
     session: &mut Session,
@@ -700,6 +710,7 @@ fn call_handler(
     entry: &Entry,
     args: &Args,
     mode: Mode,
+    check: Option<isolation::RtcRead>,
 ) -> CmdResult {
     crate::tracking::set_current(session.id());
     track_reads(server, session, entry, args);
@@ -715,7 +726,10 @@ fn call_handler(
         db,
         deferred_lookups: Default::default(),
     };
-    let result = (entry.spec.handler)(&mut ctx, args);
+    let mut result = (entry.spec.handler)(&mut ctx, args);
+    if check.is_some_and(|c| !c.still_whole(server)) {
+        result = Err(CmdError::WOULD_BLOCK);
+    }
     if !matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         ctx.deferred_lookups.publish(&server.stats);
     }
