@@ -15,6 +15,7 @@
 #   bench/families.sh                     # full: 3 rounds, N=100000
 #   QUICK=1 bench/families.sh             # quick: 3 rounds, N=20000
 #   ROUNDS=1 N=2000 bench/families.sh     # smoke run
+#   OFF=1 bench/families.sh         # adds kvik-off: --rtc-write no (every command on a worker)
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/families.sh
 source "$(dirname "$0")/lib.sh"
@@ -45,8 +46,10 @@ COMMANDS=(
 
 declare -A PORT
 SIDES=(kvik redis)
+[ "${OFF:-0}" = 1 ] && SIDES=(kvik kvik-off redis)
 for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
 start_kvik "${PORT[kvik]}" kvik
+[ "${OFF:-0}" = 1 ] && start_kvik "${PORT[kvik-off]}" kvik-off --rtc-write no
 start_redis "${PORT[redis]}" redis
 
 # Warm-up: the bitmap, the HLL and the geo index exist and have their size before anything is

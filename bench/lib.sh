@@ -101,11 +101,18 @@ PY
 # measure a switch against itself (switch.sh, hash_cache.sh).
 measure_kb() {
   local pid=$1 port=$2; shift 2
+  measure_client "$pid" "$port" "$KVIK_BENCH" -p "$port" -q "$@"
+}
+
+# measure_client pid port client [args...]: measure_kb for any client whose last line of
+# output says "...: <n> requests per second..." (kvik-bench -q, redis-benchmark -q).
+measure_client() {
+  local pid=$1 port=$2; shift 2
   local c0 c1 r0 r1 p0 p1 rps
   ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
   counter() { redis-cli -p "$port" info stats | tr -d '\r' | sed -n "s/^$1://p"; }
   c0=$(ticks); r0=$(counter rtc_commands); p0=$(counter pool_commands)
-  rps=$("$KVIK_BENCH" -p "$port" -q "$@" | tail -1 | sed 's/.*: \([0-9.]*\) requests.*/\1/')
+  rps=$("$@" | tr '\r' '\n' | grep ' requests' | tail -1 | sed 's/.*: \([0-9.]*\) requests.*/\1/')
   c1=$(ticks); r1=$(counter rtc_commands); p1=$(counter pool_commands)
   python3 -c "
 ticks, hz = $c1 - $c0, $(getconf CLK_TCK)

@@ -10,6 +10,7 @@
 #
 #   bench/streams.sh                  # full: 3 rounds, N=100000
 #   QUICK=1 bench/streams.sh          # quick: 3 rounds, N=20000
+#   OFF=1 bench/streams.sh          # adds kvik-off: --rtc-write no (every command on a worker)
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/streams.sh
 source "$(dirname "$0")/lib.sh"
@@ -24,8 +25,10 @@ RESULTS=$BENCH_TMP/results.csv
 
 declare -A PORT
 SIDES=(kvik redis)
+[ "${OFF:-0}" = 1 ] && SIDES=(kvik kvik-off redis)
 for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
 start_kvik "${PORT[kvik]}" kvik
+[ "${OFF:-0}" = 1 ] && start_kvik "${PORT[kvik-off]}" kvik-off --rtc-write no
 start_redis "${PORT[redis]}" redis
 
 # fill_group port: a fresh `s:grp` with N explicit-ID entries and group g reading from 0.

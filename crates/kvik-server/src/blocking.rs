@@ -138,6 +138,17 @@ impl Blocking {
         self.len() == 0
     }
 
+    /// Whether a client is blocked on one of `keys` of logical database `db`. A writer that
+    /// holds the keys' stripe locks gets a stable answer: a client blocks holding them too.
+    pub fn waits_on_any<K: AsRef<[u8]>>(&self, db: u16, keys: &[K]) -> bool {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let inner = self.inner.lock();
+        keys.iter()
+            .any(|k| inner.keys.contains_key(&(db, k.as_ref().to_vec())))
+    }
+
     /// Registers a waiter; returns its id. The caller holds the stripe locks of `keys`.
     pub(crate) fn register(&self, mut waiter: Waiter) -> u64 {
         waiter.claimed = false;

@@ -981,7 +981,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "rtc-write",
         default: "yes",
         mutable: true,
-        help: "run simple string writes (SET, INCR, MSET ...) on the I/O thread when nothing would wait",
+        help: "run simple writes (SET, INCR, HSET, SADD, ZADD, SETBIT, PFADD, XADD ...) and the reads of bitmaps, geo sets and streams on the I/O thread when nothing would wait",
         get: |c| if c.rtc_write.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.rtc_write.store(parse_bool(v)?, Relaxed);

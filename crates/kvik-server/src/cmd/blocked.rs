@@ -234,6 +234,11 @@ impl Ctx<'_> {
         timeout: TimeoutReply,
         args: Vec<bytes::Bytes>,
     ) -> CmdResult {
+        // A command run to completion on an I/O thread never parks there: the pool runs it
+        // again and blocks it (nothing was changed before a command blocks).
+        if self.mode == Mode::NoWait {
+            return Err(CmdError::WOULD_BLOCK);
+        }
         if self.session.in_exec {
             timeout.encode(&mut self.out.buf, self.out.proto);
             return Ok(());

@@ -267,13 +267,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         at: u64,
     ) -> Result<(), CmdError> {
         if self.meta.is_none() {
-            let version = match self.wait {
-                Wait::Allowed => self.storage.next_version()?,
-                Wait::Never => self
-                    .storage
-                    .next_version_reserved()
-                    .ok_or(CmdError::WOULD_BLOCK)?,
-            };
+            let version = super::ctx::next_version(self.storage, self.wait)?;
             self.meta = Some(Meta::collection(self.kind, version, 0));
         }
         let meta = self.meta.as_mut().expect("created above");

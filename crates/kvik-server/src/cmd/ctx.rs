@@ -104,24 +104,50 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Locks `keys` of the session's database for a read-modify-write (see `storage::locks`);
-    /// on an I/O thread a stripe another thread holds ends the command with WouldBlock.
+    /// Locks `keys` of the session's database for a read-modify-write (see `storage::locks`).
+    /// On an I/O thread a stripe another thread holds ends the command with WouldBlock, and so
+    /// does a key a client is blocked on: a write to it may make it ready, and serving blocked
+    /// clients is a worker's job (`blocked::serve`). Holding the stripes makes that answer
+    /// stable until the commit, since a client blocks holding its keys' stripes too.
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<KeyGuard<'a>, CmdError> {
         let storage = self.storage();
         match self.wait() {
             Wait::Allowed => Ok(storage.lock(self.db(), keys)),
-            Wait::Never => storage
-                .try_lock_in_for(
-                    keys.iter().map(|k| (self.db(), k.as_ref())),
-                    std::time::Duration::ZERO,
-                )
-                .ok_or(CmdError::WOULD_BLOCK),
+            Wait::Never => {
+                let guard = storage
+                    .try_lock_in_for(
+                        keys.iter().map(|k| (self.db(), k.as_ref())),
+                        std::time::Duration::ZERO,
+                    )
+                    .ok_or(CmdError::WOULD_BLOCK)?;
+                if self.server.blocking.waits_on_any(self.session.db, keys) {
+                    return Err(CmdError::WOULD_BLOCK);
+                }
+                Ok(guard)
+            }
         }
     }
 
     /// Commits `batch` (see `Storage::commit`); on an I/O thread, without waiting.
     pub fn commit(&self, batch: Batch) -> CmdResult {
         Ok(self.storage().commit_with(batch, self.wait())?)
+    }
+
+    /// The latest state of the keys this command holds locked (see `Storage::latest`); on an
+    /// I/O thread its reads come from memory or end the command with WouldBlock.
+    pub fn latest(&self) -> View<'a> {
+        self.storage().latest_with(self.wait())
+    }
+
+    /// A consistent snapshot for a read (see `Storage::view`); on an I/O thread its reads come
+    /// from memory or end the command with WouldBlock.
+    pub fn view(&self) -> View<'a> {
+        self.storage().view_with(self.wait())
+    }
+
+    /// A fresh collection version (see [`next_version`]).
+    pub fn next_version(&self) -> Result<u64, CmdError> {
+        next_version(self.storage(), self.wait())
     }
 
     /// A key's live metadata straight from storage (on an I/O thread: from memory, or
@@ -213,7 +239,7 @@ impl<'a> Ctx<'a> {
         key: &[u8],
         kind: Kind,
     ) -> Result<Option<(View<'a>, Meta)>, CmdError> {
-        let view = self.storage().view_with(self.wait());
+        let view = self.view();
         let meta = view.get_live(self.db(), key, self.now_ms)?;
         self.count_lookup(meta.is_some());
         match meta {
@@ -314,6 +340,16 @@ impl Ctx<'_> {
         }
         let view = self.storage().latest();
         super::bitmap::segments::materialize(&view, self.db(), key, meta)
+    }
+}
+
+/// A collection version never handed out before (`Storage::next_version`). Moving the
+/// persisted floor is a synced write, so a command that must not wait takes a version only
+/// below the floor and otherwise ends with WouldBlock (the version taken is never used).
+pub fn next_version(storage: &Storage, wait: Wait) -> Result<u64, CmdError> {
+    match wait {
+        Wait::Allowed => Ok(storage.next_version()?),
+        Wait::Never => storage.next_version_reserved().ok_or(CmdError::WOULD_BLOCK),
     }
 }
 

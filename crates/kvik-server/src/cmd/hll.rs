@@ -52,6 +52,7 @@ const fn pf(
 
 pub static COMMANDS: &[CommandSpec] = &[
     pf("pfadd", -2, WRITE_OOM_FAST, KeySpec::ONE, pfadd, &["write", "hyperloglog", "fast"])
+        .rtc_write()
         .event(Class::String, "pfadd")
         .doc(
         "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.",
@@ -59,7 +60,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1) to add every element.",
     ),
     // Read-only in Redis's table, but a stale cached cardinality is written back (see above).
-    pf("pfcount", -2, PFCOUNT_FLAGS, KeySpec::ALL, pfcount, &["read", "hyperloglog", "slow"]).doc(
+    pf("pfcount", -2, PFCOUNT_FLAGS, KeySpec::ALL, pfcount, &["read", "hyperloglog", "slow"])
+        .rtc_write()
+        .doc(
         "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).",
         "2.8.9",
         "O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.",
@@ -100,7 +103,7 @@ fn hll_value(ctx: &Ctx<'_>, key: &[u8], meta: Option<Meta>) -> Result<Option<Met
         // its first bytes are an HLL header (it never is one unless written to look like it).
         Some(m) if m.kind == Kind::Bitmap => {
             let header = 0..hll::HEADER_LEN as u64;
-            let view = ctx.storage().latest();
+            let view = ctx.latest();
             let head = segments::load(
                 &view,
                 ctx.db(),
@@ -151,14 +154,14 @@ fn store(ctx: &Ctx<'_>, key: &[u8], value: Vec<u8>, expire_at_ms: u64) -> CmdRes
     let storage = ctx.storage();
     let mut batch = Batch::default();
     batch.put_meta(storage, ctx.db(), key, &Meta::string(value, expire_at_ms));
-    storage.commit(batch)?;
+    ctx.commit(batch)?;
     Ok(())
 }
 
 /// PFADD key [element ...]: 1 if a register changed or the key was created.
 fn pfadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let key = &args[1];
-    let _guard = ctx.storage().lock(ctx.db(), &[key]);
+    let _guard = ctx.lock_keys(&[key])?;
     let current = hll_value(ctx, key, ctx.lookup_write(key)?)?;
     let expire_at_ms = current.as_ref().map_or(0, |m| m.expire_at_ms);
     let elements = args[2..].iter().map(|e| &e[..]);
@@ -185,7 +188,7 @@ fn pfcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     }
     let key = &keys[0];
-    let _guard = ctx.storage().lock(ctx.db(), &[key]);
+    let _guard = ctx.lock_keys(&[key])?;
     let Some(mut meta) = hll_value(ctx, key, ctx.lookup_read(key)?)? else {
         ctx.out.int(0);
         return Ok(());

@@ -82,8 +82,33 @@ impl RtcRead {
     /// The epochs are noted before the locks are checked, so a writer that locks after the
     /// check and writes before [`RtcRead::still_whole`] is seen there.
     pub(super) fn begin(server: &Server, db: u16, entry: &Entry, args: &Args) -> Option<RtcRead> {
+        let several = keys(entry, args).take(2).count() > 1;
+        Self::begin_with(server, db, entry, args, several)
+    }
+
+    /// [`RtcRead::begin`] for a read its worker handler runs on an I/O thread
+    /// (`CommandSpec::rtc_nowait_read`): the epoch of a single key is noted too, since its
+    /// reads come from RocksDB (a bitmap's meta record, then its segments), not from one cache
+    /// entry read whole. Checking epochs instead of taking the keys' locks lets the I/O
+    /// threads read one hot key at the same time.
+    pub(super) fn begin_stored(
+        server: &Server,
+        db: u16,
+        entry: &Entry,
+        args: &Args,
+    ) -> Option<RtcRead> {
+        Self::begin_with(server, db, entry, args, true)
+    }
+
+    fn begin_with(
+        server: &Server,
+        db: u16,
+        entry: &Entry,
+        args: &Args,
+        note_epochs: bool,
+    ) -> Option<RtcRead> {
         let storage = &server.storage;
-        let epochs = if keys(entry, args).take(2).count() > 1 {
+        let epochs = if note_epochs {
             keys(entry, args)
                 .map(|key| storage.cache().fill_token(db, key))
                 .collect()
@@ -97,7 +122,7 @@ impl RtcRead {
     }
 
     /// After the read: true if no write of its keys began or ended meanwhile (always for a
-    /// read of one key: its cache entry is read whole).
+    /// cached read of one key: its cache entry is read whole).
     pub(super) fn still_whole(&self, server: &Server) -> bool {
         let cache = server.storage.cache();
         self.epochs.iter().all(|t| cache.unchanged(t))

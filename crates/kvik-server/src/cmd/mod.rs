@@ -401,8 +401,10 @@ fn execute_cached_entry(
     let read = entry.spec.rtc.filter(|_| {
         server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
     });
-    let write = entry.spec.rtc_write && server.config.rtc_write.load(Ordering::Relaxed);
-    if read.is_none() && !write && for_scripts.is_none() {
+    // A write, or a read the hot cache cannot answer, run by its worker handler right here.
+    let here = (entry.spec.rtc_write || entry.spec.rtc_nowait_read)
+        && server.config.rtc_write.load(Ordering::Relaxed);
+    if read.is_none() && !here && for_scripts.is_none() {
         return Outcome::NotServed;
     }
     let _cluster_gate = match admit(server, session, out, entry, args, true) {
@@ -435,7 +437,7 @@ fn execute_cached_entry(
         None => {}
     }
     let Some(handler) = read else {
-        if !write {
+        if !here {
             return Outcome::NotServed;
         }
         return run_here(server, session, out, entry, args, start, Outcome::NotServed);
@@ -459,7 +461,10 @@ fn execute_cached_entry(
         Err(RtcError::Reply(e)) => Err(e),
         Err(RtcError::Miss) => {
             out.buf.truncate(mark);
-            if entry.spec.rtc_storage && server.config.rtc_storage_read.load(Ordering::Relaxed) {
+            if here
+                || (entry.spec.rtc_storage
+                    && server.config.rtc_storage_read.load(Ordering::Relaxed))
+            {
                 return run_here(server, session, out, entry, args, start, Outcome::Missed);
             }
             return Outcome::Missed;
@@ -470,7 +475,8 @@ fn execute_cached_entry(
 }
 
 /// Runs `entry`'s worker handler on the I/O thread in [`Mode::NoWait`]: a run-to-completion
-/// write (`CommandSpec::rtc_write`), or a read that missed the hot cache
+/// write (`CommandSpec::rtc_write`), a read the hot cache cannot answer
+/// (`CommandSpec::rtc_nowait_read`), or a read that missed the hot cache
 /// (`CommandSpec::rtc_storage`; it takes its keys' locks as on a worker, tried). If it would
 /// wait it has changed nothing: its half-written reply is dropped and the pool runs it
 /// (`would_block` says how). A write's reply leaves once the I/O thread made its writes
@@ -500,11 +506,19 @@ fn run_here(
         would_block
     };
     let db = Ctx::physical_db(server, session);
-    let Ok(_reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
-        return fall_back(server);
+    let (_reading, check) = if entry.spec.rtc_nowait_read {
+        let Some(check) = isolation::RtcRead::begin_stored(server, db, entry, args) else {
+            return fall_back(server); // a writer holds one of its keys
+        };
+        (None, Some(check))
+    } else {
+        let Ok(reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
+            return fall_back(server);
+        };
+        (reading, None)
     };
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, Mode::NoWait);
+    let result = call_handler(server, session, out, entry, args, Mode::NoWait, check);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return fall_back(server);
@@ -696,7 +710,7 @@ pub(crate) fn run_entry(
         monitor::feed(server, session, entry, args);
     }
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, mode);
+    let result = call_handler(server, session, out, entry, args, mode, None);
     if exec {
         // As Redis: EXEC shows after the commands it ran.
         monitor::feed(server, session, entry, args);
@@ -710,7 +724,9 @@ pub(crate) fn run_entry(
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
 /// holds the session's selected one (see `storage::dbmap`), with the client noted for
 /// tracking (NOLOOP) and its read keys remembered: the one place both the pool
-/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler.
+/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler. A read run there without
+/// its keys' locks brings its `check`: if a write of its keys began or ended while it read,
+/// it ends with WouldBlock (the pool runs it again).
 fn call_handler(
     server: &Server,
     session: &mut Session,
@@ -718,6 +734,7 @@ fn call_handler(
     entry: &Entry,
     args: &Args,
     mode: Mode,
+    check: Option<isolation::RtcRead>,
 ) -> CmdResult {
     crate::tracking::set_current(session.id());
     track_reads(server, session, entry, args);
@@ -733,7 +750,10 @@ fn call_handler(
         db,
         deferred_lookups: Default::default(),
     };
-    let result = (entry.spec.handler)(&mut ctx, args);
+    let mut result = (entry.spec.handler)(&mut ctx, args);
+    if check.is_some_and(|c| !c.still_whole(server)) {
+        result = Err(CmdError::WOULD_BLOCK);
+    }
     if !matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         ctx.deferred_lookups.publish(&server.stats);
     }

@@ -285,6 +285,12 @@ pub struct CommandSpec {
     /// `Ctx::commit` (or `CollWrite`) and the `Ctx` reads, and make no key ready for blocked
     /// clients.
     pub rtc_write: bool,
+    /// Run to completion for a read the hot cache cannot answer (bitmap segments, sorted sets,
+    /// streams), whose data a hot key keeps in RocksDB's memtables and block cache: the I/O
+    /// thread runs its worker handler in [`super::ctx::Mode::NoWait`] as for
+    /// [`CommandSpec::rtc_write`] (under the same `rtc-write` switch), after the hot cache
+    /// missed if it has an [`CommandSpec::rtc`] handler too.
+    pub rtc_nowait_read: bool,
     /// For a read with an [`CommandSpec::rtc`] handler: when the hot cache misses, the I/O
     /// thread runs the worker handler in [`super::ctx::Mode::NoWait`] before handing the
     /// command to the pool, so a read RocksDB answers from memory (memtables, block cache)
@@ -337,6 +343,7 @@ impl CommandSpec {
             cache: CacheEffect::None,
             rtc: None,
             rtc_write: false,
+            rtc_nowait_read: false,
             rtc_storage: false,
             in_multi: InMulti::Queued,
             routing: Routing::Keys,
@@ -398,6 +405,12 @@ impl CommandSpec {
     /// Makes a write run-to-completion (see [`CommandSpec::rtc_write`]).
     pub const fn rtc_write(mut self) -> CommandSpec {
         self.rtc_write = true;
+        self
+    }
+    /// Runs a read on the I/O thread when RocksDB has its data in memory (see
+    /// [`CommandSpec::rtc_nowait_read`]).
+    pub const fn rtc_nowait_read(mut self) -> CommandSpec {
+        self.rtc_nowait_read = true;
         self
     }
     /// Lets a cached read that missed try RocksDB's memory on the I/O thread (see

@@ -20,6 +20,7 @@ mod config_rewrite;
 mod config_sort;
 mod differential;
 mod durability;
+mod family_rtc;
 mod group_commit;
 mod hash_field_expiry;
 mod hashes;

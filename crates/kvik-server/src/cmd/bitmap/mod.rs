@@ -62,6 +62,7 @@ const fn b(
 
 pub static COMMANDS: &[CommandSpec] = &[
     b("setbit", 4, WRITE_OOM, KeySpec::ONE, setbit, ACL_WRITE_SLOW)
+        .rtc_write()
         .event(Class::String, "setbit")
         .doc(
         "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
@@ -70,12 +71,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     b("getbit", 3, READ_FAST, KeySpec::ONE, |c, a| getbit(c, a), ACL_READ_FAST)
         .rtc(|c, a| getbit(c, a))
+        .rtc_nowait_read()
         .doc("Returns a bit value by offset.", "2.2.0", "O(1)"),
     b("bitcount", -2, READ, KeySpec::ONE, |c, a| bitcount(c, a), ACL_READ_SLOW)
         .rtc(|c, a| bitcount(c, a))
+        .rtc_nowait_read()
         .doc("Counts the number of set bits (population counting) in a string.", "2.6.0", "O(N)"),
     b("bitpos", -3, READ, KeySpec::ONE, |c, a| bitpos(c, a), ACL_READ_SLOW)
         .rtc(|c, a| bitpos(c, a))
+        .rtc_nowait_read()
         .doc("Finds the first set (1) or clear (0) bit in a string.", "2.8.7", "O(N)"),
     b("bitop", -4, WRITE_OOM, FROM_SECOND, bitop, ACL_WRITE_SLOW)
         .event(Class::String, "set")
@@ -86,6 +90,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N)",
     ),
     b("bitfield", -2, WRITE_OOM, KeySpec::ONE, bitfield, ACL_WRITE_SLOW)
+        .rtc_write()
         .event(Class::String, "setbit")
         .doc(
         "Performs arbitrary bitfield integer operations on strings.",
@@ -94,6 +99,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
     b("bitfield_ro", -2, READ_FAST, KeySpec::ONE, |c, a| bitfield_ro(c, a), ACL_READ_FAST)
         .rtc(|c, a| bitfield_ro(c, a))
+        .rtc_nowait_read()
         .doc(
             "Performs arbitrary read-only bitfield integer operations on strings.",
             "6.0.0",
@@ -115,7 +121,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         .load(std::sync::atomic::Ordering::Relaxed);
     let offset = bits::parse_offset(&args[2], None, max)?;
     let on = bits::parse_bit_value(&args[3])?;
-    let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
+    let _guard = ctx.lock_keys(&[&args[1]])?;
     let byte = offset >> 3;
     let span = byte..byte + 1;
     let (old, wrote) = write_bits(ctx, &args[1], std::slice::from_ref(&span), |v, _| {
@@ -233,7 +239,7 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if field::is_read_only(&ops) {
         return bitfield_read(ctx, args, &ops);
     }
-    let _guard = ctx.storage().lock(ctx.db(), &[&args[1]]);
+    let _guard = ctx.lock_keys(&[&args[1]])?;
     let (applied, _) = write_bits(ctx, &args[1], &field_spans(&ops), |v, created| {
         field::apply(v, created, &ops)
     })?;

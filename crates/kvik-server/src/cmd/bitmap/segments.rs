@@ -291,7 +291,7 @@ pub fn read<'a>(
         Some(m) if m.kind == Kind::String => Ok(Some(BitValue::Inline(Bytes::from(m.value)))),
         Some(m) if m.kind == Kind::Bitmap => {
             // Meta from the same snapshot as the segments, so they agree.
-            let view = ctx.storage().view();
+            let view = ctx.view();
             match view.get_live(ctx.db(), key, ctx.now_ms)? {
                 Some(m) if m.kind == Kind::Bitmap => Ok(Some(match spans {
                     Some(spans) => BitValue::Segments(load(&view, ctx.db(), key, &m, Some(spans))?),
@@ -337,7 +337,7 @@ pub fn write_bits<R>(
     let needed = spans.iter().map(|s| s.end).max().unwrap_or(0);
     let (mut meta, mut value, loaded) = match current {
         Some(m) if m.kind == Kind::Bitmap => {
-            let value = load(&storage.latest(), db, key, &m, Some(spans))?;
+            let value = load(&ctx.latest(), db, key, &m, Some(spans))?;
             let loaded = value.segments.clone();
             (m, value, loaded)
         }
@@ -354,12 +354,12 @@ pub fn write_bits<R>(
                 if write {
                     let mut batch = Batch::default();
                     batch.put_meta(storage, db, key, &Meta::string(bytes, expire_at_ms));
-                    storage.commit(batch)?;
+                    ctx.commit(batch)?;
                 }
                 return Ok((result, write));
             }
             // Grows past the inline limit: the same bytes as segments under a new version.
-            let meta = Meta::collection(Kind::Bitmap, storage.next_version()?, expire_at_ms);
+            let meta = Meta::collection(Kind::Bitmap, ctx.next_version()?, expire_at_ms);
             let mut value = Segmented::new(BITMAP_SEGMENT_LEN);
             value.len = bytes.len() as u64;
             for (index, chunk) in bytes.chunks(BITMAP_SEGMENT_LEN).enumerate() {
@@ -395,7 +395,7 @@ pub fn write_bits<R>(
     if write {
         meta.len = value.len;
         batch.put_meta(storage, db, key, &meta);
-        storage.commit(batch)?;
+        ctx.commit(batch)?;
     }
     Ok((result, write))
 }

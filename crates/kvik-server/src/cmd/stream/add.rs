@@ -135,7 +135,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
     let add = opts.id.map_err(id_err)?;
     let key = &args[1];
-    let _g = ctx.storage().lock(ctx.db(), &[key]);
+    let _g = ctx.lock_keys(&[key])?;
     let mut s = match Stream::write(ctx, key)? {
         Some(s) => s,
         None if opts.no_mkstream => {

@@ -232,7 +232,7 @@ pub fn help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
 /// XACK key group id [id ...]: how many pending entries were acknowledged.
 pub fn xack(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let (key, name) = (&args[1][..], &args[2][..]);
-    let _g = ctx.storage().lock(ctx.db(), &[key]);
+    let _g = ctx.lock_keys(&[key])?;
     let Some(mut s) = Stream::write(ctx, key)? else {
         ctx.out.int(0);
         return Ok(());

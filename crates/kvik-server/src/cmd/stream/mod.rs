@@ -58,6 +58,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         add::xadd,
         ACL_WRITE_FAST,
     )
+    .rtc_write()
     .event(Class::Stream, "xadd")
     .event(Class::Stream, "xtrim")
     .doc(
@@ -103,11 +104,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         "5.0.0",
         "O(1)",
     ),
-    x("xlen", 2, READ_FAST, KeySpec::ONE, add::xlen, ACL_READ_FAST).doc(
-        "Return the number of messages in a stream.",
-        "5.0.0",
-        "O(1)",
-    ),
+    x("xlen", 2, READ_FAST, KeySpec::ONE, add::xlen, ACL_READ_FAST)
+        .rtc_nowait_read()
+        .doc(
+            "Return the number of messages in a stream.",
+            "5.0.0",
+            "O(1)",
+        ),
     x(
         "xrange",
         -4,
@@ -116,6 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         read::xrange,
         ACL_READ_SLOW,
     )
+    .rtc_nowait_read()
     .doc(
         "Returns the messages from a stream within a range of IDs.",
         "5.0.0",
@@ -130,6 +134,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         read::xrevrange,
         ACL_READ_SLOW,
     )
+    .rtc_nowait_read()
     .doc(
         "Returns the messages from a stream within a range of IDs in reverse order.",
         "5.0.0",
@@ -145,6 +150,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         &["read", "stream", "slow", "blocking"],
     )
     .movable(read::read_keys)
+    .rtc_nowait_read()
     .doc(
         "Returns messages from multiple streams with IDs greater than the ones requested. \
          Blocks until a message is available otherwise.",
@@ -163,6 +169,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         &["write", "stream", "slow", "blocking"],
     )
     .movable(read::read_keys)
+    .rtc_write()
     .event(Class::Stream, "xgroup-createconsumer")
     .doc(
         "Returns new or historical messages from a stream for a consumer in a group. Blocks \
@@ -181,6 +188,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         groups::xack,
         ACL_WRITE_FAST,
     )
+    .rtc_write()
     .no_events()
     .doc(
         "Returns the number of messages that were successfully acknowledged by the consumer \

@@ -9,7 +9,7 @@
 use super::ids::{block_ms, count, int, is, range_end, range_start, strict_id, write_entry};
 use super::store::Stream;
 use crate::blocking::TimeoutReply;
-use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
+use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx, Mode};
 use crate::cmd::spec::Class;
 use crate::storage::encoding::Kind;
 use crate::storage::stream::PendingRec;
@@ -231,10 +231,9 @@ fn entries_after(
 pub fn xread(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let r = parse_read(ctx, args, false)?;
     let keys = &args[r.keys_at..r.keys_at + r.streams];
-    let storage = ctx.storage();
     // Blocking reads hold the keys' locks from the first look to parking, so no XADD slips
     // between them.
-    let _g = r.block.map(|_| storage.lock(ctx.db(), keys));
+    let _g = r.block.map(|_| ctx.lock_keys(keys)).transpose()?;
     let mut ids = Vec::with_capacity(r.streams);
     let mut streams = Vec::with_capacity(r.streams);
     for (i, key) in keys.iter().enumerate() {
@@ -298,8 +297,12 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let r = parse_read(ctx, args, true)?;
     let (group, consumer) = r.group.expect("checked by parse_read");
     let keys = &args[r.keys_at..r.keys_at + r.streams];
-    let storage = ctx.storage();
-    let _g = storage.lock(ctx.db(), keys);
+    // Each stream served is committed on its own: on an I/O thread, where a later one could
+    // still end the command with WouldBlock after an earlier one changed, only one stream.
+    if ctx.mode == Mode::NoWait && r.streams > 1 {
+        return Err(CmdError::WOULD_BLOCK);
+    }
+    let _g = ctx.lock_keys(keys)?;
     // Check every stream, group and ID before serving any (`None`: `>`).
     let mut ids: Vec<Option<StreamId>> = Vec::with_capacity(r.streams);
     let mut opened = Vec::with_capacity(r.streams);

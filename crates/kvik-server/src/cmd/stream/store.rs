@@ -13,7 +13,7 @@ use crate::storage::stream::{
     entry_member, group_consumer_pel_prefix, group_member, pel_member, pel_prefix, trailing_id,
     ConsumerRec, GroupRec, PendingRec, StreamState, INVALID_ENTRIES_READ, TAG_ENTRY, TAG_GROUP,
 };
-use crate::storage::{Batch, Cf, Coll, Storage, View};
+use crate::storage::{Batch, Cf, Coll, Storage, View, Wait};
 use kvik_types::stream_id::StreamId;
 use std::collections::BTreeMap;
 
@@ -28,6 +28,8 @@ pub struct Stream<'s, 'k> {
     staged: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     batch: Batch,
     dirty: bool,
+    /// Whether the commit may wait (not on an I/O thread; see `Mode::NoWait`).
+    wait: Wait,
 }
 
 impl<'s, 'k> Stream<'s, 'k> {
@@ -42,6 +44,7 @@ impl<'s, 'k> Stream<'s, 'k> {
             staged: BTreeMap::new(),
             batch: Batch::default(),
             dirty: false,
+            wait: ctx.wait(),
         }
     }
 
@@ -57,14 +60,14 @@ impl<'s, 'k> Stream<'s, 'k> {
     pub fn write(ctx: &Ctx<'s>, key: &'k [u8]) -> Result<Option<Self>, CmdError> {
         Ok(ctx
             .write_collection(key, Kind::Stream)?
-            .map(|meta| Self::new(ctx, ctx.storage().latest(), key, meta)))
+            .map(|meta| Self::new(ctx, ctx.latest(), key, meta)))
     }
 
     /// A new empty stream under a fresh version (written on commit); the caller holds the lock.
     pub fn create(ctx: &Ctx<'s>, key: &'k [u8]) -> Result<Self, CmdError> {
-        let version = ctx.storage().next_version()?;
+        let version = ctx.next_version()?;
         let meta = Meta::collection(Kind::Stream, version, 0);
-        let mut s = Self::new(ctx, ctx.storage().latest(), key, meta);
+        let mut s = Self::new(ctx, ctx.latest(), key, meta);
         s.dirty = true;
         Ok(s)
     }
@@ -105,7 +108,8 @@ impl<'s, 'k> Stream<'s, 'k> {
         self.meta.value = self.state.encode();
         self.batch
             .put_meta(self.storage, self.db, self.key, &self.meta);
-        self.storage.commit(std::mem::take(&mut self.batch))?;
+        self.storage
+            .commit_with(std::mem::take(&mut self.batch), self.wait)?;
         Ok(())
     }
 

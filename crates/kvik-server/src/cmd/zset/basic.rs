@@ -90,8 +90,7 @@ pub fn zincrby(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// the flags and replies with the count added (CH: added or changed), or with INCR the new
 /// score (nil if the flags prevented the update).
 fn zadd_generic(ctx: &mut Ctx<'_>, key: &[u8], f: AddFlags, pairs: &[(f64, &[u8])]) -> CmdResult {
-    let storage = ctx.storage();
-    let _g = storage.lock(ctx.db(), &[key]);
+    let _g = ctx.lock_keys(&[key])?;
     let Some(mut w) = ZWriter::open(ctx, key, !f.xx)? else {
         if f.incr {
             ctx.out.null();

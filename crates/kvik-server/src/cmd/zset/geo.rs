@@ -45,28 +45,29 @@ const fn g(
 pub static COMMANDS: &[CommandSpec] = &[
     // GEOADD runs ZADD, whose event it emits.
     g("geoadd", -5, WRITE_OOM, KeySpec::ONE, geoadd, ACL_WRITE)
+        .rtc_write()
         .event(Class::ZSet, "zadd")
         .doc(
         "Adds one or more members to a geospatial index. The key is created if it doesn't exist.",
         "3.2.0",
         "O(log(N)) for each item added, where N is the number of elements in the sorted set.",
     ),
-    g("geopos", -2, READ, KeySpec::ONE, geopos, ACL_READ).doc(
+    g("geopos", -2, READ, KeySpec::ONE, geopos, ACL_READ).rtc_nowait_read().doc(
         "Returns the longitude and latitude of members from a geospatial index.",
         "3.2.0",
         "O(N) where N is the number of members requested.",
     ),
-    g("geodist", -4, READ, KeySpec::ONE, geodist, ACL_READ).doc(
+    g("geodist", -4, READ, KeySpec::ONE, geodist, ACL_READ).rtc_nowait_read().doc(
         "Returns the distance between two members of a geospatial index.",
         "3.2.0",
         "O(1)",
     ),
-    g("geohash", -2, READ, KeySpec::ONE, geohash, ACL_READ).doc(
+    g("geohash", -2, READ, KeySpec::ONE, geohash, ACL_READ).rtc_nowait_read().doc(
         "Returns members from a geospatial index as geohash strings.",
         "3.2.0",
         "O(N) where N is the number of members requested.",
     ),
-    g("geosearch", -7, READ, KeySpec::ONE, geosearch, ACL_READ).doc(
+    g("geosearch", -7, READ, KeySpec::ONE, geosearch, ACL_READ).rtc_nowait_read().doc(
         "Queries a geospatial index for members inside an area of a box or a circle.",
         "6.2.0",
         SEARCH_COMPLEXITY,
@@ -88,7 +89,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "3.2.0",
             SEARCH_COMPLEXITY,
         ),
-    g("georadius_ro", -6, READ, KeySpec::ONE, georadius_ro, ACL_READ).doc(
+    g("georadius_ro", -6, READ, KeySpec::ONE, georadius_ro, ACL_READ).rtc_nowait_read().doc(
         "Returns members from a geospatial index that are within a distance from a coordinate.",
         "3.2.10",
         SEARCH_COMPLEXITY,
@@ -102,7 +103,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "3.2.0",
             SEARCH_COMPLEXITY,
         ),
-    g("georadiusbymember_ro", -5, READ, KeySpec::ONE, georadiusbymember_ro, ACL_READ).doc(
+    g("georadiusbymember_ro", -5, READ, KeySpec::ONE, georadiusbymember_ro, ACL_READ).rtc_nowait_read().doc(
         "Returns members from a geospatial index that are within a distance from a member.",
         "3.2.10",
         SEARCH_COMPLEXITY,

@@ -53,7 +53,7 @@ use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
 };
 use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
-use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View};
+use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
 use range::{LexBound, LexRange, ScoreRange};
 use std::collections::HashMap;
@@ -98,6 +98,7 @@ const fn z(
 
 pub static COMMANDS: &[CommandSpec] = &[
     z("zadd", -4, WRITE_OOM_FAST, KeySpec::ONE, basic::zadd, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::ZSet, "zadd")
 .event(Class::ZSet, "zincr").doc(
         "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.",
@@ -656,6 +657,8 @@ pub(crate) struct ZWriter<'a, 'k> {
     batch: Batch,
     dirty: bool,
     pending: HashMap<Vec<u8>, Option<f64>>,
+    /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
+    wait: Wait,
 }
 
 impl<'a, 'k> ZWriter<'a, 'k> {
@@ -665,10 +668,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         let storage = ctx.storage();
         let (meta, existed) = match ctx.write_collection(key, Kind::ZSet)? {
             Some(meta) => (meta, true),
-            None if create => (
-                Meta::collection(Kind::ZSet, storage.next_version()?, 0),
-                false,
-            ),
+            None if create => (Meta::collection(Kind::ZSet, ctx.next_version()?, 0), false),
             None => return Ok(None),
         };
         Ok(Some(ZWriter {
@@ -680,6 +680,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             batch: Batch::default(),
             dirty: false,
             pending: HashMap::new(),
+            wait: ctx.wait(),
         }))
     }
 
@@ -690,7 +691,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
     /// The set as committed so far (this writer's pending changes are not visible).
     fn current(&self) -> ZSet<'a, 'k> {
         ZSet {
-            view: self.storage.latest(),
+            view: self.storage.latest_with(self.wait),
             coll: self.coll(),
             len: self.meta.len,
         }
@@ -765,7 +766,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         } else {
             batch.put_meta(self.storage, self.db, self.key, &self.meta);
         }
-        self.storage.commit(batch)?;
+        self.storage.commit_with(batch, self.wait)?;
         Ok(())
     }
 
