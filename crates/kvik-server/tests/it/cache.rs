@@ -372,7 +372,8 @@ fn cache_maxmemory_is_respected() {
 fn concurrent_counters_never_go_backwards() {
     // Fills are delayed 300 us after their disk read, so writes often land inside that window:
     // a fill that ignored them would cache an old value (this test fails without the write
-    // epoch check in Cache::fill_value).
+    // epoch check in Cache::fill_value). Admission off: every miss fills and evicts (with it,
+    // most refills of the tiny cache would be refused instead of racing the writes).
     let s = TestServer::start_with(&[
         "--cache-maxmemory",
         "512",
@@ -380,6 +381,8 @@ fn concurrent_counters_never_go_backwards() {
         "1",
         "--cache-fill-delay-us",
         "300",
+        "--cache-admission",
+        "no",
     ]);
     const KEYS: usize = 6;
     let port = s.port;
