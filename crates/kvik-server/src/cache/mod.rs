@@ -689,12 +689,40 @@ impl Cache {
     /// cached (a string also enters the cache with write-allocate; a hash never does, and one
     /// grown past `cache-max-hash-fields` is dropped). `None`: drop the entry.
     pub fn apply_value(&self, db: u16, key: &[u8], put: Option<(u64, CachedValue)>) {
+        // One more write, one fewer in flight (pairs with `begin_write`).
+        self.update(db, key, put, 1u64.wrapping_sub(WRITE_IN_FLIGHT));
+    }
+
+    /// [`apply_value`](Cache::apply_value) for a write that is not in RocksDB yet (a
+    /// transaction's, see `storage::txn`): the entry shows the new value to the writer, which
+    /// holds the key's lock, but the write stays in flight, so no reader fills the key (or any
+    /// of its stripe) with what RocksDB still holds, until [`end_write`](Cache::end_write).
+    pub fn apply_value_held(&self, db: u16, key: &[u8], put: Option<(u64, CachedValue)>) {
+        self.update(db, key, put, 1);
+    }
+
+    /// Ends a write that [`apply_value_held`](Cache::apply_value_held) left in flight, once it
+    /// is in RocksDB; `failed`: it never got there, so its entry is dropped.
+    pub fn end_write(&self, db: u16, key: &[u8], failed: bool) {
+        let hash = self.hash(db, key);
+        let cell = self.cell(hash);
+        let mut s = cell.shard.lock();
+        Self::epoch(cell, hash).fetch_add(1u64.wrapping_sub(WRITE_IN_FLIGHT), Release);
+        if failed {
+            if let Some(i) = s.find(db, key) {
+                s.remove_at(i);
+            }
+        }
+    }
+
+    /// Replaces (or drops) `key`'s entry after a write, adding `epoch_delta` to its write
+    /// epoch.
+    fn update(&self, db: u16, key: &[u8], put: Option<(u64, CachedValue)>, epoch_delta: u64) {
         let hash = self.hash(db, key);
         let cell = self.cell(hash);
         let budget = self.shard_budget();
         let mut s = cell.shard.lock();
-        // One more write, one fewer in flight (pairs with `begin_write`).
-        Self::epoch(cell, hash).fetch_add(1u64.wrapping_sub(WRITE_IN_FLIGHT), Release);
+        Self::epoch(cell, hash).fetch_add(epoch_delta, Release);
         match s.find(db, key) {
             Some(i) => s.remove_at(i),
             // Write-allocate: a written string is likely read next; cache it (with its state,

@@ -275,10 +275,12 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
         return Ok(());
     }
     let exec_id = ctx.session.client.last_cmd.load(Ordering::Relaxed);
+    let reply_start = ctx.out.buf.len();
     ctx.out.array(state.queue.len());
     ctx.session.in_exec = true;
-    // Its commits reach replicas as one write.
+    // Its commits reach replicas as one write, and RocksDB as one batch (`storage::txn`).
     let _atomic = storage.atomic_group();
+    let txn = storage.begin_txn();
     for q in &state.queue {
         let entry = table().entry(q.id);
         let acl = crate::acl::Context::Exec;
@@ -308,6 +310,11 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
         .client
         .last_cmd
         .store(exec_id, Ordering::Relaxed);
+    if let Err(e) = txn.commit() {
+        // Nothing of it was written: the replies go, EXEC fails.
+        ctx.out.buf.truncate(reply_start);
+        return Err(e.into());
+    }
     Ok(())
 }
 

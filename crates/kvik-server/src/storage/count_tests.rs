@@ -59,7 +59,7 @@ fn index_entries(s: &Storage) -> Entries {
 }
 
 /// Asserts that the counts of databases `0..dbs` and the whole expiry index match a scan.
-fn assert_consistent(s: &Storage, dbs: u16) {
+pub(super) fn assert_consistent(s: &Storage, dbs: u16) {
     let mut index = BTreeSet::new();
     for db in 0..dbs {
         let (counts, entries) = scanned(s, db);

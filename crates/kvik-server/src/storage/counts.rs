@@ -196,7 +196,7 @@ impl KeyState {
         }
     }
 
-    fn counts(self) -> (i64, i64) {
+    pub(super) fn counts(self) -> (i64, i64) {
         match self {
             KeyState::Absent => (0, 0),
             KeyState::Present(0) => (1, 0),
@@ -427,11 +427,13 @@ impl Storage {
 
     /// Keys in database `db` (DBSIZE), in O(1).
     pub fn key_count(&self, db: u16) -> u64 {
-        self.counts.keys(db)
+        let pending = self.txn_count_delta(db).0;
+        (self.counts.keys(db) as i64 + pending).max(0) as u64
     }
 
     /// Keys in database `db` that have an expiry (INFO keyspace `expires=`), in O(1).
     pub fn expires_count(&self, db: u16) -> u64 {
-        self.counts.expires(db)
+        let pending = self.txn_count_delta(db).1;
+        (self.counts.expires(db) as i64 + pending).max(0) as u64
     }
 }

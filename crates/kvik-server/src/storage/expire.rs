@@ -313,7 +313,7 @@ fn delete_fields_if_due(
                 expired.push((db, key.clone(), false));
             }
         }
-        batch.inner.delete_cf(storage.cf(CF_EXPIRY), index_key);
+        batch.delete_raw(storage, CF_EXPIRY, &index_key);
     }
     for (key, meta, changed) in &hashes {
         match meta {

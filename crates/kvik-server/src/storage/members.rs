@@ -14,8 +14,10 @@
 use super::encoding::{
     data_prefix, field_expired, prefix_successor, split_field_value, Kind, Meta, FIELD_TTL_LEN,
 };
+use super::txn::RawCursor;
+use super::CF_META;
 use super::{expiry_index, Batch, Storage, StorageResult, Wait, CF_DATA, CF_EXPIRY, CF_SCORE};
-use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
+use rocksdb::{ReadOptions, SnapshotWithThreadMode, DB};
 
 /// The column family of a collection entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,9 +144,13 @@ impl<'a> View<'a> {
 
     /// The metadata of `key`, expired or not.
     pub fn get_meta(&self, db: u16, key: &[u8]) -> StorageResult<Option<Meta>> {
+        let raw_key = super::encoding::meta_key(db, key);
+        if let Some(buffered) = self.storage.txn_lookup(CF_META, &raw_key) {
+            return Ok(buffered.and_then(|raw| Meta::decode(&raw)));
+        }
         let raw = self.storage.db.get_pinned_cf_opt(
             self.storage.meta_cf(),
-            super::encoding::meta_key(db, key),
+            raw_key,
             &self.read_opts(),
         )?;
         Ok(raw.and_then(|raw| Meta::decode(&raw)))
@@ -158,15 +164,16 @@ impl<'a> View<'a> {
     /// One member's value in the data CF (a hash field's value, a sorted-set member's score,
     /// a list element at a position, an empty value for a set member).
     pub fn get_member(&self, coll: &Coll, member: &[u8]) -> StorageResult<Option<Vec<u8>>> {
-        Ok(self
-            .storage
-            .db
-            .get_cf_opt(
-                self.storage.cf(CF_DATA),
-                coll.entry_key(member),
-                &self.read_opts(),
-            )?
-            .and_then(|v| coll.visible(v)))
+        let raw_key = coll.entry_key(member);
+        let raw = match self.storage.txn_lookup(CF_DATA, &raw_key) {
+            Some(buffered) => buffered.map(|v| v.to_vec()),
+            None => {
+                self.storage
+                    .db
+                    .get_cf_opt(self.storage.cf(CF_DATA), raw_key, &self.read_opts())?
+            }
+        };
+        Ok(raw.and_then(|v| coll.visible(v)))
     }
 
     /// Several members' values at once (HMGET, SMISMEMBER, ZMSCORE), in the order asked.
@@ -176,12 +183,34 @@ impl<'a> View<'a> {
         members: &[M],
     ) -> StorageResult<Vec<Option<Vec<u8>>>> {
         let cf = self.storage.cf(CF_DATA);
-        let keys = members.iter().map(|m| (cf, coll.entry_key(m.as_ref())));
-        self.storage
+        let raw_keys: Vec<Vec<u8>> = members.iter().map(|m| coll.entry_key(m.as_ref())).collect();
+        let buffered: Vec<Option<Option<bytes::Bytes>>> = if self.storage.in_txn() {
+            raw_keys
+                .iter()
+                .map(|k| self.storage.txn_lookup(CF_DATA, k))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let unread = |i: usize| buffered.get(i).is_none_or(Option::is_none);
+        let keys = raw_keys
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| unread(i))
+            .map(|(_, k)| (cf, k));
+        let mut read = self
+            .storage
             .db
             .multi_get_cf_opt(keys, &self.read_opts())
-            .into_iter()
-            .map(|r| r.map(|v| v.and_then(|v| coll.visible(v))))
+            .into_iter();
+        (0..raw_keys.len())
+            .map(|i| {
+                let raw = match buffered.get(i).cloned().flatten() {
+                    Some(b) => b.map(|v| v.to_vec()),
+                    None => read.next().expect("one read per unbuffered member")?,
+                };
+                Ok(raw.and_then(|v| coll.visible(v)))
+            })
             .collect()
     }
 
@@ -191,14 +220,18 @@ impl<'a> View<'a> {
         let prefix = coll.prefix();
         let mut o = self.read_opts();
         o.set_iterate_lower_bound(prefix.clone());
-        if let Some(upper) = prefix_successor(&prefix) {
-            o.set_iterate_upper_bound(upper);
+        let upper = prefix_successor(&prefix);
+        if let Some(upper) = &upper {
+            o.set_iterate_upper_bound(upper.clone());
         }
+        let it = self
+            .storage
+            .db
+            .raw_iterator_cf_opt(self.storage.cf(cf.name()), o);
         MemberCursor {
             it: self
                 .storage
-                .db
-                .raw_iterator_cf_opt(self.storage.cf(cf.name()), o),
+                .txn_cursor(cf.name(), &prefix, upper.as_deref(), it),
             prefix,
             ttl_now: coll.ttl_now.filter(|_| cf == Cf::Data),
         }
@@ -251,7 +284,7 @@ impl<'a> View<'a> {
 /// Over a hash with field TTLs read through [`Coll::new`], it steps over expired fields and
 /// strips the expiry prefix from values.
 pub struct MemberCursor<'a> {
-    it: DBRawIteratorWithThreadMode<'a, DB>,
+    it: RawCursor<'a>,
     prefix: Vec<u8>,
     ttl_now: Option<u64>,
 }
@@ -269,14 +302,14 @@ impl MemberCursor<'_> {
     pub fn seek(&mut self, member: &[u8]) {
         let mut raw = self.prefix.clone();
         raw.extend_from_slice(member);
-        self.it.seek(raw);
+        self.it.seek(&raw);
         self.skip_expired(true);
     }
     /// Positions at the last entry whose member is <= `member`.
     pub fn seek_back(&mut self, member: &[u8]) {
         let mut raw = self.prefix.clone();
         raw.extend_from_slice(member);
-        self.it.seek_for_prev(raw);
+        self.it.seek_for_prev(&raw);
         self.skip_expired(false);
     }
     pub fn next(&mut self) {
@@ -339,8 +372,7 @@ impl Batch {
         member: &[u8],
         value: &[u8],
     ) {
-        self.inner
-            .put_cf(storage.cf(cf.name()), coll.entry_key(member), value);
+        self.put_raw(storage, cf.name(), &coll.entry_key(member), value);
     }
 
     /// Stores a copied entry of `to` (RENAME, COPY, RESTORE ...): the entry as it was stored,
@@ -367,26 +399,27 @@ impl Batch {
     /// Indexes field `field` of hash `coll` as expiring at `at`, for active expiry. After the
     /// commit, the expiry cycle is told to look at `at` (see `expire`).
     pub fn put_field_index(&mut self, storage: &Storage, coll: &Coll, field: &[u8], at: u64) {
-        self.inner.put_cf(
-            storage.cf(CF_EXPIRY),
-            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
-            [],
+        self.put_raw(
+            storage,
+            CF_EXPIRY,
+            &expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+            &[],
         );
         self.field_expiry_min = self.field_expiry_min.min(at);
     }
 
     /// Removes the index entry of field `field` of hash `coll` expiring at `at`.
     pub fn delete_field_index(&mut self, storage: &Storage, coll: &Coll, field: &[u8], at: u64) {
-        self.inner.delete_cf(
-            storage.cf(CF_EXPIRY),
-            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+        self.delete_raw(
+            storage,
+            CF_EXPIRY,
+            &expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
         );
     }
 
     /// Deletes a collection entry of `key` at `meta`'s version.
     pub fn delete_member(&mut self, storage: &Storage, cf: Cf, coll: &Coll, member: &[u8]) {
-        self.inner
-            .delete_cf(storage.cf(cf.name()), coll.entry_key(member));
+        self.delete_raw(storage, cf.name(), &coll.entry_key(member));
     }
 
     /// Writes `rec` as `key` of `db` (replacing whatever is there): strings as they are,

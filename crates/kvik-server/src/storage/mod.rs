@@ -38,6 +38,7 @@ pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+pub mod txn;
 pub mod wal;
 pub mod wal_retention;
 
@@ -174,6 +175,8 @@ impl FsyncPolicy {
 /// so no write command can forget its cache update.
 pub struct Batch {
     inner: rocksdb::WriteBatch,
+    /// The batch's writes again, kept while this thread has a transaction open (see `txn`).
+    log: Option<Vec<txn::Op>>,
     effects: Vec<CacheEffect>,
     /// A write Redis does not signal as a modification of its keys (see [`Batch::quiet`]).
     quiet: bool,
@@ -185,6 +188,7 @@ impl Default for Batch {
     fn default() -> Batch {
         Batch {
             inner: rocksdb::WriteBatch::default(),
+            log: txn::recording().then(Vec::new),
             effects: Vec::new(),
             quiet: false,
             field_expiry_min: u64::MAX,
@@ -201,6 +205,8 @@ struct CacheEffect {
     /// For a put of a hash: its whole new field set, when the write knows it (rebuilt from
     /// the cached copy), so the cache entry is updated rather than dropped.
     hash: Option<crate::cache::HashFields>,
+    /// Written by a quiet batch (see [`Batch::quiet`]; a transaction mixes both kinds).
+    quiet: bool,
 }
 
 pub struct Storage {
@@ -219,6 +225,9 @@ pub struct Storage {
     /// Commits hold it shared from their state reads to their counts update; FLUSHDB and
     /// FLUSHALL hold it exclusively, so no commit counts a key against a state a flush erased.
     commit_gate: RwLock<()>,
+    /// FLUSHDB and FLUSHALL so far: a transaction whose key states were noted before one of
+    /// them reads them again (see `txn`).
+    flushes: AtomicU64,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
@@ -307,6 +316,7 @@ impl Storage {
             closing,
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
+            flushes: AtomicU64::new(0),
             shared,
             wal: wal::WalGroup::default(),
             backlog: backlog::Backlog::default(),
@@ -463,18 +473,22 @@ impl Storage {
 
     /// The metadata of `key`, expired or not; callers decide what expiry means for them.
     pub fn get_meta(&self, db: u16, key: &[u8]) -> StorageResult<Option<Meta>> {
-        let raw = self.db.get_pinned_cf(self.meta_cf(), meta_key(db, key))?;
-        Ok(raw.and_then(|raw| Meta::decode(&raw)))
+        self.get_meta_with(db, key, Wait::Allowed)
     }
 
     /// [`Storage::get_meta`]; with [`Wait::Never`], `Incomplete` if it is not in memory.
     pub fn get_meta_with(&self, db: u16, key: &[u8], wait: Wait) -> StorageResult<Option<Meta>> {
-        if wait == Wait::Allowed {
-            return self.get_meta(db, key);
+        let raw_key = meta_key(db, key);
+        if let Some(buffered) = self.txn_lookup(CF_META, &raw_key) {
+            return Ok(buffered.and_then(|raw| Meta::decode(&raw)));
         }
-        let raw =
-            self.db
-                .get_pinned_cf_opt(self.meta_cf(), meta_key(db, key), &wait.read_options())?;
+        let raw = match wait {
+            Wait::Allowed => self.db.get_pinned_cf(self.meta_cf(), raw_key)?,
+            Wait::Never => {
+                self.db
+                    .get_pinned_cf_opt(self.meta_cf(), raw_key, &wait.read_options())?
+            }
+        };
         Ok(raw.and_then(|raw| Meta::decode(&raw)))
     }
 
@@ -491,14 +505,34 @@ impl Storage {
     }
 
     /// [`Storage::commit`]; with [`Wait::Never`] it fails with `Incomplete`, having written
-    /// nothing, rather than read a key's state from disk or wait out a write stall.
-    pub fn commit_with(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
+    /// nothing, rather than read a key's state from disk or wait out a write stall. Inside a
+    /// transaction (see `txn`) the batch is buffered, and written with the transaction.
+    pub fn commit_with(&self, batch: Batch, wait: Wait) -> StorageResult<()> {
+        if batch.log.is_some() && self.in_txn() {
+            return self.buffer(batch, wait);
+        }
+        self.write_batch(batch, wait, None)
+    }
+
+    /// Writes `batch` with its counts and expiry index changes, applies its cache effects and
+    /// tells the observers. `prior`: the keys' states before the batch as a transaction noted
+    /// them (its cache effects are then already applied); without it they are read here.
+    fn write_batch(
+        &self,
+        mut batch: Batch,
+        wait: Wait,
+        prior: Option<&txn::Prior>,
+    ) -> StorageResult<()> {
         let observers = self.observers.read();
         let gate = self.commit_gate.read();
         let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
-        let tally = self.tally(&mut batch, changes.as_mut(), wait)?;
-        self.mark_group(&mut batch.inner);
-        for e in &batch.effects {
+        let tally = self.tally(&mut batch, changes.as_mut(), wait, prior)?;
+        if !prior.is_some_and(|p| p.whole) {
+            self.mark_group(&mut batch.inner);
+        }
+        // A transaction's values are in the cache already (see `txn`).
+        let in_cache = prior.is_some();
+        for e in batch.effects.iter().filter(|_| !in_cache) {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
             }
@@ -514,13 +548,16 @@ impl Storage {
             }
         }
         drop(gate);
-        let mut written = Vec::with_capacity(if observers.is_empty() {
+        let capacity = if observers.is_empty() {
             0
         } else {
             batch.effects.len()
-        });
+        };
+        let mut written = Vec::with_capacity(capacity);
+        let mut touched = Vec::new();
         // Applied even if the write failed (then as a drop): a failed write may still have
-        // reached the memtable, and dropping an entry is always safe.
+        // reached the memtable, and dropping an entry is always safe. A transaction's values
+        // are in the cache already: kept if written, dropped if not.
         for e in &batch.effects {
             let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
                 continue;
@@ -531,7 +568,16 @@ impl Storage {
                 .filter(|_| result.is_ok())
                 .and_then(|v| Some((Meta::decode(v)?, v)));
             if !observers.is_empty() {
-                written.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0.kind)));
+                let list = if e.quiet || batch.quiet {
+                    &mut touched
+                } else {
+                    &mut written
+                };
+                list.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0.kind)));
+            }
+            if in_cache {
+                self.cache.end_write(db, key, result.is_err());
+                continue;
             }
             // A put that did not decode, or whose whole value is not known, is treated as a
             // delete: the entry is dropped.
@@ -539,9 +585,10 @@ impl Storage {
             self.cache.apply_value(db, key, value);
         }
         for o in observers.iter() {
-            if batch.quiet {
-                o.keys_touched(&written);
-            } else {
+            if !touched.is_empty() {
+                o.keys_touched(&touched);
+            }
+            if !written.is_empty() {
                 o.keys_written(&written);
             }
         }
@@ -576,22 +623,30 @@ impl Storage {
         batch: &mut Batch,
         mut changes: Option<&mut Vec<(usize, bool, bool)>>,
         wait: Wait,
+        prior: Option<&txn::Prior>,
     ) -> StorageResult<Tally> {
         let mut tally = Tally::default();
         if batch.effects.is_empty() {
             return Ok(tally);
         }
-        // Each key's state before the batch: from the hot cache when it holds the key (the
-        // writer holds the key's lock, so the entry is current), else from RocksDB.
+        // Each key's state before the batch: as a transaction noted it, or from the hot cache
+        // when it holds the key (the writer holds the key's lock, so the entry is current),
+        // else from RocksDB.
         let mut states: Vec<(&[u8], KeyState)> = Vec::with_capacity(batch.effects.len());
         let mut unknown: Vec<usize> = Vec::new();
         for e in &batch.effects {
             if states.iter().any(|(k, _)| *k == e.raw_key.as_slice()) {
                 continue;
             }
-            let cached = decode_meta_key(&e.raw_key)
-                .and_then(|(db, _, key)| self.cache.cached_state(db, key));
-            match cached {
+            let known = match prior {
+                // Noted before a flush that came in between: read again (not from the cache,
+                // which holds the transaction's own values).
+                Some(p) if p.flushes != self.flushes.load(Ordering::Acquire) => None,
+                Some(p) => p.state_of(&e.raw_key),
+                None => decode_meta_key(&e.raw_key)
+                    .and_then(|(db, _, key)| self.cache.cached_state(db, key)),
+            };
+            match known {
                 Some(state) => states.push((&e.raw_key, state)),
                 None => {
                     unknown.push(states.len());
@@ -686,12 +741,14 @@ impl Storage {
         mut f: impl FnMut(&[u8], &Meta) -> bool,
     ) -> StorageResult<Option<Vec<u8>>> {
         let mut opts = ReadOptions::default();
-        if let Some(end) = prefix_successor(prefix) {
+        let end = prefix_successor(prefix);
+        if let Some(end) = &end {
             // Stops at the prefix's end instead of stepping over what follows it (which may
             // be a run of deleted records).
-            opts.set_iterate_upper_bound(end);
+            opts.set_iterate_upper_bound(end.clone());
         }
-        let mut it = self.db.raw_iterator_cf_opt(self.meta_cf(), opts);
+        let it = self.db.raw_iterator_cf_opt(self.meta_cf(), opts);
+        let mut it = self.txn_cursor(CF_META, prefix, end.as_deref(), it);
         match after {
             Some(after) => {
                 it.seek(after);
@@ -745,7 +802,10 @@ impl Storage {
     /// Range-deletes databases `from..to` in every column family, their counts included, in one
     /// batch, while no commit is between its state reads and its counts update.
     fn delete_dbs(&self, from: u16, to: u16) -> StorageResult<()> {
+        // What an open transaction of this thread buffered goes first (see `txn`).
+        self.settle_txn()?;
         let _gate = self.commit_gate.write();
+        self.flushes.fetch_add(1, Ordering::AcqRel);
         let mut batch = rocksdb::WriteBatch::default();
         for cf in DB_PREFIXED_CFS {
             batch.delete_range_cf(self.cf(cf), db_prefix(from), db_prefix(to));
@@ -873,6 +933,37 @@ fn cached_value(
 }
 
 impl Batch {
+    /// Puts `value` under raw key `key` of column family `cf`. Every write of a batch goes
+    /// through this, [`Batch::delete_raw`] or [`Batch::delete_range_raw`], which keep the
+    /// batch's log while a transaction is open (see `txn`).
+    fn put_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8], value: &[u8]) {
+        self.inner.put_cf(storage.cf(cf), key, value);
+        if let Some(log) = &mut self.log {
+            log.push(txn::Op::Put(
+                cf,
+                key.to_vec(),
+                Bytes::copy_from_slice(value),
+            ));
+        }
+    }
+
+    /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
+    fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8]) {
+        self.inner.delete_cf(storage.cf(cf), key);
+        if let Some(log) = &mut self.log {
+            log.push(txn::Op::Delete(cf, key.to_vec()));
+        }
+    }
+
+    /// Deletes the raw keys of `cf` from `from` (inclusive) to `to` (exclusive) with one range
+    /// tombstone (see [`Batch::put_raw`]).
+    fn delete_range_raw(&mut self, storage: &Storage, cf: &'static str, from: &[u8], to: &[u8]) {
+        self.inner.delete_range_cf(storage.cf(cf), from, to);
+        if let Some(log) = &mut self.log {
+            log.push(txn::Op::DeleteRange(cf, from.to_vec(), to.to_vec()));
+        }
+    }
+
     /// Stores `meta` under `key`; on commit, a cached entry of `key` is updated (a string) or
     /// dropped (another kind).
     pub fn put_meta(&mut self, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
@@ -891,12 +982,13 @@ impl Batch {
     ) {
         let raw_key = meta_key(db, key);
         let value = Bytes::from(meta.encode());
-        self.inner.put_cf(storage.meta_cf(), &raw_key, &value);
+        self.put_raw(storage, CF_META, &raw_key, &value);
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect {
                 raw_key,
                 put: Some(value),
                 hash,
+                quiet: false,
             });
         }
     }
@@ -904,12 +996,13 @@ impl Batch {
     /// Deletes `key`; on commit, a cached entry of `key` is dropped.
     pub fn delete_meta(&mut self, storage: &Storage, db: u16, key: &[u8]) {
         let raw_key = meta_key(db, key);
-        self.inner.delete_cf(storage.meta_cf(), &raw_key);
+        self.delete_raw(storage, CF_META, &raw_key);
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect {
                 raw_key,
                 put: None,
                 hash: None,
+                quiet: false,
             });
         }
     }
@@ -917,8 +1010,7 @@ impl Batch {
     /// Deletes `key`'s expiry index entry at `at` (active expiry's clean-up of an entry whose
     /// key no longer has that expiry).
     fn delete_index_entry(&mut self, storage: &Storage, db: u16, at: u64, key: &[u8]) {
-        self.inner
-            .delete_cf(storage.cf(CF_EXPIRY), expiry_index::key(db, at, key));
+        self.delete_raw(storage, CF_EXPIRY, &expiry_index::key(db, at, key));
     }
 
     /// The keys whose cache entries this batch will update or drop, as (db, user key).

@@ -290,7 +290,7 @@ impl Batch {
         lo.extend_from_slice(from);
         let mut hi = prefix;
         hi.extend_from_slice(to);
-        self.inner.delete_range_cf(storage.cf(CF_DATA), lo, hi);
+        self.delete_range_raw(storage, CF_DATA, &lo, &hi);
     }
 }
 

@@ -171,3 +171,95 @@ fn kill9_with_appendfsync_always_loses_nothing_acknowledged() {
 fn kill9_with_appendfsync_everysec_loses_nothing_acknowledged() {
     kill9_loses_nothing_acknowledged(&[]);
 }
+
+/// Polls `cond` every 10 ms for up to 10 s.
+fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..1000 {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+/// A script killed (kill -9) half-way leaves nothing after the restart, although another
+/// client's acknowledged write made the WAL durable while the script ran: the script's writes
+/// are one RocksDB batch, written when it ends (before, each `redis.call` was its own, and the
+/// other client's group commit put `half` on disk).
+#[test]
+fn kill9_inside_a_script_leaves_none_of_its_writes() {
+    let mut s = TestServer::start();
+    let mut c = s.client();
+    let mut probe = s.client();
+    let script = "redis.call('set', KEYS[1], 'x') \
+                  local t = redis.call('time') local until = t[1] + 20 \
+                  while tonumber(redis.call('time')[1]) < until do end \
+                  redis.call('set', KEYS[2], 'y') return 1";
+    let runner = std::thread::spawn(move || {
+        let _ = redis::cmd("EVAL")
+            .arg(script)
+            .arg(2)
+            .arg("half")
+            .arg("whole")
+            .query::<redis::Value>(&mut c);
+    });
+    // The script runs once FUNCTION STATS shows it (its first write is then buffered).
+    assert!(wait_until(|| {
+        let stats: redis::Value = redis::cmd("FUNCTION")
+            .arg("STATS")
+            .query(&mut probe)
+            .unwrap();
+        !format!("{stats:?}").contains("Nil")
+    }));
+    // Another client's write, acknowledged: the WAL is durable up to it.
+    let _: () = probe.set("other", "1").unwrap();
+    s.kill9();
+    runner.join().unwrap();
+    s.restart();
+    let mut c = s.client();
+    let other: Option<String> = c.get("other").unwrap();
+    assert_eq!(other.as_deref(), Some("1"));
+    let half: Option<String> = c.get("half").unwrap();
+    assert_eq!(half, None, "half of a script survived a crash");
+    let whole: Option<String> = c.get("whole").unwrap();
+    assert_eq!(whole, None);
+}
+
+/// The same for EXEC: MULTI SET, DEBUG SLEEP, SET, EXEC killed during the sleep leaves neither
+/// SET, though another client's write was acknowledged meanwhile.
+#[test]
+fn kill9_inside_exec_leaves_none_of_its_writes() {
+    let mut s = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    let mut probe = s.client();
+    let runner = std::thread::spawn(move || {
+        let _ = redis::pipe()
+            .atomic()
+            .set("first", "1")
+            .cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(20)
+            .set("second", "2")
+            .query::<redis::Value>(&mut c);
+    });
+    // EXEC ran its first SET once commandstats counts it (queued commands count when run).
+    assert!(wait_until(|| {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut probe)
+            .unwrap();
+        stats.contains("cmdstat_set:")
+    }));
+    let _: () = probe.set("other", "1").unwrap();
+    s.kill9();
+    runner.join().unwrap();
+    s.restart();
+    let mut c = s.client();
+    let other: Option<String> = c.get("other").unwrap();
+    assert_eq!(other.as_deref(), Some("1"));
+    let first: Option<String> = c.get("first").unwrap();
+    assert_eq!(first, None, "half of a transaction survived a crash");
+    let second: Option<String> = c.get("second").unwrap();
+    assert_eq!(second, None);
+}

@@ -18,10 +18,10 @@
 //!   the end, with a bounded wait (see [`host`]); in cluster mode every key must be of the
 //!   script's slot and served here (Redis's errors), so scripts written for a cluster behave the
 //!   same.
-//! - Plain reads (GET, MGET ...) take no lock, as with EXEC: they may see a script's first write
-//!   before its second. Each `redis.call` commits on its own, so after a crash a script may be
-//!   half applied (Redis's AOF would replay it whole or not at all). A script that raises an
-//!   error half-way keeps the writes it made (as in Redis).
+//! - Readers wait for the script's keys (`cmd::isolation`), and its writes reach RocksDB as one
+//!   batch when it ends (`storage::txn`): after a crash a script is there whole or not at all,
+//!   as Redis's AOF replays it. A script that raises an error half-way keeps the writes it made
+//!   (as in Redis).
 //!
 //! # Runaway scripts
 //!
@@ -303,8 +303,9 @@ fn run(
     let _declared = server
         .storage
         .lock(server.storage.dbs().physical(session.db), keys);
-    // Its commits reach replicas as one write.
+    // Its commits reach replicas as one write, and RocksDB as one batch (`storage::txn`).
     let _atomic = server.storage.atomic_group();
+    let txn = server.storage.begin_txn();
     let slot = server
         .cluster
         .node()
@@ -325,11 +326,17 @@ fn run(
             is_function,
         },
     );
+    let reply_start = out.buf.len();
     let mut host = ServerHost::new(server, session, rules, slot);
     let mut run = RunContext::new(&mut host, &running_slot.control, proto, &mut out.buf);
     match target {
         Target::Eval(sha) => eng.eval.run(sha, keys, argv, &mut run),
         Target::Function(f) => eng.functions.run(f, keys, argv, &mut run),
+    }
+    if let Err(e) = txn.commit() {
+        // Nothing of the script was written: its reply goes, the error takes its place.
+        out.buf.truncate(reply_start);
+        out.error(&CmdError::from(e));
     }
 }
 

@@ -1,0 +1,976 @@
+//! Transactions written as one RocksDB batch: EXEC and scripts.
+//!
+//! Redis writes a transaction or a script to its AOF in one piece, so after a crash it is
+//! there whole or not at all. kvik's commands each build a [`Batch`] and commit it; inside
+//! [`Storage::begin_txn`] a commit does not reach RocksDB: the batch's operations are added to
+//! one combined batch that the transaction's end ([`Txn::commit`]) writes as a single RocksDB
+//! write (one WAL record), with the key counts and the expiry index worked out over all its
+//! writes in order. Until then:
+//!
+//! - this thread's reads see the buffered writes over RocksDB ([`Overlay`]: point reads, member
+//!   cursors and meta scans go through it), so a later command of the transaction reads what an
+//!   earlier one wrote;
+//! - the hot cache already holds the buffered values (the transaction applies each command's
+//!   cache effect as it buffers it), which no other thread can see: the transaction holds the
+//!   locks of every key it writes, and readers wait for them or, on an I/O thread, leave a locked
+//!   key to the pool (`cmd::isolation`); the keys' writes stay in flight in the cache until the
+//!   end, so no reader fills one of them with what RocksDB still holds;
+//! - each key's state before the transaction is noted at its first write (from the hot cache or
+//!   RocksDB), which is what the counts need at the end.
+//!
+//! A FLUSHDB or FLUSHALL inside a transaction first writes what is buffered (it range-deletes
+//! RocksDB directly), so such a transaction is written in two parts. A transaction that buffers
+//! more than [`MAX_BUFFERED_BYTES`] is written in parts too (memory stays bounded); both are
+//! rare and documented in docs/compatibility.md.
+
+use super::counts::KeyState;
+use super::encoding::decode_meta_key;
+use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
+use bytes::Bytes;
+use rocksdb::{DBRawIteratorWithThreadMode, DB};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+/// A transaction's buffered batches past this size are written out (in parts; see the module
+/// header).
+pub const MAX_BUFFERED_BYTES: usize = 64 << 20;
+
+/// One write of a [`Batch`], kept while a transaction is open so the batch can be replayed into
+/// the transaction's combined batch and its overlay.
+pub(super) enum Op {
+    Put(&'static str, Vec<u8>, Bytes),
+    Delete(&'static str, Vec<u8>),
+    DeleteRange(&'static str, Vec<u8>, Vec<u8>),
+}
+
+thread_local! {
+    /// The transaction open on this thread, if any.
+    static OPEN: RefCell<Option<Open>> = const { RefCell::new(None) };
+    /// `OPEN.is_some()`, readable without a borrow: every new [`Batch`] asks it.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True while this thread has a transaction open: batches built now record their operations.
+pub(super) fn recording() -> bool {
+    RECORDING.with(Cell::get)
+}
+
+/// An open transaction's buffered state.
+struct Open {
+    /// Which storage it belongs to (tests open several in one process).
+    storage: usize,
+    batch: Batch,
+    overlay: Overlay,
+    prior: Prior,
+    /// A part was written already (`Storage::settle_txn`).
+    settled: bool,
+}
+
+/// The states of the keys a transaction writes, as they were before it.
+#[derive(Default)]
+pub(super) struct Prior {
+    /// Raw meta key -> the key's state before the transaction, in first-write order.
+    states: Vec<(Vec<u8>, KeyState)>,
+    /// The storage's flush count when the first state was noted: a FLUSHDB or FLUSHALL of
+    /// another client since makes them stale.
+    pub flushes: u64,
+    /// The transaction is written in one piece: one RocksDB batch, which replicas apply as
+    /// one, so it needs no atomic group mark (see `replica::AtomicGroup`).
+    pub whole: bool,
+}
+
+impl Prior {
+    pub fn state_of(&self, raw_key: &[u8]) -> Option<KeyState> {
+        self.states
+            .iter()
+            .find(|(k, _)| k == raw_key)
+            .map(|(_, s)| *s)
+    }
+}
+
+fn id(storage: &Storage) -> usize {
+    storage as *const Storage as usize
+}
+
+/// Runs `f` on this thread's open transaction of `storage`, if there is one.
+fn with_open<R>(storage: &Storage, f: impl FnOnce(&mut Open) -> R) -> Option<R> {
+    if !recording() {
+        return None;
+    }
+    OPEN.with(|o| {
+        o.borrow_mut()
+            .as_mut()
+            .filter(|open| open.storage == id(storage))
+            .map(f)
+    })
+}
+
+/// A transaction: ends with [`Txn::commit`] (or, if dropped, commits then, logging an error).
+/// Nested transactions (a script inside EXEC) join the outer one.
+pub struct Txn<'a> {
+    storage: &'a Storage,
+    /// This `Txn` opened the transaction (not a nested one).
+    owner: bool,
+}
+
+impl Storage {
+    /// Opens a transaction on this thread (see the module header); a nested call joins it.
+    pub fn begin_txn(&self) -> Txn<'_> {
+        let owner = OPEN.with(|o| {
+            let mut o = o.borrow_mut();
+            if o.is_some() {
+                return false;
+            }
+            *o = Some(Open {
+                storage: id(self),
+                batch: Batch::default(),
+                overlay: Overlay::default(),
+                prior: Prior::default(),
+                settled: false,
+            });
+            true
+        });
+        if owner {
+            RECORDING.with(|r| r.set(true));
+        }
+        Txn {
+            storage: self,
+            owner,
+        }
+    }
+
+    /// True if this thread has a transaction of this storage open.
+    pub fn in_txn(&self) -> bool {
+        with_open(self, |_| ()).is_some()
+    }
+
+    /// [`Storage::commit_with`] inside a transaction: notes the prior states of keys written
+    /// for the first time, applies the batch's cache effects, and adds its operations to the
+    /// combined batch and the overlay.
+    pub(super) fn buffer(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
+        let log = batch.log.take().unwrap_or_default();
+        debug_assert_eq!(
+            log.len(),
+            batch.inner.len(),
+            "every write of a batch built in a transaction is recorded"
+        );
+        let new_keys: Vec<usize> = with_open(self, |open| {
+            let mut seen: Vec<&[u8]> = Vec::new();
+            batch
+                .effects
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| {
+                    let k = e.raw_key.as_slice();
+                    let fresh = !seen.contains(&k) && open.prior.state_of(k).is_none();
+                    seen.push(k);
+                    fresh
+                })
+                .map(|(i, _)| i)
+                .collect()
+        })
+        .unwrap_or_default();
+        // States before the transaction: nothing of it has touched these keys yet. The flush
+        // count is read first, so a flush during the reads shows at the end.
+        let flushes = self.flushes.load(Ordering::Acquire);
+        let mut states = Vec::with_capacity(new_keys.len());
+        for &i in &new_keys {
+            let raw = &batch.effects[i].raw_key;
+            let cached =
+                decode_meta_key(raw).and_then(|(db, _, key)| self.cache.cached_state(db, key));
+            let state = match cached {
+                Some(s) => s,
+                None => {
+                    let v = self
+                        .db
+                        .get_pinned_cf_opt(self.meta_cf(), raw, &wait.read_options())?;
+                    KeyState::of_meta(v.as_deref())
+                }
+            };
+            states.push((raw.clone(), state));
+        }
+        for e in &batch.effects {
+            if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
+                self.cache.begin_write(db, key);
+                let value = e
+                    .put
+                    .as_ref()
+                    .and_then(|v| Some((super::encoding::Meta::decode(v)?, v)))
+                    .and_then(|(meta, v)| super::cached_value(&meta, v, e.hash.as_ref()));
+                self.cache.apply_value_held(db, key, value);
+            }
+        }
+        let quiet = batch.quiet;
+        let oversized = with_open(self, |open| {
+            if open.prior.states.is_empty() {
+                open.prior.flushes = flushes;
+            }
+            open.prior.states.extend(states);
+            for op in log {
+                open.overlay.apply(&op);
+                match op {
+                    Op::Put(cf, k, v) => open.batch.inner.put_cf(self.cf(cf), k, v),
+                    Op::Delete(cf, k) => open.batch.inner.delete_cf(self.cf(cf), k),
+                    Op::DeleteRange(cf, a, b) => {
+                        open.batch.inner.delete_range_cf(self.cf(cf), a, b)
+                    }
+                }
+            }
+            open.batch
+                .effects
+                .extend(batch.effects.drain(..).map(|e| CacheEffect {
+                    quiet: e.quiet || quiet,
+                    ..e
+                }));
+            open.batch.field_expiry_min = open.batch.field_expiry_min.min(batch.field_expiry_min);
+            open.batch.inner.size_in_bytes() > MAX_BUFFERED_BYTES
+        });
+        if oversized == Some(true) {
+            tracing::warn!(
+                limit = MAX_BUFFERED_BYTES,
+                "a transaction or script buffered more than its limit: writing it in parts"
+            );
+            self.settle_txn()?;
+        }
+        Ok(())
+    }
+
+    /// Writes what this thread's open transaction buffered so far, and goes on with an empty
+    /// one (FLUSHDB inside EXEC, an oversized transaction).
+    pub(super) fn settle_txn(&self) -> StorageResult<()> {
+        let taken = with_open(self, |open| {
+            open.overlay = Overlay::default();
+            open.settled = true;
+            (
+                std::mem::take(&mut open.batch),
+                std::mem::take(&mut open.prior),
+            )
+        });
+        match taken {
+            Some((batch, prior)) => self.write_txn(batch, prior),
+            None => Ok(()),
+        }
+    }
+
+    /// The transaction's one write: the combined batch, tallied from the states noted before
+    /// it.
+    fn write_txn(&self, batch: Batch, prior: Prior) -> StorageResult<()> {
+        if batch.inner.is_empty() && batch.effects.is_empty() {
+            return Ok(());
+        }
+        self.write_batch(batch, Wait::Allowed, Some(&prior))
+    }
+
+    /// The keys `db` will have, and those with an expiry, once the open transaction is
+    /// written, relative to now (DBSIZE inside EXEC).
+    pub(super) fn txn_count_delta(&self, db: u16) -> (i64, i64) {
+        with_open(self, |open| {
+            let mut states: Vec<(&[u8], KeyState)> = open
+                .prior
+                .states
+                .iter()
+                .map(|(k, s)| (k.as_slice(), *s))
+                .collect();
+            let mut delta = (0, 0);
+            for e in &open.batch.effects {
+                let Some((d, _, _)) = decode_meta_key(&e.raw_key) else {
+                    continue;
+                };
+                let Some(state) = states.iter_mut().find(|(k, _)| *k == e.raw_key.as_slice())
+                else {
+                    continue;
+                };
+                let after = KeyState::of_meta(e.put.as_deref());
+                if d == db {
+                    let (k0, e0) = state.1.counts();
+                    let (k1, e1) = after.counts();
+                    delta.0 += k1 - k0;
+                    delta.1 += e1 - e0;
+                }
+                state.1 = after;
+            }
+            delta
+        })
+        .unwrap_or((0, 0))
+    }
+
+    /// What this thread's open transaction buffered for raw key `key` of column family `cf`:
+    /// `Some(Some(value))` written, `Some(None)` deleted, `None` not touched (read RocksDB).
+    pub(super) fn txn_lookup(&self, cf: &'static str, key: &[u8]) -> Option<Option<Bytes>> {
+        with_open(self, |open| open.overlay.cf(cf)?.lookup(key)).flatten()
+    }
+
+    /// A cursor over raw keys of `cf` in `[lower, upper)` that sees this thread's buffered
+    /// writes over `it` (an iterator with the same bounds), or `it` itself outside a
+    /// transaction or when nothing in the range was buffered.
+    pub(super) fn txn_cursor<'a>(
+        &self,
+        cf: &'static str,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        it: DBRawIteratorWithThreadMode<'a, DB>,
+    ) -> RawCursor<'a> {
+        let part = with_open(self, |open| {
+            open.overlay.cf(cf).map(|o| o.part(lower, upper))
+        })
+        .flatten();
+        match part {
+            Some(part) if !part.is_empty() => RawCursor::Merged(Merged::new(it, part)),
+            _ => RawCursor::Db(it),
+        }
+    }
+}
+
+impl Txn<'_> {
+    /// Writes the transaction as one RocksDB batch (nothing for a nested `Txn`: its outer
+    /// transaction writes it). On an error nothing of it was written and the hot cache holds
+    /// none of its values.
+    pub fn commit(mut self) -> StorageResult<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> StorageResult<()> {
+        if !self.owner {
+            return Ok(());
+        }
+        self.owner = false;
+        let open = OPEN.with(|o| o.borrow_mut().take());
+        RECORDING.with(|r| r.set(false));
+        match open {
+            Some(open) => {
+                let prior = Prior {
+                    whole: !open.settled,
+                    ..open.prior
+                };
+                self.storage.write_txn(open.batch, prior)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            tracing::error!(error = %e, "a transaction's write failed");
+        }
+    }
+}
+
+/// What an open transaction buffered, per column family that commands read (meta, data,
+/// score): the latest write of each raw key, and range deletions.
+#[derive(Default)]
+struct Overlay {
+    meta: CfOverlay,
+    data: CfOverlay,
+    score: CfOverlay,
+}
+
+impl Overlay {
+    fn cf(&self, cf: &str) -> Option<&CfOverlay> {
+        match cf {
+            CF_META => Some(&self.meta),
+            CF_DATA => Some(&self.data),
+            CF_SCORE => Some(&self.score),
+            _ => None,
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        let cf = match op {
+            Op::Put(cf, ..) | Op::Delete(cf, ..) | Op::DeleteRange(cf, ..) => *cf,
+        };
+        let o = match cf {
+            CF_META => &mut self.meta,
+            CF_DATA => &mut self.data,
+            CF_SCORE => &mut self.score,
+            _ => return,
+        };
+        match op {
+            Op::Put(_, k, v) => {
+                o.points.insert(k.clone(), Some(v.clone()));
+            }
+            Op::Delete(_, k) => {
+                o.points.insert(k.clone(), None);
+            }
+            Op::DeleteRange(_, a, b) => o.delete_range(a, b),
+        }
+    }
+}
+
+/// One column family's buffered writes. A point write is always newer than every range that
+/// covers it (a range deletion drops the point writes it covers), so a key's point entry, if
+/// any, is its state; else a covering range means deleted; else RocksDB has it.
+#[derive(Default)]
+struct CfOverlay {
+    points: BTreeMap<Vec<u8>, Option<Bytes>>,
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl CfOverlay {
+    fn delete_range(&mut self, from: &[u8], to: &[u8]) {
+        if from >= to {
+            return;
+        }
+        let covered: Vec<Vec<u8>> = self
+            .points
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in covered {
+            self.points.remove(&k);
+        }
+        self.ranges.push((from.to_vec(), to.to_vec()));
+    }
+
+    fn covered(ranges: &[(Vec<u8>, Vec<u8>)], key: &[u8]) -> bool {
+        ranges
+            .iter()
+            .any(|(a, b)| a.as_slice() <= key && key < b.as_slice())
+    }
+
+    fn lookup(&self, key: &[u8]) -> Option<Option<Bytes>> {
+        if let Some(v) = self.points.get(key) {
+            return Some(v.clone());
+        }
+        Self::covered(&self.ranges, key).then_some(None)
+    }
+
+    /// The part of this overlay within `[lower, upper)`, for a cursor.
+    fn part(&self, lower: &[u8], upper: Option<&[u8]>) -> Part {
+        let hi = upper.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut part = Part::default();
+        for (k, v) in self.points.range::<[u8], _>((Bound::Included(lower), hi)) {
+            part.hidden.insert(k.clone());
+            if let Some(v) = v {
+                part.visible.push((k.clone(), v.clone()));
+            }
+        }
+        part.ranges = self
+            .ranges
+            .iter()
+            .filter(|(a, b)| b.as_slice() > lower && upper.is_none_or(|u| a.as_slice() < u))
+            .cloned()
+            .collect();
+        part
+    }
+}
+
+/// An overlay's part within a cursor's bounds: entries it shows, and the raw keys whose
+/// RocksDB entries it hides.
+#[derive(Default)]
+pub(super) struct Part {
+    visible: Vec<(Vec<u8>, Bytes)>,
+    hidden: BTreeSet<Vec<u8>>,
+    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Part {
+    fn is_empty(&self) -> bool {
+        self.hidden.is_empty() && self.ranges.is_empty()
+    }
+
+    fn hides(&self, key: &[u8]) -> bool {
+        self.hidden.contains(key) || CfOverlay::covered(&self.ranges, key)
+    }
+}
+
+/// A raw cursor over one column family: RocksDB's, or RocksDB's merged with an open
+/// transaction's writes. The methods are those of RocksDB's raw iterator.
+pub enum RawCursor<'a> {
+    Db(DBRawIteratorWithThreadMode<'a, DB>),
+    Merged(Merged<'a>),
+}
+
+impl RawCursor<'_> {
+    pub fn seek_to_first(&mut self) {
+        match self {
+            RawCursor::Db(it) => it.seek_to_first(),
+            RawCursor::Merged(m) => m.seek_to_first(),
+        }
+    }
+    pub fn seek_to_last(&mut self) {
+        match self {
+            RawCursor::Db(it) => it.seek_to_last(),
+            RawCursor::Merged(m) => m.seek_to_last(),
+        }
+    }
+    pub fn seek(&mut self, key: &[u8]) {
+        match self {
+            RawCursor::Db(it) => it.seek(key),
+            RawCursor::Merged(m) => m.seek(key),
+        }
+    }
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        match self {
+            RawCursor::Db(it) => it.seek_for_prev(key),
+            RawCursor::Merged(m) => m.seek_for_prev(key),
+        }
+    }
+    pub fn next(&mut self) {
+        match self {
+            RawCursor::Db(it) => it.next(),
+            RawCursor::Merged(m) => m.next(),
+        }
+    }
+    pub fn prev(&mut self) {
+        match self {
+            RawCursor::Db(it) => it.prev(),
+            RawCursor::Merged(m) => m.prev(),
+        }
+    }
+    pub fn valid(&self) -> bool {
+        match self {
+            RawCursor::Db(it) => it.valid(),
+            RawCursor::Merged(m) => m.current().is_some(),
+        }
+    }
+    pub fn key(&self) -> Option<&[u8]> {
+        match self {
+            RawCursor::Db(it) => it.key(),
+            RawCursor::Merged(m) => m.key(),
+        }
+    }
+    pub fn value(&self) -> Option<&[u8]> {
+        match self {
+            RawCursor::Db(it) => it.value(),
+            RawCursor::Merged(m) => m.value(),
+        }
+    }
+    pub fn status(&self) -> StorageResult<()> {
+        match self {
+            RawCursor::Db(it) => it.status(),
+            RawCursor::Merged(m) => m.db.status(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Dir {
+    Forward,
+    Backward,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Db,
+    Overlay,
+}
+
+/// RocksDB's entries minus those the overlay hides, merged with the overlay's visible
+/// entries. Both sides stay positioned in the cursor's direction: forward, each at its first
+/// entry at or after the current one; backward, at or before; a change of direction
+/// re-positions the side that is not current.
+pub struct Merged<'a> {
+    db: DBRawIteratorWithThreadMode<'a, DB>,
+    part: Part,
+    /// Position in `part.visible`: forward, the first entry not yet passed (`len` past the
+    /// end); backward, one past the entry (0 before the start).
+    at: usize,
+    dir: Dir,
+    /// False until the first seek, as RocksDB's iterator is invalid until then.
+    positioned: bool,
+}
+
+impl<'a> Merged<'a> {
+    fn new(db: DBRawIteratorWithThreadMode<'a, DB>, part: Part) -> Merged<'a> {
+        Merged {
+            db,
+            part,
+            at: 0,
+            dir: Dir::Forward,
+            positioned: false,
+        }
+    }
+
+    fn skip_hidden(&mut self) {
+        while self.db.valid() && self.db.key().is_some_and(|k| self.part.hides(k)) {
+            match self.dir {
+                Dir::Forward => self.db.next(),
+                Dir::Backward => self.db.prev(),
+            }
+        }
+    }
+
+    fn overlay_key(&self) -> Option<&[u8]> {
+        if !self.positioned {
+            return None;
+        }
+        let i = match self.dir {
+            Dir::Forward => self.at,
+            Dir::Backward => self.at.checked_sub(1)?,
+        };
+        self.part.visible.get(i).map(|(k, _)| k.as_slice())
+    }
+
+    fn current(&self) -> Option<Side> {
+        let d = if self.db.valid() { self.db.key() } else { None };
+        match (d, self.overlay_key()) {
+            (None, None) => None,
+            (Some(_), None) => Some(Side::Db),
+            (None, Some(_)) => Some(Side::Overlay),
+            (Some(d), Some(o)) => {
+                let db_first = match self.dir {
+                    Dir::Forward => d < o,
+                    Dir::Backward => d > o,
+                };
+                Some(if db_first { Side::Db } else { Side::Overlay })
+            }
+        }
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        match self.current()? {
+            Side::Db => self.db.key(),
+            Side::Overlay => self.overlay_key(),
+        }
+    }
+
+    fn value(&self) -> Option<&[u8]> {
+        match self.current()? {
+            Side::Db => self.db.value(),
+            Side::Overlay => {
+                let i = match self.dir {
+                    Dir::Forward => self.at,
+                    Dir::Backward => self.at - 1,
+                };
+                Some(&self.part.visible[i].1)
+            }
+        }
+    }
+
+    /// First visible overlay entry with key >= `key` (or > with `strict`).
+    fn overlay_from(&self, key: &[u8], strict: bool) -> usize {
+        self.part.visible.partition_point(|(k, _)| {
+            if strict {
+                k.as_slice() <= key
+            } else {
+                k.as_slice() < key
+            }
+        })
+    }
+
+    fn seek_to_first(&mut self) {
+        self.dir = Dir::Forward;
+        self.positioned = true;
+        self.db.seek_to_first();
+        self.skip_hidden();
+        self.at = 0;
+    }
+
+    fn seek_to_last(&mut self) {
+        self.dir = Dir::Backward;
+        self.positioned = true;
+        self.db.seek_to_last();
+        self.skip_hidden();
+        self.at = self.part.visible.len();
+    }
+
+    fn seek(&mut self, key: &[u8]) {
+        self.dir = Dir::Forward;
+        self.positioned = true;
+        self.db.seek(key);
+        self.skip_hidden();
+        self.at = self.overlay_from(key, false);
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        self.dir = Dir::Backward;
+        self.positioned = true;
+        self.db.seek_for_prev(key);
+        self.skip_hidden();
+        // One past the last entry <= key.
+        self.at = self.overlay_from(key, true);
+    }
+
+    fn next(&mut self) {
+        let Some(side) = self.current() else { return };
+        if self.dir == Dir::Backward {
+            // Both sides to the first entry after the current one.
+            let key = self.key().map(<[u8]>::to_vec).unwrap_or_default();
+            self.dir = Dir::Forward;
+            self.db.seek(&key);
+            if self.db.valid() && self.db.key() == Some(&key[..]) {
+                self.db.next();
+            }
+            self.skip_hidden();
+            self.at = self.overlay_from(&key, true);
+            return;
+        }
+        match side {
+            Side::Db => {
+                self.db.next();
+                self.skip_hidden();
+            }
+            Side::Overlay => self.at += 1,
+        }
+    }
+
+    fn prev(&mut self) {
+        let Some(side) = self.current() else { return };
+        if self.dir == Dir::Forward {
+            // Both sides to the last entry before the current one.
+            let key = self.key().map(<[u8]>::to_vec).unwrap_or_default();
+            self.dir = Dir::Backward;
+            self.db.seek_for_prev(&key);
+            if self.db.valid() && self.db.key() == Some(&key[..]) {
+                self.db.prev();
+            }
+            self.skip_hidden();
+            self.at = self.overlay_from(&key, false);
+            return;
+        }
+        match side {
+            Side::Db => {
+                self.db.prev();
+                self.skip_hidden();
+            }
+            Side::Overlay => self.at -= 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::encoding::Meta;
+    use super::super::{Batch, Cf, Coll, Storage};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn put(s: &Storage, key: &[u8], v: &str, at: u64) {
+        let mut b = Batch::default();
+        b.put_meta(s, 0, key, &Meta::string(v.as_bytes().to_vec(), at));
+        s.commit(b).unwrap();
+    }
+
+    fn del(s: &Storage, key: &[u8]) {
+        let mut b = Batch::default();
+        b.delete_meta(s, 0, key);
+        s.commit(b).unwrap();
+    }
+
+    fn value(s: &Storage, key: &[u8]) -> Option<String> {
+        s.get_meta(0, key)
+            .unwrap()
+            .map(|m| String::from_utf8(m.value).unwrap())
+    }
+
+    /// Another thread's view of `key`: what RocksDB holds.
+    fn seen_elsewhere(s: &Storage, key: &[u8]) -> Option<String> {
+        std::thread::scope(|t| t.spawn(|| value(s, key)).join().unwrap())
+    }
+
+    #[test]
+    fn a_transaction_reads_its_writes_and_nobody_else_does_until_it_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        put(&s, b"a", "old", 0);
+        let seq = s.latest_seq();
+        let txn = s.begin_txn();
+        put(&s, b"a", "new", 0);
+        put(&s, b"b", "1", 0);
+        del(&s, b"a");
+        put(&s, b"a", "newest", 0);
+        assert_eq!(value(&s, b"a").as_deref(), Some("newest"));
+        assert_eq!(value(&s, b"b").as_deref(), Some("1"));
+        assert_eq!(seen_elsewhere(&s, b"a").as_deref(), Some("old"));
+        assert_eq!(seen_elsewhere(&s, b"b"), None);
+        assert_eq!(s.latest_seq(), seq, "nothing reached RocksDB yet");
+        assert_eq!(
+            s.key_count(0),
+            2,
+            "DBSIZE inside counts the buffered writes"
+        );
+        txn.commit().unwrap();
+        assert_eq!(seen_elsewhere(&s, b"a").as_deref(), Some("newest"));
+        assert_eq!(seen_elsewhere(&s, b"b").as_deref(), Some("1"));
+        assert_eq!(s.key_count(0), 2);
+    }
+
+    #[test]
+    fn counts_and_expiry_index_are_exact_over_a_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let far = crate::clock::unix_ms() + 3_600_000;
+        put(&s, b"x", "1", far);
+        put(&s, b"y", "1", 0);
+        {
+            let txn = s.begin_txn();
+            put(&s, b"x", "2", 0); // loses its expiry
+            put(&s, b"z", "1", far); // new, with one
+            put(&s, b"z", "2", far + 5); // and another
+            del(&s, b"y");
+            put(&s, b"w", "1", 0);
+            del(&s, b"w"); // created and gone
+            assert_eq!((s.key_count(0), s.expires_count(0)), (2, 1));
+            txn.commit().unwrap();
+        }
+        assert_eq!((s.key_count(0), s.expires_count(0)), (2, 1));
+        super::super::count_tests::assert_consistent(&s, 1);
+        drop(s);
+        let s = Storage::open(dir.path()).unwrap();
+        assert_eq!((s.key_count(0), s.expires_count(0)), (2, 1));
+    }
+
+    #[test]
+    fn a_flush_inside_writes_what_came_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let txn = s.begin_txn();
+        put(&s, b"a", "1", 0);
+        s.flush_db(0).unwrap();
+        put(&s, b"b", "1", 0);
+        assert_eq!(value(&s, b"a"), None);
+        txn.commit().unwrap();
+        assert_eq!(seen_elsewhere(&s, b"a"), None);
+        assert_eq!(seen_elsewhere(&s, b"b").as_deref(), Some("1"));
+        assert_eq!(s.key_count(0), 1);
+    }
+
+    #[test]
+    fn a_nested_transaction_joins_the_outer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let outer = s.begin_txn();
+        {
+            let inner = s.begin_txn();
+            put(&s, b"a", "1", 0);
+            inner.commit().unwrap();
+        }
+        assert_eq!(seen_elsewhere(&s, b"a"), None);
+        outer.commit().unwrap();
+        assert_eq!(seen_elsewhere(&s, b"a").as_deref(), Some("1"));
+    }
+
+    /// A step of a member cursor, checked against a model of what it should see.
+    #[derive(Clone, Debug)]
+    enum Step {
+        First,
+        Last,
+        Seek(u8),
+        SeekBack(u8),
+        Next,
+        Prev,
+    }
+
+    #[derive(Clone, Debug)]
+    enum Write {
+        Put(u8, u8),
+        Delete(u8),
+        DeleteRange(u8, u8),
+    }
+
+    fn member(m: u8) -> Vec<u8> {
+        vec![b'm', m]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            Just(Step::First),
+            Just(Step::Last),
+            (0u8..24).prop_map(Step::Seek),
+            (0u8..24).prop_map(Step::SeekBack),
+            Just(Step::Next),
+            Just(Step::Next),
+            Just(Step::Prev),
+            Just(Step::Prev),
+        ]
+    }
+
+    fn write() -> impl Strategy<Value = Write> {
+        prop_oneof![
+            (0u8..24, any::<u8>()).prop_map(|(m, v)| Write::Put(m, v)),
+            (0u8..24).prop_map(Write::Delete),
+            (0u8..24, 0u8..24).prop_map(|(a, b)| Write::DeleteRange(a, b)),
+        ]
+    }
+
+    fn apply(s: &Storage, coll: &Coll, w: &Write, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+        let mut b = Batch::default();
+        match *w {
+            Write::Put(m, v) => {
+                b.put_member(s, Cf::Data, coll, &member(m), &[v]);
+                model.insert(member(m), vec![v]);
+            }
+            Write::Delete(m) => {
+                b.delete_member(s, Cf::Data, coll, &member(m));
+                model.remove(&member(m));
+            }
+            // RocksDB refuses an empty or reversed range; the writers never make one.
+            Write::DeleteRange(a, z) if a >= z => return,
+            Write::DeleteRange(a, z) => {
+                b.delete_member_range(s, coll, &member(a), &member(z));
+                model.retain(|k, _| !(k[..] >= member(a)[..] && k[..] < member(z)[..]));
+            }
+        }
+        s.commit(b).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A member cursor inside a transaction walks RocksDB's entries merged with the
+        /// buffered writes exactly as a map of the final state would, in both directions.
+        #[test]
+        fn merged_cursor_matches_a_model(
+            committed in proptest::collection::vec(write(), 0..30),
+            buffered in proptest::collection::vec(write(), 0..30),
+            steps in proptest::collection::vec(step(), 1..40),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let s = Storage::open(dir.path()).unwrap();
+            let meta = Meta::collection(super::super::encoding::Kind::Hash, 7, 0);
+            let coll = Coll::new(0, b"h", &meta);
+            let mut model = BTreeMap::new();
+            for w in &committed {
+                apply(&s, &coll, w, &mut model);
+            }
+            let txn = s.begin_txn();
+            for w in &buffered {
+                apply(&s, &coll, w, &mut model);
+            }
+            let view = s.view();
+            let mut c = view.members(Cf::Data, &coll);
+            // The model's position: the current member, if any.
+            let mut at: Option<Vec<u8>> = None;
+            for st in &steps {
+                match st {
+                    Step::First => { c.first(); at = model.keys().next().cloned(); }
+                    Step::Last => { c.last(); at = model.keys().next_back().cloned(); }
+                    Step::Seek(m) => { c.seek(&member(*m)); at = model.range(member(*m)..).next().map(|(k, _)| k.clone()); }
+                    Step::SeekBack(m) => { c.seek_back(&member(*m)); at = model.range(..=member(*m)).next_back().map(|(k, _)| k.clone()); }
+                    Step::Next => {
+                        if let Some(k) = at.take() {
+                            c.next();
+                            at = model.range((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded)).next().map(|(k, _)| k.clone());
+                        }
+                    }
+                    Step::Prev => {
+                        if let Some(k) = at.take() {
+                            c.prev();
+                            at = model.range(..k).next_back().map(|(k, _)| k.clone());
+                        }
+                    }
+                }
+                let got = c.entry().map(|(m, v)| (m.to_vec(), v.to_vec()));
+                let want = at.as_ref().map(|k| (k.clone(), model[k].clone()));
+                prop_assert_eq!(got, want, "after {:?}", st);
+            }
+            drop(c);
+            drop(view);
+            for m in 0u8..24 {
+                let got = s.latest().get_member(&coll, &member(m)).unwrap();
+                prop_assert_eq!(got, model.get(&member(m)).cloned());
+            }
+            txn.commit().unwrap();
+            let all = std::thread::scope(|t| t.spawn(|| {
+                let mut got = Vec::new();
+                s.view().for_each_member(Cf::Data, &coll, |m, v| { got.push((m.to_vec(), v.to_vec())); true }).unwrap();
+                got
+            }).join().unwrap());
+            prop_assert_eq!(all, model.into_iter().collect::<Vec<_>>());
+        }
+    }
+}
