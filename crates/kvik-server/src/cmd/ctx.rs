@@ -14,6 +14,12 @@ use std::sync::atomic::Ordering;
 pub use crate::error::{CmdError, CmdResult, ErrorKind};
 pub use crate::reply::{Args, Reply};
 
+/// How long an I/O thread waits for a key's stripe another thread holds before it hands the
+/// command to the pool. Holders on the other I/O thread are running a command that cannot wait
+/// (a few microseconds); without any wait, 50 clients writing one hot key (XREADGROUP, XACK of
+/// one stream) collided on every other command and ended up in the pool.
+pub const IO_THREAD_LOCK_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
+
 /// How a worker's reads use the hot cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -117,7 +123,7 @@ impl<'a> Ctx<'a> {
                 let guard = storage
                     .try_lock_in_for(
                         keys.iter().map(|k| (self.db(), k.as_ref())),
-                        std::time::Duration::ZERO,
+                        IO_THREAD_LOCK_WAIT,
                     )
                     .ok_or(CmdError::WOULD_BLOCK)?;
                 if self.server.blocking.waits_on_any(self.session.db, keys) {
