@@ -21,6 +21,11 @@ pub struct ScriptControl {
     kill: AtomicBool,
     written: AtomicBool,
     threshold_ms: AtomicU64,
+    /// Microseconds after which the running script is aborted (0: never), see
+    /// [`ScriptControl::set_abort_after`].
+    abort_after_us: AtomicU64,
+    /// The run was aborted ([`ScriptControl::abort`] or its time budget), not killed.
+    aborted: AtomicBool,
     started: Mutex<Option<Instant>>,
     /// Counts the busy scripts of every control sharing it: the server checks one atomic
     /// before each command instead of every runtime's state.
@@ -44,6 +49,8 @@ impl ScriptControl {
             kill: AtomicBool::new(false),
             written: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(busy_threshold.as_millis() as u64),
+            abort_after_us: AtomicU64::new(0),
+            aborted: AtomicBool::new(false),
             started: Mutex::new(None),
             busy_counter: None,
         }
@@ -71,6 +78,29 @@ impl ScriptControl {
     pub fn set_busy_threshold(&self, t: Duration) {
         self.threshold_ms
             .store(t.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Gives the next runs a time budget (`None`: none): past it the script is aborted, as if
+    /// killed but without Redis's checks, and [`ScriptControl::take_aborted`] says so. For a
+    /// server that tries a script where it must not run long (an event loop) and runs it again
+    /// elsewhere if it does; checked at the interrupt hook, so within about 100,000 VM
+    /// instructions of the budget.
+    pub fn set_abort_after(&self, budget: Option<Duration>) {
+        let us = budget.map_or(0, |b| (b.as_micros() as u64).max(1));
+        self.abort_after_us.store(us, Ordering::Relaxed);
+    }
+
+    /// Stops the running script at once, whatever it did (the host found it cannot go on
+    /// here): its next `redis.call` or interrupt check raises, and `pcall` cannot catch it.
+    /// The caller discards what the run wrote.
+    pub fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+        self.kill.store(true, Ordering::Release);
+    }
+
+    /// Whether the last run was aborted (and clears it).
+    pub fn take_aborted(&self) -> bool {
+        self.aborted.swap(false, Ordering::AcqRel)
     }
 
     /// Whether a script is running.
@@ -130,6 +160,7 @@ impl ScriptControl {
         *self.started.lock().expect("not poisoned") = Some(Instant::now());
         self.is_eval.store(is_eval, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
+        self.aborted.store(false, Ordering::Relaxed);
         self.written.store(false, Ordering::Relaxed);
         self.clear_busy();
         self.running.store(true, Ordering::Release);
@@ -153,6 +184,10 @@ impl ScriptControl {
     /// The interrupt hook's check: publishes "busy" once the threshold is passed and tells
     /// whether the script must stop.
     pub(crate) fn tick(&self) -> bool {
+        let budget = self.abort_after_us.load(Ordering::Relaxed);
+        if budget != 0 && self.elapsed() >= Duration::from_micros(budget) {
+            self.abort();
+        }
         if !self.busy.load(Ordering::Relaxed) {
             let limit = Duration::from_millis(self.threshold_ms.load(Ordering::Relaxed));
             if self.elapsed() >= limit && !self.busy.swap(true, Ordering::AcqRel) {
@@ -187,6 +222,34 @@ mod tests {
         assert_eq!(c.kill(false), Err(errors::UNKILLABLE));
         c.end();
         assert!(!c.is_running());
+    }
+
+    #[test]
+    fn an_abort_stops_the_script_and_is_told_apart_from_a_kill() {
+        let c = ScriptControl::new(Duration::from_secs(5));
+        c.begin(true);
+        c.mark_written();
+        c.abort();
+        assert!(
+            c.tick(),
+            "an abort stops a script that wrote, unlike SCRIPT KILL"
+        );
+        c.end();
+        assert!(c.take_aborted());
+        assert!(!c.take_aborted());
+        c.set_abort_after(Some(Duration::from_millis(1)));
+        c.begin(true);
+        assert!(!c.tick());
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(c.tick(), "past its budget");
+        c.end();
+        assert!(c.take_aborted());
+        c.set_abort_after(None);
+        c.begin(true);
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(!c.tick());
+        c.end();
+        assert!(!c.take_aborted());
     }
 
     #[test]

@@ -79,6 +79,8 @@ pub struct Config {
     pub rtc_read: AtomicBool,
     pub group_commit: AtomicBool,
     pub rtc_write: AtomicBool,
+    /// Run scripts and functions on the I/O thread while they stay short and in memory.
+    pub rtc_scripts: AtomicBool,
     /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
     pub rtc_storage_read: AtomicBool,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
@@ -989,6 +991,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rtc-scripts",
+        default: "yes",
+        mutable: true,
+        help: "run EVAL, EVALSHA and FCALL (and their _RO forms) on the I/O thread when their keys are free and their commands answer from memory; a script that would wait or runs past 2 ms starts again on a worker, having changed nothing",
+        get: |c| if c.rtc_scripts.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_scripts.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-storage-read",
         default: "no",
         mutable: true,
@@ -1222,6 +1235,7 @@ impl Default for Config {
             rtc_read: AtomicBool::new(true),
             group_commit: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
+            rtc_scripts: AtomicBool::new(true),
             rtc_storage_read: AtomicBool::new(false),
             rtc_backoff: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),

@@ -518,11 +518,22 @@ impl Cache {
         (!e.pending).then_some(state)
     }
 
-    /// For a writer holding `key`'s lock (see [`Cache::cached_state`] for why the entry is then
-    /// current): the cached whole hash and its expiry, if the cache holds one, no write of it
-    /// is in flight, it has not expired at `now_ms` and `cache-hash-writes` is on. Counts
-    /// nothing. The write then rebuilds the hash and commits it with its meta record
-    /// (`Batch::put_meta_with_hash`), and [`Cache::apply_value`] replaces the entry with it.
+    /// What the cache holds for `key`, for a writer that holds the key's lock: an entry is then
+    /// current (every write updates or drops it under the lock), so the writer need not read
+    /// RocksDB. Not counted as a lookup. `None` if not cached (or expired, or mid-write).
+    pub fn held(&self, db: u16, key: &[u8], now_ms: u64) -> Option<Known> {
+        if !self.enabled() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let e = &s.entries[s.find(db, key)?];
+        let at = e.known.expire_at_ms();
+        (!e.pending && (at == 0 || at > now_ms)).then(|| e.known.clone())
+    }
+
+    /// The cached copy of hash `key` for a writer that holds the key's lock (see
+    /// [`Cache::held`]), with its expiry.
     pub fn held_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, CachedHash)> {
         if !self.enabled() || !self.hash_writes() {
             return None;

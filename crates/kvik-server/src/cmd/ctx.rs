@@ -232,9 +232,14 @@ impl<'a> Ctx<'a> {
         Ok(meta)
     }
 
-    /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock.
+    /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock, so a
+    /// cached entry is current and answers without a RocksDB read.
     pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
-        self.get_live(key)
+        match self.storage().cache().held(self.db(), key, self.now_ms) {
+            Some(Known::Present(hit)) => Ok(Some(hit.to_meta())),
+            Some(Known::Absent) => Ok(None),
+            None => self.get_live(key),
+        }
     }
 
     /// A collection for a read command: a snapshot [`View`] (read its members from it, so they

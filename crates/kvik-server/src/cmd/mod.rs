@@ -402,8 +402,9 @@ fn execute_cached_entry(
         server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
     });
     // A write, or a read the hot cache cannot answer, run by its worker handler right here.
-    let here = (entry.spec.rtc_write || entry.spec.rtc_nowait_read)
-        && server.config.rtc_write.load(Ordering::Relaxed);
+    let here = ((entry.spec.rtc_write || entry.spec.rtc_nowait_read)
+        && server.config.rtc_write.load(Ordering::Relaxed))
+        || (entry.spec.rtc_script && server.config.rtc_scripts.load(Ordering::Relaxed));
     if read.is_none() && !here && for_scripts.is_none() {
         return Outcome::NotServed;
     }
@@ -719,6 +720,39 @@ pub(crate) fn run_entry(
     account(
         server, session, out, entry, args, mark, result, start, queue_wait,
     );
+}
+
+/// [`run_entry`] for a command of a script that an I/O thread runs: in [`Mode::NoWait`];
+/// `false` if it would wait, then nothing of it was run or accounted (the script gives up and
+/// the pool runs it from the start).
+pub(crate) fn try_run_entry(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+) -> bool {
+    let start = Instant::now();
+    let mark = out.buf.len();
+    let result = call_handler(server, session, out, entry, args, Mode::NoWait, None);
+    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+        out.buf.truncate(mark);
+        return false;
+    }
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
+    account(
+        server,
+        session,
+        out,
+        entry,
+        args,
+        mark,
+        result,
+        start,
+        Duration::ZERO,
+    );
+    true
 }
 
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that

@@ -291,6 +291,12 @@ pub struct CommandSpec {
     /// [`CommandSpec::rtc_write`] (under the same `rtc-write` switch), after the hot cache
     /// missed if it has an [`CommandSpec::rtc`] handler too.
     pub rtc_nowait_read: bool,
+    /// A script (EVAL, EVALSHA, FCALL and their _RO forms) the I/O thread may run itself
+    /// (`rtc-scripts`): its handler locks the declared keys by trying, runs only commands that
+    /// are themselves run to completion, buffers its writes (`storage::txn`) and gives up,
+    /// having changed nothing, when anything would wait or it runs past its time budget; the
+    /// pool then runs it from the start (see `cmd::script`).
+    pub rtc_script: bool,
     /// For a read with an [`CommandSpec::rtc`] handler: when the hot cache misses, the I/O
     /// thread runs the worker handler in [`super::ctx::Mode::NoWait`] before handing the
     /// command to the pool, so a read RocksDB answers from memory (memtables, block cache)
@@ -344,6 +350,7 @@ impl CommandSpec {
             rtc: None,
             rtc_write: false,
             rtc_nowait_read: false,
+            rtc_script: false,
             rtc_storage: false,
             in_multi: InMulti::Queued,
             routing: Routing::Keys,
@@ -411,6 +418,11 @@ impl CommandSpec {
     /// [`CommandSpec::rtc_nowait_read`]).
     pub const fn rtc_nowait_read(mut self) -> CommandSpec {
         self.rtc_nowait_read = true;
+        self
+    }
+    /// Lets the I/O thread try a script (see [`CommandSpec::rtc_script`]).
+    pub const fn rtc_script(mut self) -> CommandSpec {
+        self.rtc_script = true;
         self
     }
     /// Lets a cached read that missed try RocksDB's memory on the I/O thread (see

@@ -302,6 +302,11 @@ impl PubSub {
     /// Publishes a keyspace event of `class` named `event` for `key` of database `db`, if
     /// `notify-keyspace-events` enables it: to `__keyspace@<db>__:<key>` (message: the event)
     /// and to `__keyevent@<db>__:<event>` (message: the key).
+    /// Whether a keyspace event would reach anyone now (events enabled, subscribers exist).
+    pub fn notifying(&self) -> bool {
+        !self.settings.notify_flags().is_empty() && self.total.load(Relaxed) > 0
+    }
+
     pub fn notify_key(&self, class: Class, event: &str, db: u16, key: &[u8]) {
         let flags = self.settings.notify_flags();
         if !flags.contains(class.flag()) || self.total.load(Relaxed) == 0 {

@@ -43,6 +43,8 @@ pub struct Stats {
     /// Commands sent to the pool untried because their tries kept falling back
     /// (`cmd::rtc_backoff`).
     pub rtc_backoff_skips: AtomicU64,
+    /// Scripts an I/O thread aborted for running past their budget (`cmd::script`).
+    pub rtc_script_budget_aborts: AtomicU64,
     /// Commands run by the worker pool.
     pub pool_commands: AtomicU64,
     /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
@@ -69,6 +71,7 @@ impl Stats {
             rtc_commands: AtomicU64::new(0),
             rtc_fallbacks: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
+            rtc_script_budget_aborts: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
             commands: commands
@@ -154,6 +157,7 @@ impl Stats {
             &self.rtc_commands,
             &self.rtc_fallbacks,
             &self.rtc_backoff_skips,
+            &self.rtc_script_budget_aborts,
             &self.pool_commands,
         ] {
             a.store(0, Relaxed);

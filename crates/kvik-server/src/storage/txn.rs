@@ -227,7 +227,9 @@ impl Storage {
             open.batch.field_expiry_min = open.batch.field_expiry_min.min(batch.field_expiry_min);
             open.batch.inner.size_in_bytes() > MAX_BUFFERED_BYTES
         });
-        if oversized == Some(true) {
+        // Not on an I/O thread (it would wait for the write): there the run's time budget
+        // ends a transaction that large first.
+        if oversized == Some(true) && wait == Wait::Allowed {
             tracing::warn!(
                 limit = MAX_BUFFERED_BYTES,
                 "a transaction or script buffered more than its limit: writing it in parts"
@@ -249,18 +251,18 @@ impl Storage {
             )
         });
         match taken {
-            Some((batch, prior)) => self.write_txn(batch, prior),
+            Some((batch, prior)) => self.write_txn(batch, prior, Wait::Allowed),
             None => Ok(()),
         }
     }
 
     /// The transaction's one write: the combined batch, tallied from the states noted before
     /// it.
-    fn write_txn(&self, batch: Batch, prior: Prior) -> StorageResult<()> {
+    fn write_txn(&self, batch: Batch, prior: Prior, wait: Wait) -> StorageResult<()> {
         if batch.inner.is_empty() && batch.effects.is_empty() {
             return Ok(());
         }
-        self.write_batch(batch, Wait::Allowed, Some(&prior))
+        self.write_batch(batch, wait, Some(&prior))
     }
 
     /// The keys `db` will have, and those with an expiry, once the open transaction is
@@ -327,11 +329,37 @@ impl Txn<'_> {
     /// Writes the transaction as one RocksDB batch (nothing for a nested `Txn`: its outer
     /// transaction writes it). On an error nothing of it was written and the hot cache holds
     /// none of its values.
-    pub fn commit(mut self) -> StorageResult<()> {
-        self.finish()
+    pub fn commit(self) -> StorageResult<()> {
+        self.commit_with(Wait::Allowed)
     }
 
-    fn finish(&mut self) -> StorageResult<()> {
+    /// [`Txn::commit`]; with [`Wait::Never`] (an I/O thread) it fails with `Incomplete`,
+    /// having written nothing, rather than wait out a write stall.
+    pub fn commit_with(mut self, wait: Wait) -> StorageResult<()> {
+        self.finish(wait)
+    }
+
+    /// Drops everything the transaction buffered: nothing is written, and the hot cache
+    /// forgets the values it showed the transaction. For a run that cannot go on where it
+    /// runs and will run again elsewhere (a script on an I/O thread).
+    pub fn abort(mut self) {
+        if !self.owner {
+            return;
+        }
+        self.owner = false;
+        let open = OPEN.with(|o| o.borrow_mut().take());
+        RECORDING.with(|r| r.set(false));
+        for e in open.iter().flat_map(|o| &o.batch.effects) {
+            if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
+                self.storage.cache.end_write(db, key, true);
+            }
+        }
+        if open.is_some_and(|o| o.settled) {
+            tracing::error!("a transaction written in parts was aborted after its first part");
+        }
+    }
+
+    fn finish(&mut self, wait: Wait) -> StorageResult<()> {
         if !self.owner {
             return Ok(());
         }
@@ -344,7 +372,7 @@ impl Txn<'_> {
                     whole: !open.settled,
                     ..open.prior
                 };
-                self.storage.write_txn(open.batch, prior)
+                self.storage.write_txn(open.batch, prior, wait)
             }
             None => Ok(()),
         }
@@ -353,7 +381,7 @@ impl Txn<'_> {
 
 impl Drop for Txn<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.finish() {
+        if let Err(e) = self.finish(Wait::Allowed) {
             tracing::error!(error = %e, "a transaction's write failed");
         }
     }

@@ -32,6 +32,7 @@ mod min_replicas;
 mod protocol;
 mod pubsub;
 mod replication;
+mod script_rtc;
 mod scripting;
 mod server_admin;
 mod sets;

@@ -1,6 +1,6 @@
-//! The Lua states of one thread. mlua states are single-threaded, so every worker thread that
-//! runs a script owns an EVAL engine and a functions engine (in a thread-local), built on its
-//! first script. They follow the shared truth in [`crate::scripting::Scripts`]: a script the
+//! The Lua states of one thread. mlua states are single-threaded, so every thread that runs a
+//! script (a worker, or an I/O thread running one to completion) owns an EVAL engine and a
+//! functions engine (in a thread-local), built on its first script. They follow the shared truth in [`crate::scripting::Scripts`]: a script the
 //! thread has not compiled yet is compiled from the shared cache's body, and a SCRIPT FLUSH or a
 //! change of the function libraries (seen by generation numbers, one atomic load each) makes the
 //! thread drop or rebuild its state before its next script. Scripts therefore run in parallel

@@ -156,8 +156,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &Args, ro: bool) -> CmdResult {
             cross_slot: flags.contains(ScriptFlags::ALLOW_CROSS_SLOT),
         };
         super::refuse_writes_without_replicas(server, flags, rules)?;
-        run(ctx, eng, Target::Function(&name), &keys, &argv, rules, args);
-        Ok(())
+        run(ctx, eng, Target::Function(&name), &keys, &argv, rules, args)
     })
 }
 

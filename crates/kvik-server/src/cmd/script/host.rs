@@ -3,6 +3,12 @@
 //! slowlog), after the checks Redis makes for scripts, in Redis's order: unknown command,
 //! arity, `noscript`, writes from a read-only script, and in cluster mode the key's slot.
 //!
+//! On an I/O thread (`rtc-scripts`, see `super`) the host runs a command only if the command
+//! is itself run to completion (its spec's `rtc_write`, `rtc_nowait_read` or `rtc_storage`),
+//! in [`Mode::NoWait`], with the keys it did not declare tried rather than waited for;
+//! anything else aborts the script ([`ServerHost::aborted`]): the caller drops what it
+//! buffered and the pool runs it again.
+//!
 //! Locks: the script's declared keys are locked for the whole run by the caller. A command on
 //! a key the script did not declare takes that key's stripe here and keeps it until the script
 //! ends (so the script's later commands on it are isolated too), but waits for it at most
@@ -10,17 +16,18 @@
 //! every other writer follows, so an unbounded wait could deadlock. Past the wait the command
 //! fails with [`UNDECLARED_BUSY`].
 
-use super::super::ctx::{Mode, Reply};
+use super::super::ctx::{Mode, Reply, IO_THREAD_LOCK_WAIT};
 use super::super::multi::lock_set;
 use super::super::spec::Flags;
-use super::super::{run_entry, table, Entry};
+use super::super::{run_entry, table, try_run_entry, Entry};
 use crate::server::Server;
 use crate::session::{Queued, Session};
 use crate::storage::locks::KeyGuard;
 use bytes::Bytes;
-use kvik_lua::{errors, Host, HostReply, LogLevel};
+use kvik_lua::{errors, Host, HostReply, LogLevel, ScriptControl};
 use kvik_resp::{Frame, Proto};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a script waits for the lock of a key it did not declare.
@@ -28,6 +35,10 @@ pub const UNDECLARED_LOCK_WAIT: Duration = Duration::from_secs(1);
 
 /// The error of a command on an undeclared key another client kept locked.
 pub const UNDECLARED_BUSY: &str = "ERR Script attempted to access a key it did not declare (KEYS) while another client held it; declare every key the script touches";
+
+/// What a command of an aborted script answers (nobody sees it: the script's reply is
+/// dropped and the pool runs it again).
+const MOVED_TO_WORKER: &str = "ERR kvik: the script continues on a worker";
 
 const CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
 const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
@@ -61,14 +72,20 @@ pub struct ServerHost<'a> {
     saved_in_exec: bool,
     saved_in_script: bool,
     saved_last_cmd: usize,
+    /// Run on an I/O thread: nothing may wait (see the module's header); `control` stops
+    /// the script when something would.
+    nowait: Option<Arc<ScriptControl>>,
+    aborted: bool,
 }
 
 impl<'a> ServerHost<'a> {
+    /// The host of a script; `nowait`: on an I/O thread, with the control that stops it.
     pub fn new(
         server: &'a Server,
         session: &'a mut Session,
         rules: Rules,
         slot: Option<u16>,
+        nowait: Option<Arc<ScriptControl>>,
     ) -> ServerHost<'a> {
         let saved_db = session.db;
         let saved_proto = session.proto;
@@ -88,7 +105,23 @@ impl<'a> ServerHost<'a> {
             saved_in_exec,
             saved_in_script,
             saved_last_cmd,
+            nowait,
+            aborted: false,
         }
+    }
+
+    /// Whether the script had to stop because something would have waited on the I/O thread.
+    pub fn aborted(&self) -> bool {
+        self.aborted
+    }
+
+    /// Stops the script (see [`ServerHost::aborted`]).
+    fn abort(&mut self) -> HostReply {
+        self.aborted = true;
+        if let Some(control) = &self.nowait {
+            control.abort();
+        }
+        error_reply(MOVED_TO_WORKER)
     }
 
     /// Resolves and checks one command of the script; `Err` is Redis's error line.
@@ -160,11 +193,16 @@ impl<'a> ServerHost<'a> {
             return Ok(());
         }
         let storage: &'a crate::storage::Storage = &self.server.storage;
+        let wait = if self.nowait.is_some() {
+            IO_THREAD_LOCK_WAIT
+        } else {
+            UNDECLARED_LOCK_WAIT
+        };
         let guard = storage
             .try_lock_in_for(
                 keys.iter()
                     .map(|(db, k)| (storage.dbs().physical(*db), &k[..])),
-                UNDECLARED_LOCK_WAIT,
+                wait,
             )
             .ok_or(UNDECLARED_BUSY)?;
         self.guards.push(guard);
@@ -193,12 +231,22 @@ fn error_reply(line: &str) -> HostReply {
 
 impl Host for ServerHost<'_> {
     fn call(&mut self, args: &[&[u8]], resp: u8) -> HostReply {
+        if self.aborted {
+            return error_reply(MOVED_TO_WORKER);
+        }
         let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
         let entry = match self.admit(&argv) {
             Ok(e) => e,
             Err(line) => return error_reply(line),
         };
+        let spec = entry.spec;
+        if self.nowait.is_some() && !(spec.rtc_write || spec.rtc_nowait_read || spec.rtc_storage) {
+            return self.abort();
+        }
         if let Err(line) = self.lock_undeclared(entry, &argv) {
+            if self.nowait.is_some() {
+                return self.abort();
+            }
             return error_reply(line);
         }
         let proto = if resp == 3 {
@@ -208,16 +256,24 @@ impl Host for ServerHost<'_> {
         };
         self.session.proto = proto;
         let mut reply = Reply::new(proto);
-        run_entry(
-            self.server,
-            self.session,
-            &mut reply,
-            entry,
-            &argv,
-            Mode::Normal,
-            Duration::ZERO,
-            Instant::now(),
-        );
+        if self.nowait.is_some() {
+            let ran = try_run_entry(self.server, self.session, &mut reply, entry, &argv);
+            if !ran {
+                self.session.proto = self.saved_proto;
+                return self.abort();
+            }
+        } else {
+            run_entry(
+                self.server,
+                self.session,
+                &mut reply,
+                entry,
+                &argv,
+                Mode::Normal,
+                Duration::ZERO,
+                Instant::now(),
+            );
+        }
         self.session.proto = self.saved_proto;
         let limits = kvik_resp::Limits {
             max_bulk_len: u64::MAX,

@@ -3,8 +3,9 @@
 //!
 //! # Where scripts run
 //!
-//! On the worker that runs the command, on that thread's own Lua states ([`engines`]): Lua
-//! states are single-threaded, so each worker thread has its own, following the shared script
+//! On the I/O thread that read the command while it stays short and in memory (`rtc-scripts`,
+//! see [`run`]), else on a worker; either way on that thread's own Lua states ([`engines`]):
+//! Lua states are single-threaded, so each thread has its own, following the shared script
 //! cache and function libraries of [`crate::scripting`]. Each `redis.call` goes through the
 //! dispatcher's path for one command ([`host::ServerHost`]).
 //!
@@ -34,11 +35,12 @@ mod engines;
 mod function;
 mod host;
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Reply};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply, IO_THREAD_LOCK_WAIT};
 use super::spec::{numkeys_at_2, CommandSpec, Flags, KeySpec};
 use super::Entry;
 use crate::scripting::{Current, FUNCTIONS_RECORD};
 use crate::server::Server;
+use crate::storage::Wait;
 use engines::Engines;
 use host::{Rules, ServerHost};
 use kvik_lua::{RunContext, ScriptFlags};
@@ -58,6 +60,7 @@ const fn eval_spec(
     since: &'static str,
 ) -> CommandSpec {
     CommandSpec::new(name, -3, flags, KeySpec::NONE, handler)
+        .rtc_script()
         .movable(numkeys_at_2)
         .acl(SCRIPT_ACL)
         .group("scripting")
@@ -234,8 +237,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args, by_sha: bool, ro: bool) -> CmdRe
                 || flags.contains(ScriptFlags::ALLOW_CROSS_SLOT),
         };
         refuse_writes_without_replicas(server, flags, rules)?;
-        run(ctx, eng, Target::Eval(&sha), &keys, &argv, rules, args);
-        Ok(())
+        run(ctx, eng, Target::Eval(&sha), &keys, &argv, rules, args)
     })
 }
 
@@ -280,8 +282,36 @@ impl Drop for Running<'_> {
     }
 }
 
+/// How long a script may run on an I/O thread before it is aborted and run on a worker.
+pub const IO_THREAD_BUDGET: Duration = Duration::from_millis(2);
+
+thread_local! {
+    /// Scripts (SHA or function name) this I/O thread aborted for running past
+    /// [`IO_THREAD_BUDGET`]: the pool runs them from then on. Cleared when it grows past
+    /// [`LONG_SCRIPTS_KEPT`].
+    static LONG_SCRIPTS: std::cell::RefCell<std::collections::HashSet<String>> =
+        std::cell::RefCell::new(std::collections::HashSet::new());
+}
+
+const LONG_SCRIPTS_KEPT: usize = 4096;
+
+/// On an I/O thread: whether a script may be tried here at all. Not while keyspace events or
+/// MONITOR could see its commands (an aborted try would show them twice), nor a script known
+/// to run long.
+fn may_run_here(server: &Server, name: &str) -> bool {
+    !server.pubsub.notifying()
+        && !server.pubsub.monitoring()
+        && !LONG_SCRIPTS.with(|l| l.borrow().contains(name))
+}
+
 /// Runs a checked script or function: locks its declared keys for the whole run (see the
-/// module's header), then lets the engine write its reply.
+/// module's header), then lets the engine write its reply. Its writes are buffered in a
+/// transaction (`storage::txn`) written when it ends.
+///
+/// On an I/O thread (`Mode::NoWait`, `rtc-scripts`) the declared keys are tried, not waited
+/// for, the script runs only commands that are themselves run to completion (see `host`) and
+/// for at most [`IO_THREAD_BUDGET`]; if anything would wait it is aborted, its buffered writes
+/// dropped, and it ends with WouldBlock having changed nothing: the pool runs it from the start.
 fn run(
     ctx: &mut Ctx<'_>,
     eng: &mut Engines,
@@ -290,7 +320,8 @@ fn run(
     argv: &[&[u8]],
     rules: Rules,
     command: &Args,
-) {
+) -> CmdResult {
+    let nowait = ctx.mode == Mode::NoWait;
     let Ctx {
         server,
         session,
@@ -298,11 +329,29 @@ fn run(
         ..
     } = ctx;
     let server: &Server = server;
+    let (name, is_function) = match target {
+        Target::Eval(sha) => (sha, false),
+        Target::Function(f) => (f, true),
+    };
+    if nowait && !may_run_here(server, name) {
+        return Err(CmdError::WOULD_BLOCK);
+    }
     // No SWAPDB of another client falls inside the script (re-entrant under EXEC).
     let _pin = server.storage.dbs().pin();
-    let _declared = server
-        .storage
-        .lock(server.storage.dbs().physical(session.db), keys);
+    let db = server.storage.dbs().physical(session.db);
+    let _declared = if nowait {
+        let guard = server
+            .storage
+            .try_lock_in_for(keys.iter().map(|k| (db, *k)), IO_THREAD_LOCK_WAIT)
+            .ok_or(CmdError::WOULD_BLOCK)?;
+        // Waking a blocked client is a worker's job.
+        if server.blocking.waits_on_any(session.db, keys) {
+            return Err(CmdError::WOULD_BLOCK);
+        }
+        guard
+    } else {
+        server.storage.lock(db, keys)
+    };
     // Its commits reach replicas as one write, and RocksDB as one batch (`storage::txn`).
     let _atomic = server.storage.atomic_group();
     let txn = server.storage.begin_txn();
@@ -313,10 +362,6 @@ fn run(
         .map(|k| kvik_resp::cluster::key_slot(k));
     let proto = out.proto;
     let running_slot = eng.slot.clone();
-    let (name, is_function) = match target {
-        Target::Eval(sha) => (sha, false),
-        Target::Function(f) => (f, true),
-    };
     let _running = Running::start(
         server,
         &running_slot,
@@ -326,18 +371,55 @@ fn run(
             is_function,
         },
     );
+    let control = &running_slot.control;
+    control.set_abort_after(nowait.then_some(IO_THREAD_BUDGET));
     let reply_start = out.buf.len();
-    let mut host = ServerHost::new(server, session, rules, slot);
-    let mut run = RunContext::new(&mut host, &running_slot.control, proto, &mut out.buf);
+    let mut host = ServerHost::new(
+        server,
+        session,
+        rules,
+        slot,
+        nowait.then(|| control.clone()),
+    );
+    let mut run = RunContext::new(&mut host, control, proto, &mut out.buf);
     match target {
         Target::Eval(sha) => eng.eval.run(sha, keys, argv, &mut run),
         Target::Function(f) => eng.functions.run(f, keys, argv, &mut run),
     }
-    if let Err(e) = txn.commit() {
-        // Nothing of the script was written: its reply goes, the error takes its place.
+    let over_budget = control.take_aborted() && !host.aborted();
+    let aborted = host.aborted() || over_budget;
+    drop(host);
+    control.set_abort_after(None);
+    if aborted {
+        txn.abort();
         out.buf.truncate(reply_start);
-        out.error(&CmdError::from(e));
+        if over_budget {
+            LONG_SCRIPTS.with(|l| {
+                let mut l = l.borrow_mut();
+                if l.len() >= LONG_SCRIPTS_KEPT {
+                    l.clear();
+                }
+                l.insert(name.to_string());
+            });
+            server
+                .stats
+                .rtc_script_budget_aborts
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        return Err(CmdError::WOULD_BLOCK);
     }
+    let wait = if nowait { Wait::Never } else { Wait::Allowed };
+    if let Err(e) = txn.commit_with(wait) {
+        // Nothing of the script was written: its reply goes, the error takes its place (on an
+        // I/O thread, a write that would stall: the pool runs it again).
+        out.buf.truncate(reply_start);
+        let e = CmdError::from(e);
+        if e.kind == ErrorKind::WouldBlock {
+            return Err(e);
+        }
+        out.error(&e);
+    }
+    Ok(())
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
