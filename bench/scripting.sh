@@ -8,6 +8,7 @@
 #   bench/scripting.sh                  # full: 3 rounds, N=200000
 #   QUICK=1 bench/scripting.sh          # quick: 3 rounds, N=20000
 #   ROUNDS=5 N=100000 bench/scripting.sh
+#   OFF=1 bench/scripting.sh            # adds kvik-off: --rtc-scripts no (every script on a worker)
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/scripting.sh
 source "$(dirname "$0")/lib.sh"
@@ -24,8 +25,10 @@ SCRIPT="local v = redis.call('get', KEYS[1]) redis.call('incr', KEYS[1]) return 
 
 declare -A PORT
 SIDES=(kvik redis-aof)
+[ "${OFF:-0}" = 1 ] && SIDES=(kvik kvik-off redis-aof)
 for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
 start_kvik "${PORT[kvik]}" kvik
+[ "${OFF:-0}" = 1 ] && start_kvik "${PORT[kvik-off]}" kvik-off --rtc-scripts no
 start_redis "${PORT[redis-aof]}" redis-aof --appendonly yes --appendfsync everysec
 
 declare -A SHA

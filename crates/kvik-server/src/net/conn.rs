@@ -54,6 +54,9 @@ pub struct Conn {
     pub close_after_write: bool,
     /// The peer closed; finish what was read, then close.
     pub peer_closed: bool,
+    /// An event reported the peer's side closed (or an error): reads go on to WouldBlock or
+    /// EOF, since no further edge may come (see [`Conn::read`]).
+    pub hangup_seen: bool,
     /// The socket failed, or the output limit was broken: queued output is dropped and the
     /// connection closes as soon as no job holds it.
     pub write_failed: bool,
@@ -85,6 +88,7 @@ impl Conn {
             session: Some(session),
             close_after_write: false,
             peer_closed: false,
+            hangup_seen: false,
             write_failed: false,
             throttled: false,
             pending_error: None,
@@ -120,6 +124,13 @@ impl Conn {
     }
 
     /// Reads what the socket has, up to [`READ_BUDGET`]. Returns the bytes read and the outcome.
+    ///
+    /// A read shorter than `scratch` took everything the socket held at that moment, so it
+    /// counts as drained without the read that would answer WouldBlock: the sockets are
+    /// registered edge-triggered, and data or a FIN arriving after a read that emptied the
+    /// receive queue raises a new event. (Reading on to WouldBlock cost one more syscall per
+    /// request.) Not once an event reported a hangup: the FIN may already be queued behind the
+    /// data, with no edge to come.
     pub fn read(&mut self, scratch: &mut [u8]) -> io::Result<(usize, ReadOutcome)> {
         if self.rbuf.is_empty() && self.rbuf.capacity() > READ_BUDGET + READ_CHUNK {
             // Give back the memory of a big request that is gone (Redis shrinks idle query
@@ -136,6 +147,9 @@ impl Conn {
                 Ok(n) => {
                     self.rbuf.extend_from_slice(&scratch[..n]);
                     total += n;
+                    if n < scratch.len() && !self.hangup_seen {
+                        return Ok((total, ReadOutcome::Drained));
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     return Ok((total, ReadOutcome::Drained));

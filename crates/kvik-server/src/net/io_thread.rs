@@ -135,6 +135,11 @@ impl IoThread {
                             self.on_writable(t);
                         }
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            if event.is_read_closed() || event.is_error() {
+                                if let Some(conn) = self.conns.get_mut(&t) {
+                                    conn.hangup_seen = true;
+                                }
+                            }
                             self.drive(t);
                         }
                     }
@@ -348,6 +353,9 @@ impl IoThread {
         }
         let home = &self.handles[self.index];
         let mut rtc_served = 0;
+        // The socket was drained by a read of this call: once what it brought is parsed and
+        // run, another read would only answer WouldBlock (a new edge will call us again).
+        let mut drained = false;
         loop {
             if conn.in_pool() || conn.close_after_write {
                 break;
@@ -486,6 +494,9 @@ impl IoThread {
                 conn.close_after_write = true;
                 break;
             }
+            if drained && !conn.hangup_seen {
+                break;
+            }
             match conn.read(&mut self.scratch) {
                 Ok((n, outcome)) => {
                     server.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
@@ -503,7 +514,7 @@ impl IoThread {
                             break;
                         }
                         ReadOutcome::Drained if n == 0 => break,
-                        ReadOutcome::Drained => {}
+                        ReadOutcome::Drained => drained = true,
                     }
                 }
                 Err(_) => {
