@@ -81,6 +81,8 @@ pub struct Config {
     pub rtc_write: AtomicBool,
     /// Run scripts and functions on the I/O thread while they stay short and in memory.
     pub rtc_scripts: AtomicBool,
+    /// Write an I/O thread's run-to-completion writes of one event-loop turn as one batch.
+    pub rtc_write_batch: AtomicBool,
     /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
     pub rtc_storage_read: AtomicBool,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
@@ -991,6 +993,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rtc-write-batch",
+        default: "yes",
+        mutable: true,
+        help: "the writes an I/O thread runs to completion in one turn of its event loop (all its clients' pipelines) reach RocksDB as one batch, one WAL record, at the end of the turn before its group commit; their keys stay locked until then",
+        get: |c| if c.rtc_write_batch.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_write_batch.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1236,6 +1249,7 @@ impl Default for Config {
             group_commit: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
             rtc_scripts: AtomicBool::new(true),
+            rtc_write_batch: AtomicBool::new(true),
             rtc_storage_read: AtomicBool::new(false),
             rtc_backoff: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),

@@ -4,9 +4,12 @@
 //! request, answer the leading cache hits right here ([`cmd::execute_cached`]: the command's
 //! cache-only handler, with every check the pool path makes), hand the rest of the run to the
 //! pool as one job running [`run_commands`] (the connection reads nothing more until the job's
-//! [`Completion`] comes back), then write the replies. This thread never touches storage and never blocks: sockets are non-blocking and edge-triggered, so a connection that stopped before its
-//! socket was drained (read budget, job in flight, output backpressure) is driven again
-//! explicitly when the obstacle goes away.
+//! [`Completion`] comes back), then write the replies. This thread never waits for a lock, a
+//! disk read or a slow client: sockets are non-blocking and edge-triggered, so a connection that
+//! stopped before its socket was drained (read budget, job in flight, output backpressure) is
+//! driven again explicitly when the obstacle goes away. The writes it runs to completion in one
+//! turn of the loop are written to RocksDB as one batch at the end of the turn ([`TurnWrites`]),
+//! then made durable together ([`IoThread::flush_group`]) before their replies leave.
 //!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
@@ -72,6 +75,78 @@ pub struct IoThread {
     unflushed: Vec<Token>,
     /// Connections whose next command CLIENT PAUSE holds, tried again each turn.
     held: Vec<Token>,
+    /// A part of this turn's writes could not be written (see [`TurnWrites`]): the replies
+    /// held for the turn are not sent.
+    turn_failed: bool,
+}
+
+/// Most key writes a turn buffers before it writes them (bounds the keys it keeps locked).
+const TURN_MAX_WRITES: usize = 256;
+
+/// The writes this I/O thread runs to completion in one turn of its event loop, buffered in
+/// one transaction (`storage::txn`) and written to RocksDB as one batch at the end of the turn
+/// (`rtc-write-batch`), right before the turn's group commit: one RocksDB write, one WAL
+/// record for every write of the turn instead of one per command. The keys written stay
+/// locked until then (`storage::locks::retain`), so no other thread reads or writes them
+/// between a command and the batch; work handed to the pool first writes what is buffered
+/// (`settle`), so a worker never waits for this thread's turn, and the pool's commands see
+/// the connection's earlier writes.
+struct TurnWrites<'s> {
+    txn: Option<crate::storage::Txn<'s>>,
+}
+
+impl<'s> TurnWrites<'s> {
+    fn begin(server: &'s Server) -> TurnWrites<'s> {
+        let on = server.config.rtc_write_batch.load(Relaxed)
+            && server.config.rtc_write.load(Relaxed)
+            && server.storage.wal().grouped();
+        if on {
+            crate::storage::locks::retain(true);
+        }
+        TurnWrites {
+            txn: on.then(|| server.storage.begin_txn()),
+        }
+    }
+
+    /// The turn's writes so far go to RocksDB now (past [`TURN_MAX_WRITES`] with `only_if_full`).
+    /// `false` if they could not be written.
+    fn settle(server: &Server, only_if_full: bool) -> bool {
+        let buffered = server.storage.txn_buffered();
+        if only_if_full && buffered < TURN_MAX_WRITES {
+            return true;
+        }
+        Self::count(server, buffered);
+        let written = server.storage.settle_txn();
+        crate::storage::locks::release_retained();
+        if let Err(e) = &written {
+            tracing::error!(error = %e, "writing a turn's buffered writes failed");
+        }
+        written.is_ok()
+    }
+
+    /// INFO's `rtc_write_batches` and `rtc_batched_writes`.
+    fn count(server: &Server, buffered: usize) {
+        if buffered > 0 {
+            let stats = &server.stats;
+            stats.rtc_write_batches.fetch_add(1, Relaxed);
+            stats.rtc_batched_writes.fetch_add(buffered as u64, Relaxed);
+        }
+    }
+
+    /// Writes the turn's batch and lets its keys go; `false` if it could not be written.
+    fn end(self, server: &Server) -> bool {
+        let Some(txn) = self.txn else {
+            return true;
+        };
+        Self::count(server, server.storage.txn_buffered());
+        let written = txn.commit();
+        crate::storage::locks::release_retained();
+        crate::storage::locks::retain(false);
+        if let Err(e) = &written {
+            tracing::error!(error = %e, "writing a turn's buffered writes failed");
+        }
+        written.is_ok()
+    }
 }
 
 impl IoThread {
@@ -106,12 +181,14 @@ impl IoThread {
             parked: HashSet::new(),
             unflushed: Vec::new(),
             held: Vec::new(),
+            turn_failed: false,
         })
     }
 
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut last_tick = Instant::now();
+        let server = self.server.clone();
         loop {
             let timeout = if self.again.is_empty() {
                 Duration::from_millis(100)
@@ -124,6 +201,7 @@ impl IoThread {
                 }
                 continue;
             }
+            let turn = TurnWrites::begin(&server);
             for event in events.iter() {
                 match event.token() {
                     WAKER => {}
@@ -141,6 +219,7 @@ impl IoThread {
                                 }
                             }
                             self.drive(t);
+                            self.turn_failed |= !TurnWrites::settle(&server, true);
                         }
                     }
                 }
@@ -149,10 +228,13 @@ impl IoThread {
             self.check_block_timeouts();
             for t in std::mem::take(&mut self.held) {
                 self.drive(t);
+                self.turn_failed |= !TurnWrites::settle(&server, true);
             }
             for t in std::mem::take(&mut self.again) {
                 self.drive(t);
+                self.turn_failed |= !TurnWrites::settle(&server, true);
             }
+            self.turn_failed |= !turn.end(&server);
             self.flush_group();
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = Instant::now();
@@ -406,6 +488,7 @@ impl IoThread {
                 }
                 let run = std::mem::take(&mut conn.leftover);
                 let session = conn.session.take().expect("not in pool");
+                self.turn_failed |= !TurnWrites::settle(&server, false);
                 submit_run(&server, &self.pool, home, token, session, run, Mode::Normal);
                 break;
             }
@@ -472,6 +555,7 @@ impl IoThread {
                     }
                 }
                 let session = conn.session.take().expect("not in pool");
+                self.turn_failed |= !TurnWrites::settle(&server, false);
                 submit_run(&server, &self.pool, home, token, session, run, first_mode);
                 break;
             }
@@ -535,14 +619,16 @@ impl IoThread {
     /// written, those clients are closed without their replies.
     fn flush_group(&mut self) {
         if self.unflushed.is_empty() {
+            self.turn_failed = false;
             return;
         }
         let durable = self.server.storage.make_durable();
         if let Err(e) = &durable {
             tracing::error!(error = %e, "WAL flush failed; closing the clients it would acknowledge");
         }
+        let failed = durable.is_err() || std::mem::take(&mut self.turn_failed);
         for token in std::mem::take(&mut self.unflushed) {
-            if durable.is_err() {
+            if failed {
                 if let Some(conn) = self.conns.get_mut(&token) {
                     conn.write_failed = true;
                     conn.close_after_write = true;

@@ -517,6 +517,8 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
         "rtc_script_budget_aborts",
         s.rtc_script_budget_aborts.load(Relaxed),
     );
+    w.field("rtc_write_batches", s.rtc_write_batches.load(Relaxed));
+    w.field("rtc_batched_writes", s.rtc_batched_writes.load(Relaxed));
     w.field("pool_commands", s.pool_commands.load(Relaxed));
     w.field("pool_queue_wait_count", s.queue_wait.count());
     w.field(

@@ -45,6 +45,10 @@ pub struct Stats {
     pub rtc_backoff_skips: AtomicU64,
     /// Scripts an I/O thread aborted for running past their budget (`cmd::script`).
     pub rtc_script_budget_aborts: AtomicU64,
+    /// Batches an I/O thread wrote for the writes of a turn (`rtc-write-batch`), and the key
+    /// writes they carried.
+    pub rtc_write_batches: AtomicU64,
+    pub rtc_batched_writes: AtomicU64,
     /// Commands run by the worker pool.
     pub pool_commands: AtomicU64,
     /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
@@ -72,6 +76,8 @@ impl Stats {
             rtc_fallbacks: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
             rtc_script_budget_aborts: AtomicU64::new(0),
+            rtc_write_batches: AtomicU64::new(0),
+            rtc_batched_writes: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
             commands: commands
@@ -158,6 +164,8 @@ impl Stats {
             &self.rtc_fallbacks,
             &self.rtc_backoff_skips,
             &self.rtc_script_budget_aborts,
+            &self.rtc_write_batches,
+            &self.rtc_batched_writes,
             &self.pool_commands,
         ] {
             a.store(0, Relaxed);

@@ -11,37 +11,71 @@
 //! a no-op, and a guard releases only the stripes it acquired itself. Other threads are excluded
 //! as before. (A nested lock of a stripe the thread does not hold yet just waits for it; EXEC
 //! avoids that by locking every key its commands will touch up front.)
+//!
+//! A thread may also keep the stripes its guards release ([`retain`]): an I/O thread whose
+//! writes of one turn are buffered in one transaction (`txn`) holds their keys until the
+//! transaction is written ([`release_retained`]), as a worker's EXEC holds its keys to the end.
 
-use parking_lot::{Mutex, MutexGuard};
-use std::cell::RefCell;
+use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
+use std::cell::{Cell, RefCell};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 
 /// Number of stripes; a power of two well above the number of worker threads.
-const STRIPES: usize = 4096;
+const STRIPES: usize = 1 << 16;
 
 pub struct KeyLocks {
-    stripes: Box<[Mutex<()>]>,
+    /// In `Arc`s so a guard owns its stripe and can outlive the guard that took it
+    /// ([`retain`]).
+    stripes: Box<[Arc<Mutex<()>>]>,
     hasher: std::collections::hash_map::RandomState,
 }
 
+type StripeGuard = ArcMutexGuard<RawMutex, ()>;
+
 thread_local! {
     /// Stripes this thread holds, as (address of the owning [`KeyLocks`]' stripes, index).
-    /// Short: a thread holds the stripes of one command (or one EXEC) at a time.
+    /// Short: a thread holds the stripes of one command (or one EXEC, or one turn's retained
+    /// writes) at a time.
     static HELD: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    /// Whether guards dropped now keep their stripes ([`retain`]).
+    static RETAIN: Cell<bool> = const { Cell::new(false) };
+    /// The stripes kept, with their entries in `HELD`.
+    static RETAINED: RefCell<Vec<(usize, usize, StripeGuard)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// From now on (`true`), the stripes this thread's guards release stay held until
+/// [`release_retained`]; `false` ends that (what is kept stays kept).
+pub fn retain(on: bool) {
+    RETAIN.with(|r| r.set(on));
+}
+
+/// Releases every stripe this thread kept (see [`retain`]).
+pub fn release_retained() {
+    let kept = RETAINED.with(|r| std::mem::take(&mut *r.borrow_mut()));
+    if kept.is_empty() {
+        return;
+    }
+    HELD.with(|held| {
+        held.borrow_mut()
+            .retain(|h| !kept.iter().any(|(o, i, _)| *h == (*o, *i)))
+    });
+    drop(kept);
 }
 
 /// Held stripes; dropping it releases the ones it acquired (not those an outer guard of the same
 /// thread already held). Not `Send`: it must be dropped on the thread that locked.
 pub struct KeyGuard<'a> {
-    guards: Vec<MutexGuard<'a, ()>>,
+    guards: Vec<StripeGuard>,
     owner: usize,
     acquired: Vec<usize>,
+    _locks: std::marker::PhantomData<&'a KeyLocks>,
 }
 
 impl Default for KeyLocks {
     fn default() -> Self {
         KeyLocks {
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
             hasher: Default::default(),
         }
     }
@@ -59,10 +93,12 @@ impl KeyLocks {
         self.stripes.as_ptr() as usize
     }
 
-    /// True if some thread holds the stripe of `key` (a writer of it, or of a key sharing its
-    /// stripe, is in progress).
+    /// True if another thread holds the stripe of `key` (a writer of it, or of a key sharing
+    /// its stripe, is in progress). A stripe this thread holds does not count: its own writes
+    /// are whole to it.
     pub fn is_locked(&self, db: u16, key: &[u8]) -> bool {
-        self.stripes[self.stripe(db, key)].is_locked()
+        let i = self.stripe(db, key);
+        self.stripes[i].is_locked() && !HELD.with(|h| h.borrow().contains(&(self.id(), i)))
     }
 
     /// Locks the stripes of `keys` in database `db`.
@@ -82,7 +118,7 @@ impl KeyLocks {
                 idx.retain(|i| !held.contains(&(owner, *i)));
             }
         });
-        let guards = idx.iter().map(|&i| self.stripes[i].lock()).collect();
+        let guards = idx.iter().map(|&i| self.stripes[i].lock_arc()).collect();
         if !idx.is_empty() {
             HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
         }
@@ -90,6 +126,7 @@ impl KeyLocks {
             guards,
             owner,
             acquired: idx,
+            _locks: std::marker::PhantomData,
         }
     }
 }
@@ -113,7 +150,7 @@ impl KeyLocks {
         let deadline = std::time::Instant::now() + timeout;
         let mut guards = Vec::with_capacity(idx.len());
         for &i in &idx {
-            guards.push(self.stripes[i].try_lock_until(deadline)?);
+            guards.push(self.stripes[i].try_lock_arc_until(deadline)?);
         }
         if !idx.is_empty() {
             HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
@@ -122,12 +159,25 @@ impl KeyLocks {
             guards,
             owner,
             acquired: idx,
+            _locks: std::marker::PhantomData,
         })
     }
 }
 
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
+        if !self.acquired.is_empty() && RETAIN.with(Cell::get) {
+            let owner = self.owner;
+            RETAINED.with(|r| {
+                r.borrow_mut().extend(
+                    self.acquired
+                        .drain(..)
+                        .zip(self.guards.drain(..))
+                        .map(|(i, g)| (owner, i, g)),
+                )
+            });
+            return;
+        }
         if !self.acquired.is_empty() {
             let owner = self.owner;
             HELD.with(|held| {
@@ -209,6 +259,25 @@ mod tests {
         assert!(free_for_others(&locks, b"a"));
         assert!(free_for_others(&locks, b"b"));
         HELD.with(|h| assert!(h.borrow().is_empty()));
+    }
+
+    #[test]
+    fn retained_stripes_stay_held_until_released() {
+        let locks = Arc::new(KeyLocks::default());
+        retain(true);
+        drop(locks.lock(0, &[b"r"]));
+        assert!(!free_for_others(&locks, b"r"), "kept after its guard went");
+        assert!(!locks.is_locked(0, b"r"), "not locked for its own thread");
+        // Re-entrant while kept: taking it again neither waits nor releases it.
+        drop(locks.lock(0, &[b"r"]));
+        retain(false);
+        assert!(!free_for_others(&locks, b"r"));
+        release_retained();
+        assert!(free_for_others(&locks, b"r"));
+        HELD.with(|h| assert!(h.borrow().is_empty()));
+        // Without retain, a guard releases at once.
+        drop(locks.lock(0, &[b"r"]));
+        assert!(free_for_others(&locks, b"r"));
     }
 
     #[test]

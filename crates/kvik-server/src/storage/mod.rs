@@ -56,6 +56,7 @@ use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, ReadOptions, WriteOptions, D
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
+pub use txn::Txn;
 
 pub use rocksdb::Error as StorageError;
 pub type StorageResult<T> = Result<T, StorageError>;
@@ -525,7 +526,9 @@ impl Storage {
     ) -> StorageResult<()> {
         let observers = self.observers.read();
         let gate = self.commit_gate.read();
-        let mut changes = observers.iter().any(|o| o.wants_changes()).then(Vec::new);
+        // A transaction told its changes as it buffered them (see `txn`).
+        let mut changes =
+            (prior.is_none() && observers.iter().any(|o| o.wants_changes())).then(Vec::new);
         let tally = self.tally(&mut batch, changes.as_mut(), wait, prior)?;
         if !prior.is_some_and(|p| p.whole) {
             self.mark_group(&mut batch.inner);

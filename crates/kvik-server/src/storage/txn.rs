@@ -29,7 +29,7 @@ use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, 
 use bytes::Bytes;
 use rocksdb::{DBRawIteratorWithThreadMode, DB};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
@@ -66,13 +66,18 @@ struct Open {
     prior: Prior,
     /// A part was written already (`Storage::settle_txn`).
     settled: bool,
+    /// The write of a part failed: the transaction's end reports it (replies already made
+    /// for that part must not be sent as acknowledgements).
+    failed: Option<super::StorageError>,
 }
 
 /// The states of the keys a transaction writes, as they were before it.
 #[derive(Default)]
 pub(super) struct Prior {
-    /// Raw meta key -> the key's state before the transaction, in first-write order.
-    states: Vec<(Vec<u8>, KeyState)>,
+    /// Raw meta key -> the key's state before the transaction.
+    states: HashMap<Vec<u8>, KeyState>,
+    /// Raw meta key -> its state after the transaction's latest write of it.
+    latest: HashMap<Vec<u8>, KeyState>,
     /// The storage's flush count when the first state was noted: a FLUSHDB or FLUSHALL of
     /// another client since makes them stale.
     pub flushes: u64,
@@ -83,10 +88,7 @@ pub(super) struct Prior {
 
 impl Prior {
     pub fn state_of(&self, raw_key: &[u8]) -> Option<KeyState> {
-        self.states
-            .iter()
-            .find(|(k, _)| k == raw_key)
-            .map(|(_, s)| *s)
+        self.states.get(raw_key).copied()
     }
 }
 
@@ -129,6 +131,7 @@ impl Storage {
                 overlay: Overlay::default(),
                 prior: Prior::default(),
                 settled: false,
+                failed: None,
             });
             true
         });
@@ -146,16 +149,24 @@ impl Storage {
         with_open(self, |_| ()).is_some()
     }
 
+    /// Key writes this thread's open transaction buffered so far (0 without one).
+    pub fn txn_buffered(&self) -> usize {
+        with_open(self, |open| open.batch.effects.len()).unwrap_or(0)
+    }
+
     /// [`Storage::commit_with`] inside a transaction: notes the prior states of keys written
     /// for the first time, applies the batch's cache effects, and adds its operations to the
     /// combined batch and the overlay.
     pub(super) fn buffer(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
         let log = batch.log.take().unwrap_or_default();
-        debug_assert_eq!(
-            log.len(),
-            batch.inner.len(),
-            "every write of a batch built in a transaction is recorded"
-        );
+        if log.len() != batch.inner.len() {
+            // A write that bypassed the recorded ones: the batch cannot be replayed, so it is
+            // written on its own (a bug to fix, not a reason to lose the write).
+            tracing::error!(
+                "a batch's writes were not all recorded: written outside its transaction"
+            );
+            return self.write_batch(batch, wait, None);
+        }
         let new_keys: Vec<usize> = with_open(self, |open| {
             let mut seen: Vec<&[u8]> = Vec::new();
             batch
@@ -175,6 +186,9 @@ impl Storage {
         // States before the transaction: nothing of it has touched these keys yet. The flush
         // count is read first, so a flush during the reads shows at the end.
         let flushes = self.flushes.load(Ordering::Acquire);
+        // Replies that acknowledge this write wait for the transaction's write and its
+        // group commit (an I/O thread holds the output of its turn until then).
+        self.wal.hold_here();
         let mut states = Vec::with_capacity(new_keys.len());
         for &i in &new_keys {
             let raw = &batch.effects[i].raw_key;
@@ -203,11 +217,37 @@ impl Storage {
             }
         }
         let quiet = batch.quiet;
-        let oversized = with_open(self, |open| {
+        let observers = self.observers.read();
+        let wants_changes = observers.iter().any(|o| o.wants_changes());
+        let now = crate::clock::unix_ms();
+        let (oversized, changes) = with_open(self, |open| {
             if open.prior.states.is_empty() {
                 open.prior.flushes = flushes;
             }
             open.prior.states.extend(states);
+            // Keys created, or whose expired record this write replaced: told now, in write
+            // order, as a commit outside a transaction tells them (keyspace events `new` and
+            // `expired` come before the command's own event, as in Redis).
+            let mut changes = Vec::new();
+            for e in &batch.effects {
+                let before = open
+                    .prior
+                    .latest
+                    .get(&e.raw_key)
+                    .or_else(|| open.prior.states.get(&e.raw_key))
+                    .copied()
+                    .unwrap_or(KeyState::Absent);
+                let after = KeyState::of_meta(e.put.as_deref());
+                if wants_changes {
+                    let expired = matches!(before, KeyState::Present(at) if at != 0 && at <= now);
+                    let created =
+                        (expired || before == KeyState::Absent) && after != KeyState::Absent;
+                    if expired || created {
+                        changes.push((e.raw_key.clone(), expired, created));
+                    }
+                }
+                open.prior.latest.insert(e.raw_key.clone(), after);
+            }
             for op in log {
                 open.overlay.apply(&op);
                 match op {
@@ -225,11 +265,33 @@ impl Storage {
                     ..e
                 }));
             open.batch.field_expiry_min = open.batch.field_expiry_min.min(batch.field_expiry_min);
-            open.batch.inner.size_in_bytes() > MAX_BUFFERED_BYTES
-        });
+            (
+                open.batch.inner.size_in_bytes() > MAX_BUFFERED_BYTES,
+                changes,
+            )
+        })
+        .unwrap_or_default();
+        if !changes.is_empty() {
+            let changes: Vec<super::KeyChange<'_>> = changes
+                .iter()
+                .filter_map(|(raw, expired, created)| {
+                    let (db, _, key) = decode_meta_key(raw)?;
+                    Some(super::KeyChange {
+                        db: self.dbs.logical(db),
+                        key,
+                        expired: *expired,
+                        created: *created,
+                    })
+                })
+                .collect();
+            for o in observers.iter() {
+                o.keys_changed(&changes);
+            }
+        }
+        drop(observers);
         // Not on an I/O thread (it would wait for the write): there the run's time budget
         // ends a transaction that large first.
-        if oversized == Some(true) && wait == Wait::Allowed {
+        if oversized && wait == Wait::Allowed {
             tracing::warn!(
                 limit = MAX_BUFFERED_BYTES,
                 "a transaction or script buffered more than its limit: writing it in parts"
@@ -240,8 +302,9 @@ impl Storage {
     }
 
     /// Writes what this thread's open transaction buffered so far, and goes on with an empty
-    /// one (FLUSHDB inside EXEC, an oversized transaction).
-    pub(super) fn settle_txn(&self) -> StorageResult<()> {
+    /// one (FLUSHDB inside EXEC, an oversized transaction, an I/O thread's turn that hands
+    /// work to the pool).
+    pub fn settle_txn(&self) -> StorageResult<()> {
         let taken = with_open(self, |open| {
             open.overlay = Overlay::default();
             open.settled = true;
@@ -250,10 +313,16 @@ impl Storage {
                 std::mem::take(&mut open.prior),
             )
         });
-        match taken {
-            Some((batch, prior)) => self.write_txn(batch, prior, Wait::Allowed),
-            None => Ok(()),
+        let Some((batch, prior)) = taken else {
+            return Ok(());
+        };
+        let written = self.write_txn(batch, prior, Wait::Allowed);
+        if let Err(e) = &written {
+            with_open(self, |open| {
+                open.failed.get_or_insert_with(|| e.clone()).clone()
+            });
         }
+        written
     }
 
     /// The transaction's one write: the combined batch, tallied from the states noted before
@@ -269,29 +338,20 @@ impl Storage {
     /// written, relative to now (DBSIZE inside EXEC).
     pub(super) fn txn_count_delta(&self, db: u16) -> (i64, i64) {
         with_open(self, |open| {
-            let mut states: Vec<(&[u8], KeyState)> = open
-                .prior
-                .states
-                .iter()
-                .map(|(k, s)| (k.as_slice(), *s))
-                .collect();
             let mut delta = (0, 0);
-            for e in &open.batch.effects {
-                let Some((d, _, _)) = decode_meta_key(&e.raw_key) else {
-                    continue;
-                };
-                let Some(state) = states.iter_mut().find(|(k, _)| *k == e.raw_key.as_slice())
-                else {
-                    continue;
-                };
-                let after = KeyState::of_meta(e.put.as_deref());
-                if d == db {
-                    let (k0, e0) = state.1.counts();
+            for (raw, after) in &open.prior.latest {
+                let before = open
+                    .prior
+                    .states
+                    .get(raw)
+                    .copied()
+                    .unwrap_or(KeyState::Absent);
+                if decode_meta_key(raw).is_some_and(|(d, _, _)| d == db) {
+                    let (k0, e0) = before.counts();
                     let (k1, e1) = after.counts();
                     delta.0 += k1 - k0;
                     delta.1 += e1 - e0;
                 }
-                state.1 = after;
             }
             delta
         })
@@ -339,22 +399,36 @@ impl Txn<'_> {
         self.finish(wait)
     }
 
-    /// Drops everything the transaction buffered: nothing is written, and the hot cache
-    /// forgets the values it showed the transaction. For a run that cannot go on where it
-    /// runs and will run again elsewhere (a script on an I/O thread).
+    /// Drops everything the open transaction buffered: nothing is written, and the hot cache
+    /// forgets the values it showed the transaction. For a run that cannot go on where it runs
+    /// and will run again elsewhere (a script on an I/O thread). A nested `Txn` drops what the
+    /// outer one buffered too, so its caller settles the outer one first
+    /// ([`Storage::settle_txn`]); the outer one stays open.
     pub fn abort(mut self) {
-        if !self.owner {
-            return;
+        let owner = std::mem::replace(&mut self.owner, false);
+        let open = OPEN.with(|o| {
+            let mut o = o.borrow_mut();
+            if owner {
+                o.take()
+            } else {
+                o.as_mut().map(|open| Open {
+                    batch: std::mem::take(&mut open.batch),
+                    prior: std::mem::take(&mut open.prior),
+                    overlay: std::mem::take(&mut open.overlay),
+                    failed: None,
+                    ..*open
+                })
+            }
+        });
+        if owner {
+            RECORDING.with(|r| r.set(false));
         }
-        self.owner = false;
-        let open = OPEN.with(|o| o.borrow_mut().take());
-        RECORDING.with(|r| r.set(false));
         for e in open.iter().flat_map(|o| &o.batch.effects) {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.storage.cache.end_write(db, key, true);
             }
         }
-        if open.is_some_and(|o| o.settled) {
+        if owner && open.is_some_and(|o| o.settled) {
             tracing::error!("a transaction written in parts was aborted after its first part");
         }
     }
@@ -366,15 +440,17 @@ impl Txn<'_> {
         self.owner = false;
         let open = OPEN.with(|o| o.borrow_mut().take());
         RECORDING.with(|r| r.set(false));
-        match open {
-            Some(open) => {
-                let prior = Prior {
-                    whole: !open.settled,
-                    ..open.prior
-                };
-                self.storage.write_txn(open.batch, prior, wait)
-            }
-            None => Ok(()),
+        let Some(open) = open else {
+            return Ok(());
+        };
+        let prior = Prior {
+            whole: !open.settled,
+            ..open.prior
+        };
+        let written = self.storage.write_txn(open.batch, prior, wait);
+        match open.failed {
+            Some(e) => Err(e),
+            None => written,
         }
     }
 }

@@ -87,6 +87,17 @@ impl WalGroup {
         self.make_durable(db, sync)
     }
 
+    /// Holds this thread's replies as if it had written (its writes are buffered in a
+    /// transaction, `txn`, not yet in the WAL), until its next [`WalGroup::make_durable`];
+    /// the transaction's write then takes a real ticket.
+    pub fn hold_here(&self) {
+        PENDING.with(|p| {
+            if p.get() == 0 {
+                p.set(1);
+            }
+        });
+    }
+
     /// True if this thread wrote since its last [`WalGroup::make_durable`].
     pub fn pending_here(&self) -> bool {
         PENDING.with(|p| p.get() != 0)

@@ -41,4 +41,5 @@ mod streams;
 mod strings;
 mod tracking;
 mod transactions;
+mod write_batch;
 mod zsets;

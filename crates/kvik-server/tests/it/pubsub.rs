@@ -590,6 +590,72 @@ fn keyspace_notifications_of_every_family_match_redis() {
     }
 }
 
+/// The events of the commands inside EXEC and of a script, in Redis's order: each key's `new`
+/// before the command's own event (kvik buffers a transaction's writes, but tells what they
+/// create as they are made).
+#[test]
+fn keyspace_events_inside_exec_and_scripts_match_redis() {
+    fn events(port: u16) -> Vec<String> {
+        let mut con = kvik_testkit::connect(port);
+        let _: () = q(&mut con, &["FLUSHALL"]);
+        let _: () = q(
+            &mut con,
+            &["CONFIG", "SET", "notify-keyspace-events", "KEAn"],
+        );
+        let mut sub_con = pubsub_con(port);
+        let mut sub = sub_con.as_pubsub();
+        sub.psubscribe("__key*__:*").unwrap();
+        sub.subscribe("done").unwrap();
+        let _: () = q(&mut con, &["SET", "old", "1", "PX", "1"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let _: redis::Value = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("t1")
+            .arg("v")
+            .arg("EX")
+            .arg(100)
+            .cmd("INCR")
+            .arg("t2")
+            .cmd("INCR")
+            .arg("t2")
+            .cmd("SET")
+            .arg("old")
+            .arg("2")
+            .cmd("DEL")
+            .arg("t1")
+            .cmd("HSET")
+            .arg("t1")
+            .arg("f")
+            .arg("v")
+            .query(&mut con)
+            .unwrap();
+        let script = "redis.call('set', KEYS[1], 'v', 'EX', 100) redis.call('incr', KEYS[2]) \
+                      redis.call('incr', KEYS[2]) redis.call('del', KEYS[1]) \
+                      redis.call('sadd', KEYS[1], 'm') return 1";
+        let _: i64 = q(&mut con, &["EVAL", script, "2", "e1", "e2"]);
+        let _: i64 = q(&mut con, &["PUBLISH", "done", "1"]);
+        let mut log = Vec::new();
+        loop {
+            let m = sub.get_message().expect("notifications arrive");
+            let channel = m.get_channel_name().to_string();
+            if channel == "done" {
+                return log;
+            }
+            let payload: String = m.get_payload().unwrap();
+            log.push(format!("{channel} {payload}"));
+        }
+    }
+    let kvik = TestServer::start();
+    let redis = RedisServer::start(&[]);
+    let (k, r) = (events(kvik.port), events(redis.port));
+    assert!(
+        r.iter().any(|e| e.ends_with(" new")),
+        "the sequence creates keys: {r:?}"
+    );
+    assert_eq!(k, r);
+}
+
 #[test]
 fn expired_and_restored_keys_are_notified() {
     let s = TestServer::start();

@@ -336,6 +336,11 @@ fn run(
     if nowait && !may_run_here(server, name) {
         return Err(CmdError::WOULD_BLOCK);
     }
+    if nowait {
+        // The I/O thread's turn buffers its writes in one transaction: what came before the
+        // script is written first, so an abort drops the script's writes only (`Txn::abort`).
+        server.storage.settle_txn()?;
+    }
     // No SWAPDB of another client falls inside the script (re-entrant under EXEC).
     let _pin = server.storage.dbs().pin();
     let db = server.storage.dbs().physical(session.db);
