@@ -198,8 +198,8 @@ mod tests {
     #[test]
     fn repeated_and_colliding_keys_do_not_deadlock() {
         let locks = KeyLocks::default();
-        // 10,000 keys over 4,096 stripes: many share a stripe, which must be taken once.
-        let keys: Vec<Vec<u8>> = (0..10_000).map(|i| format!("k{i}").into_bytes()).collect();
+        // 100,000 keys over 65,536 stripes: many share a stripe, which must be taken once.
+        let keys: Vec<Vec<u8>> = (0..100_000).map(|i| format!("k{i}").into_bytes()).collect();
         drop(locks.lock(0, &keys));
         drop(locks.lock(1, &[b"k1", b"k1"]));
         // Everything was released: the same keys can be taken again.
