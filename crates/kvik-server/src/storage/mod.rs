@@ -356,6 +356,7 @@ impl Storage {
             VERSION_FLOOR_KEY,
             &Meta::string(floor.to_be_bytes().to_vec(), 0),
         );
+        batch.materialize(self);
         self.write_synced(batch.inner)
     }
 
@@ -371,10 +372,9 @@ impl Storage {
         let mut batch = Batch::default();
         match value {
             Some(v) => batch.put_meta(self, INTERNAL_DB, key, &Meta::string(v.to_vec(), 0)),
-            None => batch
-                .inner
-                .delete_cf(self.meta_cf(), meta_key(INTERNAL_DB, key)),
+            None => batch.delete_raw(self, CF_META, &meta_key(INTERNAL_DB, key)),
         }
+        batch.materialize(self);
         self.write_synced(batch.inner)
     }
 
@@ -524,6 +524,7 @@ impl Storage {
         wait: Wait,
         prior: Option<&txn::Prior>,
     ) -> StorageResult<()> {
+        batch.materialize(self);
         let observers = self.observers.read();
         let gate = self.commit_gate.read();
         // A transaction told its changes as it buffered them (see `txn`).
@@ -937,33 +938,42 @@ fn cached_value(
 
 impl Batch {
     /// Puts `value` under raw key `key` of column family `cf`. Every write of a batch goes
-    /// through this, [`Batch::delete_raw`] or [`Batch::delete_range_raw`], which keep the
-    /// batch's log while a transaction is open (see `txn`).
+    /// through this, [`Batch::delete_raw`] or [`Batch::delete_range_raw`]: while a transaction
+    /// is open the write goes to the batch's log only (the transaction replays it into its own
+    /// batch, see `txn`), otherwise into the RocksDB batch.
     fn put_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8], value: &[u8]) {
-        self.inner.put_cf(storage.cf(cf), key, value);
-        if let Some(log) = &mut self.log {
-            log.push(txn::Op::Put(
+        match &mut self.log {
+            Some(log) => log.push(txn::Op::Put(
                 cf,
                 key.to_vec(),
                 Bytes::copy_from_slice(value),
-            ));
+            )),
+            None => self.inner.put_cf(storage.cf(cf), key, value),
         }
     }
 
     /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
     fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8]) {
-        self.inner.delete_cf(storage.cf(cf), key);
-        if let Some(log) = &mut self.log {
-            log.push(txn::Op::Delete(cf, key.to_vec()));
+        match &mut self.log {
+            Some(log) => log.push(txn::Op::Delete(cf, key.to_vec())),
+            None => self.inner.delete_cf(storage.cf(cf), key),
         }
     }
 
     /// Deletes the raw keys of `cf` from `from` (inclusive) to `to` (exclusive) with one range
     /// tombstone (see [`Batch::put_raw`]).
     fn delete_range_raw(&mut self, storage: &Storage, cf: &'static str, from: &[u8], to: &[u8]) {
-        self.inner.delete_range_cf(storage.cf(cf), from, to);
-        if let Some(log) = &mut self.log {
-            log.push(txn::Op::DeleteRange(cf, from.to_vec(), to.to_vec()));
+        match &mut self.log {
+            Some(log) => log.push(txn::Op::DeleteRange(cf, from.to_vec(), to.to_vec())),
+            None => self.inner.delete_range_cf(storage.cf(cf), from, to),
+        }
+    }
+
+    /// Moves the logged writes into the RocksDB batch, for a batch written on its own (built
+    /// while a transaction was open, written outside it: an internal record, say).
+    fn materialize(&mut self, storage: &Storage) {
+        for op in self.log.take().unwrap_or_default() {
+            txn::replay(storage, &mut self.inner, &op);
         }
     }
 
@@ -1024,7 +1034,7 @@ impl Batch {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.inner.is_empty()
+        self.inner.is_empty() && self.log.as_ref().is_none_or(Vec::is_empty)
     }
 
     /// Marks the batch as a write Redis 7.0 does not signal as a key modification: consumer

@@ -62,7 +62,11 @@ struct Open {
     /// Which storage it belongs to (tests open several in one process).
     storage: usize,
     batch: Batch,
+    /// What this thread reads of the buffered writes; up to date with `unread` applied.
     overlay: Overlay,
+    /// Writes buffered since the overlay was last brought up to date (most turns of an I/O
+    /// thread never read what they wrote, so they never build it).
+    unread: Vec<Op>,
     prior: Prior,
     /// A part was written already (`Storage::settle_txn`).
     settled: bool,
@@ -129,6 +133,7 @@ impl Storage {
                 storage: id(self),
                 batch: Batch::default(),
                 overlay: Overlay::default(),
+                unread: Vec::new(),
                 prior: Prior::default(),
                 settled: false,
                 failed: None,
@@ -158,15 +163,15 @@ impl Storage {
     /// for the first time, applies the batch's cache effects, and adds its operations to the
     /// combined batch and the overlay.
     pub(super) fn buffer(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
-        let log = batch.log.take().unwrap_or_default();
-        if log.len() != batch.inner.len() {
-            // A write that bypassed the recorded ones: the batch cannot be replayed, so it is
+        if !batch.inner.is_empty() {
+            // A write that bypassed the log: the batch cannot join the transaction, so it is
             // written on its own (a bug to fix, not a reason to lose the write).
             tracing::error!(
-                "a batch's writes were not all recorded: written outside its transaction"
+                "a batch's writes were not all logged: written outside its transaction"
             );
             return self.write_batch(batch, wait, None);
         }
+        let log = batch.log.take().unwrap_or_default();
         let new_keys: Vec<usize> = with_open(self, |open| {
             let mut seen: Vec<&[u8]> = Vec::new();
             batch
@@ -248,16 +253,11 @@ impl Storage {
                 }
                 open.prior.latest.insert(e.raw_key.clone(), after);
             }
-            for op in log {
-                open.overlay.apply(&op);
-                match op {
-                    Op::Put(cf, k, v) => open.batch.inner.put_cf(self.cf(cf), k, v),
-                    Op::Delete(cf, k) => open.batch.inner.delete_cf(self.cf(cf), k),
-                    Op::DeleteRange(cf, a, b) => {
-                        open.batch.inner.delete_range_cf(self.cf(cf), a, b)
-                    }
-                }
+            for op in &log {
+                replay(self, &mut open.batch.inner, op);
             }
+            // The overlay takes them when a read needs it (`Open::overlay`).
+            open.unread.extend(log);
             open.batch
                 .effects
                 .extend(batch.effects.drain(..).map(|e| CacheEffect {
@@ -307,6 +307,7 @@ impl Storage {
     pub fn settle_txn(&self) -> StorageResult<()> {
         let taken = with_open(self, |open| {
             open.overlay = Overlay::default();
+            open.unread.clear();
             open.settled = true;
             (
                 std::mem::take(&mut open.batch),
@@ -361,7 +362,7 @@ impl Storage {
     /// What this thread's open transaction buffered for raw key `key` of column family `cf`:
     /// `Some(Some(value))` written, `Some(None)` deleted, `None` not touched (read RocksDB).
     pub(super) fn txn_lookup(&self, cf: &'static str, key: &[u8]) -> Option<Option<Bytes>> {
-        with_open(self, |open| open.overlay.cf(cf)?.lookup(key)).flatten()
+        with_open(self, |open| open.overlay().cf(cf)?.lookup(key)).flatten()
     }
 
     /// A cursor over raw keys of `cf` in `[lower, upper)` that sees this thread's buffered
@@ -375,7 +376,7 @@ impl Storage {
         it: DBRawIteratorWithThreadMode<'a, DB>,
     ) -> RawCursor<'a> {
         let part = with_open(self, |open| {
-            open.overlay.cf(cf).map(|o| o.part(lower, upper))
+            open.overlay().cf(cf).map(|o| o.part(lower, upper))
         })
         .flatten();
         match part {
@@ -415,6 +416,7 @@ impl Txn<'_> {
                     batch: std::mem::take(&mut open.batch),
                     prior: std::mem::take(&mut open.prior),
                     overlay: std::mem::take(&mut open.overlay),
+                    unread: std::mem::take(&mut open.unread),
                     failed: None,
                     ..*open
                 })
@@ -460,6 +462,25 @@ impl Drop for Txn<'_> {
         if let Err(e) = self.finish(Wait::Allowed) {
             tracing::error!(error = %e, "a transaction's write failed");
         }
+    }
+}
+
+impl Open {
+    /// The overlay, with the writes buffered since it was last read applied.
+    fn overlay(&mut self) -> &Overlay {
+        for op in self.unread.drain(..) {
+            self.overlay.apply(&op);
+        }
+        &self.overlay
+    }
+}
+
+/// Adds one logged write to a RocksDB batch.
+pub(super) fn replay(storage: &Storage, batch: &mut rocksdb::WriteBatch, op: &Op) {
+    match op {
+        Op::Put(cf, k, v) => batch.put_cf(storage.cf(cf), k, v),
+        Op::Delete(cf, k) => batch.delete_cf(storage.cf(cf), k),
+        Op::DeleteRange(cf, a, b) => batch.delete_range_cf(storage.cf(cf), a, b),
     }
 }
 
