@@ -945,7 +945,7 @@ impl Batch {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Put(
                 cf,
-                key.to_vec(),
+                Bytes::copy_from_slice(key),
                 Bytes::copy_from_slice(value),
             )),
             None => self.inner.put_cf(storage.cf(cf), key, value),
@@ -955,7 +955,7 @@ impl Batch {
     /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
     fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8]) {
         match &mut self.log {
-            Some(log) => log.push(txn::Op::Delete(cf, key.to_vec())),
+            Some(log) => log.push(txn::Op::Delete(cf, Bytes::copy_from_slice(key))),
             None => self.inner.delete_cf(storage.cf(cf), key),
         }
     }
@@ -964,7 +964,11 @@ impl Batch {
     /// tombstone (see [`Batch::put_raw`]).
     fn delete_range_raw(&mut self, storage: &Storage, cf: &'static str, from: &[u8], to: &[u8]) {
         match &mut self.log {
-            Some(log) => log.push(txn::Op::DeleteRange(cf, from.to_vec(), to.to_vec())),
+            Some(log) => log.push(txn::Op::DeleteRange(
+                cf,
+                Bytes::copy_from_slice(from),
+                Bytes::copy_from_slice(to),
+            )),
             None => self.inner.delete_range_cf(storage.cf(cf), from, to),
         }
     }

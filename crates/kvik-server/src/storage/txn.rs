@@ -29,7 +29,7 @@ use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, 
 use bytes::Bytes;
 use rocksdb::{DBRawIteratorWithThreadMode, DB};
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
@@ -40,9 +40,9 @@ pub const MAX_BUFFERED_BYTES: usize = 64 << 20;
 /// One write of a [`Batch`], kept while a transaction is open so the batch can be replayed into
 /// the transaction's combined batch and its overlay.
 pub(super) enum Op {
-    Put(&'static str, Vec<u8>, Bytes),
-    Delete(&'static str, Vec<u8>),
-    DeleteRange(&'static str, Vec<u8>, Vec<u8>),
+    Put(&'static str, Bytes, Bytes),
+    Delete(&'static str, Bytes),
+    DeleteRange(&'static str, Bytes, Bytes),
 }
 
 thread_local! {
@@ -527,33 +527,32 @@ impl Overlay {
 
 /// One column family's buffered writes. A point write is always newer than every range that
 /// covers it (a range deletion drops the point writes it covers), so a key's point entry, if
-/// any, is its state; else a covering range means deleted; else RocksDB has it.
+/// any, is its state; else a covering range means deleted; else RocksDB has it. Keys and values
+/// are `Bytes`: a cursor's [`Part`] shares them instead of copying.
 #[derive(Default)]
 struct CfOverlay {
-    points: BTreeMap<Vec<u8>, Option<Bytes>>,
-    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    points: BTreeMap<Bytes, Option<Bytes>>,
+    ranges: Vec<(Bytes, Bytes)>,
 }
 
 impl CfOverlay {
-    fn delete_range(&mut self, from: &[u8], to: &[u8]) {
+    fn delete_range(&mut self, from: &Bytes, to: &Bytes) {
         if from >= to {
             return;
         }
-        let covered: Vec<Vec<u8>> = self
+        let covered: Vec<Bytes> = self
             .points
-            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .range::<[u8], _>((Bound::Included(&from[..]), Bound::Excluded(&to[..])))
             .map(|(k, _)| k.clone())
             .collect();
         for k in covered {
             self.points.remove(&k);
         }
-        self.ranges.push((from.to_vec(), to.to_vec()));
+        self.ranges.push((from.clone(), to.clone()));
     }
 
-    fn covered(ranges: &[(Vec<u8>, Vec<u8>)], key: &[u8]) -> bool {
-        ranges
-            .iter()
-            .any(|(a, b)| a.as_slice() <= key && key < b.as_slice())
+    fn covered(ranges: &[(Bytes, Bytes)], key: &[u8]) -> bool {
+        ranges.iter().any(|(a, b)| &a[..] <= key && key < &b[..])
     }
 
     fn lookup(&self, key: &[u8]) -> Option<Option<Bytes>> {
@@ -568,7 +567,7 @@ impl CfOverlay {
         let hi = upper.map_or(Bound::Unbounded, Bound::Excluded);
         let mut part = Part::default();
         for (k, v) in self.points.range::<[u8], _>((Bound::Included(lower), hi)) {
-            part.hidden.insert(k.clone());
+            part.points.push(k.clone());
             if let Some(v) = v {
                 part.visible.push((k.clone(), v.clone()));
             }
@@ -576,7 +575,7 @@ impl CfOverlay {
         part.ranges = self
             .ranges
             .iter()
-            .filter(|(a, b)| b.as_slice() > lower && upper.is_none_or(|u| a.as_slice() < u))
+            .filter(|(a, b)| &b[..] > lower && upper.is_none_or(|u| &a[..] < u))
             .cloned()
             .collect();
         part
@@ -584,21 +583,23 @@ impl CfOverlay {
 }
 
 /// An overlay's part within a cursor's bounds: entries it shows, and the raw keys whose
-/// RocksDB entries it hides.
+/// RocksDB entries it hides (every point write, put or delete, and the range deletions).
 #[derive(Default)]
 pub(super) struct Part {
-    visible: Vec<(Vec<u8>, Bytes)>,
-    hidden: BTreeSet<Vec<u8>>,
-    ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    visible: Vec<(Bytes, Bytes)>,
+    /// Sorted, as the overlay's map.
+    points: Vec<Bytes>,
+    ranges: Vec<(Bytes, Bytes)>,
 }
 
 impl Part {
     fn is_empty(&self) -> bool {
-        self.hidden.is_empty() && self.ranges.is_empty()
+        self.points.is_empty() && self.ranges.is_empty()
     }
 
     fn hides(&self, key: &[u8]) -> bool {
-        self.hidden.contains(key) || CfOverlay::covered(&self.ranges, key)
+        self.points.binary_search_by(|p| p[..].cmp(key)).is_ok()
+            || CfOverlay::covered(&self.ranges, key)
     }
 }
 
@@ -727,7 +728,7 @@ impl<'a> Merged<'a> {
             Dir::Forward => self.at,
             Dir::Backward => self.at.checked_sub(1)?,
         };
-        self.part.visible.get(i).map(|(k, _)| k.as_slice())
+        self.part.visible.get(i).map(|(k, _)| &k[..])
     }
 
     fn current(&self) -> Option<Side> {
@@ -768,13 +769,15 @@ impl<'a> Merged<'a> {
 
     /// First visible overlay entry with key >= `key` (or > with `strict`).
     fn overlay_from(&self, key: &[u8], strict: bool) -> usize {
-        self.part.visible.partition_point(|(k, _)| {
-            if strict {
-                k.as_slice() <= key
-            } else {
-                k.as_slice() < key
-            }
-        })
+        self.part.visible.partition_point(
+            |(k, _)| {
+                if strict {
+                    &k[..] <= key
+                } else {
+                    &k[..] < key
+                }
+            },
+        )
     }
 
     fn seek_to_first(&mut self) {

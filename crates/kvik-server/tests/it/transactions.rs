@@ -625,3 +625,112 @@ fn readers_never_see_half_a_transaction_or_half_an_mset() {
         "too little overlap: {reads} reads, {writes} writes"
     );
 }
+
+/// The commands of one EXEC read what the earlier ones wrote, in every family (a transaction is
+/// buffered as one batch; its reads see the buffer), and a FLUSHDB or SWAPDB in the middle acts
+/// where it stands.
+#[test]
+fn commands_inside_exec_read_the_writes_before_them() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "before", "x"]);
+    let v: Vec<redis::Value> = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg("s")
+        .arg("1")
+        .cmd("INCRBY")
+        .arg("s")
+        .arg(4)
+        .cmd("HSET")
+        .arg("h")
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .arg("2")
+        .cmd("HDEL")
+        .arg("h")
+        .arg("a")
+        .cmd("HGETALL")
+        .arg("h")
+        .cmd("RPUSH")
+        .arg("l")
+        .arg("x")
+        .arg("y")
+        .arg("z")
+        .cmd("LRANGE")
+        .arg("l")
+        .arg(0)
+        .arg(-1)
+        .cmd("ZADD")
+        .arg("z")
+        .arg(2)
+        .arg("b")
+        .arg(1)
+        .arg("a")
+        .cmd("ZRANGE")
+        .arg("z")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .cmd("SADD")
+        .arg("st")
+        .arg("m")
+        .cmd("SMEMBERS")
+        .arg("st")
+        .cmd("XADD")
+        .arg("x")
+        .arg("1-1")
+        .arg("f")
+        .arg("v")
+        .cmd("XRANGE")
+        .arg("x")
+        .arg("-")
+        .arg("+")
+        .cmd("KEYS")
+        .arg("*")
+        .cmd("DBSIZE")
+        .cmd("DEL")
+        .arg("st")
+        .cmd("EXISTS")
+        .arg("st")
+        .cmd("FLUSHDB")
+        .cmd("SET")
+        .arg("after")
+        .arg("y")
+        .cmd("DBSIZE")
+        .cmd("GET")
+        .arg("s")
+        .query(&mut c)
+        .unwrap();
+    let text: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+    assert_eq!(text[1], "int(5)");
+    assert!(
+        text[4].contains("\"b\"") && !text[4].contains("\"a\""),
+        "{}",
+        text[4]
+    );
+    assert!(
+        text[6].contains("\"x\"") && text[6].contains("\"z\""),
+        "{}",
+        text[6]
+    );
+    assert!(text[8].find("\"a\"") < text[8].find("\"b\""), "{}", text[8]);
+    assert!(text[10].contains("\"m\""), "{}", text[10]);
+    assert!(text[12].contains("1-1"), "{}", text[12]);
+    for key in ["before", "s", "h", "l", "z", "st", "x"] {
+        assert!(
+            text[13].contains(&format!("\"{key}\"")),
+            "KEYS misses {key}: {}",
+            text[13]
+        );
+    }
+    assert_eq!(text[14], "int(7)");
+    assert_eq!(text[16], "int(0)");
+    assert_eq!(text[19], "int(1)", "DBSIZE after FLUSHDB and one SET");
+    assert_eq!(text[20], "nil");
+    let n: i64 = q(&mut c, &["DBSIZE"]);
+    assert_eq!(n, 1);
+    let after: String = q(&mut c, &["GET", "after"]);
+    assert_eq!(after, "y");
+}
