@@ -61,18 +61,36 @@ pub(super) fn recording() -> bool {
 struct Open {
     /// Which storage it belongs to (tests open several in one process).
     storage: usize,
+    /// The buffered batches' cache effects and flags; its RocksDB batch stays empty until the
+    /// transaction is written, when `ops` are replayed into it.
     batch: Batch,
-    /// What this thread reads of the buffered writes; up to date with `unread` applied.
+    /// Every buffered write, in order, and their bytes (keys and values).
+    ops: Vec<Op>,
+    ops_bytes: usize,
+    /// What this thread reads of the buffered writes: `ops[..overlay_upto]` applied (most
+    /// turns of an I/O thread never read what they wrote, so they never build it).
     overlay: Overlay,
-    /// Writes buffered since the overlay was last brought up to date (most turns of an I/O
-    /// thread never read what they wrote, so they never build it).
-    unread: Vec<Op>,
+    overlay_upto: usize,
     prior: Prior,
+    /// Set by [`Storage::txn_savepoint`]: what [`Storage::txn_rollback`] undoes.
+    savepoint: Option<Undo>,
     /// A part was written already (`Storage::settle_txn`).
     settled: bool,
     /// The write of a part failed: the transaction's end reports it (replies already made
     /// for that part must not be sent as acknowledgements).
     failed: Option<super::StorageError>,
+}
+
+/// How to go back to a savepoint: the lengths then, and what the buffering since changed in
+/// [`Prior`].
+struct Undo {
+    ops: usize,
+    ops_bytes: usize,
+    effects: usize,
+    /// Keys whose prior state was noted since.
+    noted: Vec<Vec<u8>>,
+    /// Keys whose latest state changed since, with the state before (in order).
+    latest: Vec<(Vec<u8>, Option<KeyState>)>,
 }
 
 /// The states of the keys a transaction writes, as they were before it.
@@ -132,9 +150,12 @@ impl Storage {
             *o = Some(Open {
                 storage: id(self),
                 batch: Batch::default(),
+                ops: Vec::new(),
+                ops_bytes: 0,
                 overlay: Overlay::default(),
-                unread: Vec::new(),
+                overlay_upto: 0,
                 prior: Prior::default(),
+                savepoint: None,
                 settled: false,
                 failed: None,
             });
@@ -229,6 +250,9 @@ impl Storage {
             if open.prior.states.is_empty() {
                 open.prior.flushes = flushes;
             }
+            if let Some(undo) = &mut open.savepoint {
+                undo.noted.extend(states.iter().map(|(k, _)| k.clone()));
+            }
             open.prior.states.extend(states);
             // Keys created, or whose expired record this write replaced: told now, in write
             // order, as a commit outside a transaction tells them (keyspace events `new` and
@@ -251,13 +275,13 @@ impl Storage {
                         changes.push((e.raw_key.clone(), expired, created));
                     }
                 }
-                open.prior.latest.insert(e.raw_key.clone(), after);
+                let was = open.prior.latest.insert(e.raw_key.clone(), after);
+                if let Some(undo) = &mut open.savepoint {
+                    undo.latest.push((e.raw_key.clone(), was));
+                }
             }
-            for op in &log {
-                replay(self, &mut open.batch.inner, op);
-            }
-            // The overlay takes them when a read needs it (`Open::overlay`).
-            open.unread.extend(log);
+            open.ops_bytes += log.iter().map(Op::bytes).sum::<usize>();
+            open.ops.extend(log);
             open.batch
                 .effects
                 .extend(batch.effects.drain(..).map(|e| CacheEffect {
@@ -265,10 +289,7 @@ impl Storage {
                     ..e
                 }));
             open.batch.field_expiry_min = open.batch.field_expiry_min.min(batch.field_expiry_min);
-            (
-                open.batch.inner.size_in_bytes() > MAX_BUFFERED_BYTES,
-                changes,
-            )
+            (open.ops_bytes > MAX_BUFFERED_BYTES, changes)
         })
         .unwrap_or_default();
         if !changes.is_empty() {
@@ -307,17 +328,20 @@ impl Storage {
     pub fn settle_txn(&self) -> StorageResult<()> {
         let taken = with_open(self, |open| {
             open.overlay = Overlay::default();
-            open.unread.clear();
+            open.overlay_upto = 0;
+            open.ops_bytes = 0;
+            open.savepoint = None;
             open.settled = true;
             (
                 std::mem::take(&mut open.batch),
+                std::mem::take(&mut open.ops),
                 std::mem::take(&mut open.prior),
             )
         });
-        let Some((batch, prior)) = taken else {
+        let Some((batch, ops, prior)) = taken else {
             return Ok(());
         };
-        let written = self.write_txn(batch, prior, Wait::Allowed);
+        let written = self.write_txn(batch, ops, prior, Wait::Allowed);
         if let Err(e) = &written {
             with_open(self, |open| {
                 open.failed.get_or_insert_with(|| e.clone()).clone()
@@ -328,11 +352,71 @@ impl Storage {
 
     /// The transaction's one write: the combined batch, tallied from the states noted before
     /// it.
-    fn write_txn(&self, batch: Batch, prior: Prior, wait: Wait) -> StorageResult<()> {
-        if batch.inner.is_empty() && batch.effects.is_empty() {
+    fn write_txn(
+        &self,
+        mut batch: Batch,
+        ops: Vec<Op>,
+        prior: Prior,
+        wait: Wait,
+    ) -> StorageResult<()> {
+        if ops.is_empty() && batch.effects.is_empty() {
             return Ok(());
         }
+        for op in &ops {
+            replay(self, &mut batch.inner, op);
+        }
         self.write_batch(batch, wait, Some(&prior))
+    }
+
+    /// Marks where this thread's open transaction stands, for [`Storage::txn_rollback`] (one
+    /// at a time: a script run to completion on an I/O thread, inside the turn's
+    /// transaction). False without an open transaction.
+    pub fn txn_savepoint(&self) -> bool {
+        with_open(self, |open| {
+            open.savepoint = Some(Undo {
+                ops: open.ops.len(),
+                ops_bytes: open.ops_bytes,
+                effects: open.batch.effects.len(),
+                noted: Vec::new(),
+                latest: Vec::new(),
+            });
+        })
+        .is_some()
+    }
+
+    /// Forgets the savepoint: what was buffered since stays.
+    pub fn txn_release_savepoint(&self) {
+        with_open(self, |open| open.savepoint = None);
+    }
+
+    /// Drops what the open transaction buffered since its savepoint: those writes are never
+    /// written, and the hot cache forgets the values it showed for them.
+    pub fn txn_rollback(&self) {
+        let dropped = with_open(self, |open| {
+            let undo = open.savepoint.take()?;
+            open.ops.truncate(undo.ops);
+            open.ops_bytes = undo.ops_bytes;
+            if open.overlay_upto > undo.ops {
+                open.overlay = Overlay::default();
+                open.overlay_upto = 0;
+            }
+            for k in &undo.noted {
+                open.prior.states.remove(k);
+            }
+            for (k, was) in undo.latest.into_iter().rev() {
+                match was {
+                    Some(state) => open.prior.latest.insert(k, state),
+                    None => open.prior.latest.remove(&k),
+                };
+            }
+            Some(open.batch.effects.split_off(undo.effects))
+        })
+        .flatten();
+        for e in dropped.iter().flatten() {
+            if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
+                self.cache.end_write(db, key, true);
+            }
+        }
     }
 
     /// The keys `db` will have, and those with an expiry, once the open transaction is
@@ -400,37 +484,21 @@ impl Txn<'_> {
         self.finish(wait)
     }
 
-    /// Drops everything the open transaction buffered: nothing is written, and the hot cache
-    /// forgets the values it showed the transaction. For a run that cannot go on where it runs
-    /// and will run again elsewhere (a script on an I/O thread). A nested `Txn` drops what the
-    /// outer one buffered too, so its caller settles the outer one first
-    /// ([`Storage::settle_txn`]); the outer one stays open.
+    /// Drops everything the transaction buffered: nothing is written, and the hot cache
+    /// forgets the values it showed the transaction. A nested `Txn` drops nothing (its caller
+    /// rolls back to a savepoint it took, [`Storage::txn_rollback`]); the outer one stays open.
     pub fn abort(mut self) {
-        let owner = std::mem::replace(&mut self.owner, false);
-        let open = OPEN.with(|o| {
-            let mut o = o.borrow_mut();
-            if owner {
-                o.take()
-            } else {
-                o.as_mut().map(|open| Open {
-                    batch: std::mem::take(&mut open.batch),
-                    prior: std::mem::take(&mut open.prior),
-                    overlay: std::mem::take(&mut open.overlay),
-                    unread: std::mem::take(&mut open.unread),
-                    failed: None,
-                    ..*open
-                })
-            }
-        });
-        if owner {
-            RECORDING.with(|r| r.set(false));
+        if !std::mem::replace(&mut self.owner, false) {
+            return;
         }
+        let open = OPEN.with(|o| o.borrow_mut().take());
+        RECORDING.with(|r| r.set(false));
         for e in open.iter().flat_map(|o| &o.batch.effects) {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.storage.cache.end_write(db, key, true);
             }
         }
-        if owner && open.is_some_and(|o| o.settled) {
+        if open.is_some_and(|o| o.settled) {
             tracing::error!("a transaction written in parts was aborted after its first part");
         }
     }
@@ -449,7 +517,7 @@ impl Txn<'_> {
             whole: !open.settled,
             ..open.prior
         };
-        let written = self.storage.write_txn(open.batch, prior, wait);
+        let written = self.storage.write_txn(open.batch, open.ops, prior, wait);
         match open.failed {
             Some(e) => Err(e),
             None => written,
@@ -468,10 +536,22 @@ impl Drop for Txn<'_> {
 impl Open {
     /// The overlay, with the writes buffered since it was last read applied.
     fn overlay(&mut self) -> &Overlay {
-        for op in self.unread.drain(..) {
-            self.overlay.apply(&op);
+        for op in &self.ops[self.overlay_upto..] {
+            self.overlay.apply(op);
         }
+        self.overlay_upto = self.ops.len();
         &self.overlay
+    }
+}
+
+impl Op {
+    /// Bytes of its keys and value.
+    fn bytes(&self) -> usize {
+        match self {
+            Op::Put(_, k, v) => k.len() + v.len(),
+            Op::Delete(_, k) => k.len(),
+            Op::DeleteRange(_, a, b) => a.len() + b.len(),
+        }
     }
 }
 
@@ -955,6 +1035,38 @@ mod tests {
         assert_eq!(seen_elsewhere(&s, b"a"), None);
         assert_eq!(seen_elsewhere(&s, b"b").as_deref(), Some("1"));
         assert_eq!(s.key_count(0), 1);
+    }
+
+    #[test]
+    fn a_rollback_drops_what_came_after_the_savepoint_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        put(&s, b"kept", "0", 0);
+        let txn = s.begin_txn();
+        put(&s, b"a", "1", 0);
+        assert!(s.txn_savepoint());
+        put(&s, b"a", "2", 0);
+        put(&s, b"b", "1", 0);
+        del(&s, b"kept");
+        assert_eq!(value(&s, b"a").as_deref(), Some("2"));
+        assert_eq!(s.key_count(0), 2);
+        s.txn_rollback();
+        assert_eq!(
+            value(&s, b"a").as_deref(),
+            Some("1"),
+            "the write before stays"
+        );
+        assert_eq!(value(&s, b"b"), None);
+        assert_eq!(value(&s, b"kept").as_deref(), Some("0"));
+        assert_eq!(s.key_count(0), 2, "kept and a");
+        put(&s, b"c", "1", 0);
+        txn.commit().unwrap();
+        assert_eq!(seen_elsewhere(&s, b"a").as_deref(), Some("1"));
+        assert_eq!(seen_elsewhere(&s, b"b"), None);
+        assert_eq!(seen_elsewhere(&s, b"kept").as_deref(), Some("0"));
+        assert_eq!(seen_elsewhere(&s, b"c").as_deref(), Some("1"));
+        assert_eq!(s.key_count(0), 3);
+        super::super::count_tests::assert_consistent(&s, 1);
     }
 
     #[test]

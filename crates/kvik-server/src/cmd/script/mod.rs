@@ -336,11 +336,7 @@ fn run(
     if nowait && !may_run_here(server, name) {
         return Err(CmdError::WOULD_BLOCK);
     }
-    if nowait {
-        // The I/O thread's turn buffers its writes in one transaction: what came before the
-        // script is written first, so an abort drops the script's writes only (`Txn::abort`).
-        server.storage.settle_txn()?;
-    }
+
     // No SWAPDB of another client falls inside the script (re-entrant under EXEC).
     let _pin = server.storage.dbs().pin();
     let db = server.storage.dbs().physical(session.db);
@@ -360,6 +356,11 @@ fn run(
     // Its commits reach replicas as one write, and RocksDB as one batch (`storage::txn`).
     let _atomic = server.storage.atomic_group();
     let txn = server.storage.begin_txn();
+    // On an I/O thread the script may be aborted: it then drops what it buffered, not what the
+    // turn's transaction it joins buffered before it.
+    if nowait {
+        server.storage.txn_savepoint();
+    }
     let slot = server
         .cluster
         .node()
@@ -396,6 +397,7 @@ fn run(
     drop(host);
     control.set_abort_after(None);
     if aborted {
+        server.storage.txn_rollback();
         txn.abort();
         out.buf.truncate(reply_start);
         if over_budget {
@@ -412,6 +414,9 @@ fn run(
                 .fetch_add(1, Ordering::Relaxed);
         }
         return Err(CmdError::WOULD_BLOCK);
+    }
+    if nowait {
+        server.storage.txn_release_savepoint();
     }
     let wait = if nowait { Wait::Never } else { Wait::Allowed };
     if let Err(e) = txn.commit_with(wait) {
