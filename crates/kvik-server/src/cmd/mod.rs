@@ -550,6 +550,23 @@ fn served_here(
     start: Instant,
 ) -> Outcome {
     server.stats.rtc_commands.fetch_add(1, Ordering::Relaxed);
+    shown_and_accounted(server, session, out, entry, args, mark, result, start);
+    Outcome::Done
+}
+
+/// The end of a command run on an I/O thread (on its own, or inside a script there): shown to
+/// MONITOR, accounted as on a worker (no queue wait).
+#[allow(clippy::too_many_arguments)]
+fn shown_and_accounted(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mark: usize,
+    result: CmdResult,
+    start: Instant,
+) {
     monitor::feed(server, session, entry, args);
     account(
         server,
@@ -562,7 +579,6 @@ fn served_here(
         start,
         Duration::ZERO,
     );
-    Outcome::Done
 }
 
 /// A RESP2 client with subscriptions may only run the commands marked `in_subscribe`
@@ -740,18 +756,7 @@ pub(crate) fn try_run_entry(
         return false;
     }
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
-    monitor::feed(server, session, entry, args);
-    account(
-        server,
-        session,
-        out,
-        entry,
-        args,
-        mark,
-        result,
-        start,
-        Duration::ZERO,
-    );
+    shown_and_accounted(server, session, out, entry, args, mark, result, start);
     true
 }
 

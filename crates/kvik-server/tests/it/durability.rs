@@ -212,7 +212,17 @@ fn kill9_inside_a_script_leaves_none_of_its_writes() {
             .unwrap();
         !format!("{stats:?}").contains("Nil")
     }));
-    // Another client's write, acknowledged: the WAL is durable up to it.
+    crash_during(&mut s, &mut probe, runner, &["half", "whole"]);
+}
+
+/// Another client's write, acknowledged while `runner`'s transaction is half-way (the WAL is
+/// then durable up to it), then kill -9 and a restart: that write is there, none of `keys` is.
+fn crash_during(
+    s: &mut TestServer,
+    probe: &mut redis::Connection,
+    runner: std::thread::JoinHandle<()>,
+    keys: &[&str],
+) {
     let _: () = probe.set("other", "1").unwrap();
     s.kill9();
     runner.join().unwrap();
@@ -220,10 +230,10 @@ fn kill9_inside_a_script_leaves_none_of_its_writes() {
     let mut c = s.client();
     let other: Option<String> = c.get("other").unwrap();
     assert_eq!(other.as_deref(), Some("1"));
-    let half: Option<String> = c.get("half").unwrap();
-    assert_eq!(half, None, "half of a script survived a crash");
-    let whole: Option<String> = c.get("whole").unwrap();
-    assert_eq!(whole, None);
+    for key in keys {
+        let v: Option<String> = c.get(*key).unwrap();
+        assert_eq!(v, None, "{key}: half of a transaction survived a crash");
+    }
 }
 
 /// The same for EXEC: MULTI SET, DEBUG SLEEP, SET, EXEC killed during the sleep leaves neither
@@ -251,15 +261,5 @@ fn kill9_inside_exec_leaves_none_of_its_writes() {
             .unwrap();
         stats.contains("cmdstat_set:")
     }));
-    let _: () = probe.set("other", "1").unwrap();
-    s.kill9();
-    runner.join().unwrap();
-    s.restart();
-    let mut c = s.client();
-    let other: Option<String> = c.get("other").unwrap();
-    assert_eq!(other.as_deref(), Some("1"));
-    let first: Option<String> = c.get("first").unwrap();
-    assert_eq!(first, None, "half of a transaction survived a crash");
-    let second: Option<String> = c.get("second").unwrap();
-    assert_eq!(second, None);
+    crash_during(&mut s, &mut probe, runner, &["first", "second"]);
 }
