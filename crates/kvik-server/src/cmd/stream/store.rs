@@ -28,6 +28,12 @@ pub struct Stream<'s, 'k> {
     staged: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     batch: Batch,
     dirty: bool,
+    /// Whether the meta record exists in storage (false for [`Stream::create`]) and its length
+    /// when opened: a quiet commit that left both the length and the state as stored writes
+    /// no meta record (XREADGROUP and XACK change only group records).
+    stored: bool,
+    stored_len: u64,
+    quiet: bool,
     /// Whether the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
 }
@@ -40,10 +46,13 @@ impl<'s, 'k> Stream<'s, 'k> {
             db: ctx.db(),
             key,
             state: StreamState::decode(&meta.value),
+            stored_len: meta.len,
             meta,
             staged: BTreeMap::new(),
             batch: Batch::default(),
             dirty: false,
+            stored: true,
+            quiet: false,
             wait: ctx.wait(),
         }
     }
@@ -69,6 +78,7 @@ impl<'s, 'k> Stream<'s, 'k> {
         let meta = Meta::collection(Kind::Stream, version, 0);
         let mut s = Self::new(ctx, ctx.latest(), key, meta);
         s.dirty = true;
+        s.stored = false;
         Ok(s)
     }
 
@@ -90,6 +100,7 @@ impl<'s, 'k> Stream<'s, 'k> {
     /// signal as a modification: WATCH and client tracking do not see it (`Batch::quiet`).
     pub fn commit_quiet(mut self) -> Result<(), CmdError> {
         self.batch.quiet();
+        self.quiet = true;
         self.commit()
     }
 
@@ -105,9 +116,19 @@ impl<'s, 'k> Stream<'s, 'k> {
                 None => self.batch.delete_member(self.storage, Cf::Data, &coll, m),
             }
         }
-        self.meta.value = self.state.encode();
-        self.batch
-            .put_meta(self.storage, self.db, self.key, &self.meta);
+        let value = self.state.encode();
+        let meta_unchanged = self.quiet
+            && self.stored
+            && self.meta.len == self.stored_len
+            && value == self.meta.value;
+        if meta_unchanged && self.staged.is_empty() {
+            return Ok(());
+        }
+        if !meta_unchanged {
+            self.meta.value = value;
+            self.batch
+                .put_meta(self.storage, self.db, self.key, &self.meta);
+        }
         self.storage
             .commit_with(std::mem::take(&mut self.batch), self.wait)?;
         Ok(())
