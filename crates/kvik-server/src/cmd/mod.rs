@@ -419,20 +419,9 @@ fn execute_cached_entry(
             return Outcome::Done;
         }
         Some(script::IoServe::Run(run)) => {
-            monitor::feed(server, session, entry, args);
             let mark = out.buf.len();
             let result = run(server, out);
-            account(
-                server,
-                session,
-                out,
-                entry,
-                args,
-                mark,
-                result,
-                start,
-                Duration::ZERO,
-            );
+            shown_and_accounted(server, session, out, entry, args, mark, result, start);
             return Outcome::Done;
         }
         None => {}
