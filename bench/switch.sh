@@ -7,6 +7,7 @@
 #   bench/switch.sh rtc-storage-read -t get --dist zipf
 #   bench/switch.sh cache-absent-keys -t get --dbnum 5 -r 5000 -P 16
 #   N=1000000 SIZE=100 CACHE=1740000 MAXMEMORY=64mb ROUNDS=3 DURATION=5s bench/switch.sh ...
+#   ON=50 OFF=0 bench/switch.sh io-poll-spin-us -t get      # a setting whose values are not yes/no
 #
 # The kvik-bench arguments default to -r N (the loaded keyspace) and -c 50; give -r to change it.
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/switch.sh ...
@@ -21,6 +22,8 @@ CACHE=${CACHE:-$((N * (SIZE + 16) * 15 / 1000))}   # 1.5% of the raw data, as be
 MAXMEMORY=${MAXMEMORY:-64mb}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5s}
+ON=${ON:-yes}
+OFF=${OFF:-no}
 
 ensure_kvik_bench
 port=$(free_port)
@@ -35,21 +38,23 @@ echo "test: kvik-bench ${args[*]} -c 50 --duration $DURATION"
 
 : >"$BENCH_TMP/rounds"
 for round in $(seq 1 "$ROUNDS"); do
-  for value in yes no; do
+  for side in on off; do
+    if [ $side = on ]; then value=$ON; else value=$OFF; fi
     redis-cli -p "$port" config set "$switch" "$value" >/dev/null
-    line="$value $(measure_kb "$pid" "$port" "${args[@]}" -c 50 --duration "$DURATION")"
+    line="$side $(measure_kb "$pid" "$port" "${args[@]}" -c 50 --duration "$DURATION")"
     echo "$line" >>"$BENCH_TMP/rounds"
     read -r v r u s <<<"$line"
-    echo "  round $round $switch=$v: $r req/s, $u us CPU/req, $s on the I/O thread"
+    echo "  round $round $switch=$value: $r req/s, $u us CPU/req, $s on the I/O thread"
   done
 done
-python3 - "$BENCH_TMP/rounds" "$switch" <<'PY'
+python3 - "$BENCH_TMP/rounds" "$switch" "$ON" "$OFF" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
+name, on, off = sys.argv[2:5]
 med = {v: [statistics.median(float(r[i]) for r in rows if r[0] == v) for i in (1, 2, 3)]
-       for v in ("yes", "no")}
-(ry, uy, sy), (rn, un, sn) = med["yes"], med["no"]
-print(f"{sys.argv[2]}: yes {ry:,.0f} req/s ({uy:.1f} us CPU/req, {sy:.2f} on the I/O thread), "
-      f"no {rn:,.0f} req/s ({un:.1f} us, {sn:.2f}); yes/no {ry / rn:.2f}x")
+       for v in ("on", "off")}
+(ry, uy, sy), (rn, un, sn) = med["on"], med["off"]
+print(f"{name}: {on} {ry:,.0f} req/s ({uy:.1f} us CPU/req, {sy:.2f} on the I/O thread), "
+      f"{off} {rn:,.0f} req/s ({un:.1f} us, {sn:.2f}); {on}/{off} {ry / rn:.2f}x")
 PY
 echo "load after: $(uptime | sed 's/.*load average: //')"

@@ -83,6 +83,8 @@ pub struct Config {
     pub rtc_scripts: AtomicBool,
     /// Write an I/O thread's run-to-completion writes of one event-loop turn as one batch.
     pub rtc_write_batch: AtomicBool,
+    /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
+    pub io_poll_spin_us: AtomicU64,
     /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
     pub rtc_storage_read: AtomicBool,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
@@ -993,6 +995,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "io-poll-spin-us",
+        default: "50",
+        mutable: true,
+        help: "after a turn that served requests, an I/O thread keeps polling its sockets without sleeping (yielding its core between polls) for up to this many microseconds before it sleeps in epoll: the next request is picked up without a wake-up; 0: sleep at once",
+        get: |c| c.io_poll_spin_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.io_poll_spin_us, v, 0, 10_000),
+    },
+    Setting {
         name: "rtc-write-batch",
         default: "yes",
         mutable: true,
@@ -1250,6 +1260,7 @@ impl Default for Config {
             rtc_write: AtomicBool::new(true),
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),
+            io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(false),
             rtc_backoff: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),

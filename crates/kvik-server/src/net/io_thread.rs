@@ -78,7 +78,15 @@ pub struct IoThread {
     /// A part of this turn's writes could not be written (see [`TurnWrites`]): the replies
     /// held for the turn are not sent.
     turn_failed: bool,
+    /// Busy turns left before the next spinning poll, and the length of the last such pause
+    /// (see [`IoThread::poll_spinning`]).
+    spin_skip: u32,
+    spin_backoff: u32,
 }
+
+/// The longest pause, in busy turns, of spinning polls after one found nothing
+/// ([`IoThread::poll_spinning`]).
+const MAX_SPIN_BACKOFF: u32 = 64;
 
 /// Most key writes a turn buffers before it writes them (bounds the keys it keeps locked).
 const TURN_MAX_WRITES: usize = 256;
@@ -182,6 +190,8 @@ impl IoThread {
             unflushed: Vec::new(),
             held: Vec::new(),
             turn_failed: false,
+            spin_skip: 0,
+            spin_backoff: 0,
         })
     }
 
@@ -189,18 +199,23 @@ impl IoThread {
         let mut events = Events::with_capacity(1024);
         let mut last_tick = Instant::now();
         let server = self.server.clone();
+        let mut busy = false;
         loop {
-            let timeout = if self.again.is_empty() {
-                Duration::from_millis(100)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    tracing::error!(error = %e, "poll failed");
+            let found = busy && self.again.is_empty() && self.poll_spinning(&mut events);
+            if !found {
+                let timeout = if self.again.is_empty() {
+                    Duration::from_millis(100)
+                } else {
+                    Duration::ZERO
+                };
+                if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        tracing::error!(error = %e, "poll failed");
+                    }
+                    continue;
                 }
-                continue;
             }
+            busy = !events.is_empty();
             let turn = TurnWrites::begin(&server);
             for event in events.iter() {
                 match event.token() {
@@ -243,6 +258,44 @@ impl IoThread {
             if self.server.is_shutting_down() && self.shutdown_step() {
                 return;
             }
+        }
+    }
+
+    /// After a busy turn, polls without sleeping for up to `io-poll-spin-us`, yielding the
+    /// core between polls; true if that found events. Under a load of short requests a client's
+    /// next request often arrives within microseconds of its reply: found this way, it costs
+    /// no sleep and no wake-up, neither here nor in the sender's kernel path (waking a thread
+    /// asleep in epoll is a large part of a loopback send). The yield gives the core to any
+    /// other runnable thread (a worker, the client itself).
+    ///
+    /// It adapts to the load: a spin that finds nothing pauses spinning for the next 1, 2, 4 ...
+    /// up to [`MAX_SPIN_BACKOFF`] busy turns, and one that finds work ends the pause. Under
+    /// sparse requests (10,000 a second over 50 clients) nearly every spin would run its full
+    /// length for nothing and cost most of a core; with the pause they are rare.
+    fn poll_spinning(&mut self, events: &mut Events) -> bool {
+        let spin = self.server.config.io_poll_spin_us.load(Relaxed);
+        if spin == 0 {
+            return false;
+        }
+        if self.spin_skip > 0 {
+            self.spin_skip -= 1;
+            return false;
+        }
+        let stats = &self.server.stats;
+        stats.io_poll_spins.fetch_add(1, Relaxed);
+        let until = Instant::now() + Duration::from_micros(spin);
+        loop {
+            if self.poll.poll(events, Some(Duration::ZERO)).is_ok() && !events.is_empty() {
+                stats.io_poll_spin_hits.fetch_add(1, Relaxed);
+                self.spin_backoff = 0;
+                return true;
+            }
+            if Instant::now() >= until {
+                self.spin_backoff = (self.spin_backoff * 2).clamp(1, MAX_SPIN_BACKOFF);
+                self.spin_skip = self.spin_backoff;
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 

@@ -519,6 +519,8 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     );
     w.field("rtc_write_batches", s.rtc_write_batches.load(Relaxed));
     w.field("rtc_batched_writes", s.rtc_batched_writes.load(Relaxed));
+    w.field("io_poll_spins", s.io_poll_spins.load(Relaxed));
+    w.field("io_poll_spin_hits", s.io_poll_spin_hits.load(Relaxed));
     w.field("pool_commands", s.pool_commands.load(Relaxed));
     w.field("pool_queue_wait_count", s.queue_wait.count());
     w.field(

@@ -49,6 +49,10 @@ pub struct Stats {
     /// writes they carried.
     pub rtc_write_batches: AtomicU64,
     pub rtc_batched_writes: AtomicU64,
+    /// Polls an I/O thread made without sleeping after a busy turn (`io-poll-spin-us`), and
+    /// those that found work, which then needed no wake-up.
+    pub io_poll_spins: AtomicU64,
+    pub io_poll_spin_hits: AtomicU64,
     /// Commands run by the worker pool.
     pub pool_commands: AtomicU64,
     /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
@@ -77,6 +81,8 @@ impl Stats {
             rtc_backoff_skips: AtomicU64::new(0),
             rtc_script_budget_aborts: AtomicU64::new(0),
             rtc_write_batches: AtomicU64::new(0),
+            io_poll_spins: AtomicU64::new(0),
+            io_poll_spin_hits: AtomicU64::new(0),
             rtc_batched_writes: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
@@ -166,6 +172,8 @@ impl Stats {
             &self.rtc_script_budget_aborts,
             &self.rtc_write_batches,
             &self.rtc_batched_writes,
+            &self.io_poll_spins,
+            &self.io_poll_spin_hits,
             &self.pool_commands,
         ] {
             a.store(0, Relaxed);

@@ -24,6 +24,7 @@ mod family_rtc;
 mod group_commit;
 mod hash_field_expiry;
 mod hashes;
+mod io_poll;
 mod keycount;
 mod keys;
 mod keys_collections;
