@@ -7,7 +7,10 @@
 //!
 //! The "how often" is a count-min sketch per shard: four 4-bit-saturating counters per key
 //! (bytes here, capped at 15), picked from the key's hash, bumped by every lookup, hit or miss,
-//! and all halved after every `10 x width` bumps so that old popularity fades.
+//! and all halved after every `10 x width` bumps so that old popularity fades. A key's four
+//! counters lie in one 64-byte block (one cache line; a "blocked" sketch, as Caffeine's), each
+//! in its own quarter of it: a lookup costs one cache miss, not four (four were 3.5% of the
+//! server's CPU under GET hits over 100k keys).
 
 /// Counters per byte of a shard's budget: one per 64 bytes, about four per cached entry of a
 /// short string (so the four counters of different keys rarely all collide).
@@ -16,6 +19,9 @@ const MIN_WIDTH: usize = 256;
 const MAX_COUNT: u8 = 15;
 /// Bumps per counter between halvings.
 const SAMPLE_FACTOR: usize = 10;
+/// Counters per block (one cache line), and per quarter of a block.
+const BLOCK: usize = 64;
+const QUARTER: usize = BLOCK / 4;
 
 /// Bytes of the sketch of a shard whose share of `cache-maxmemory` is `share` bytes (about
 /// 1.6% of it).
@@ -25,9 +31,14 @@ pub fn width_for(share: usize) -> usize {
         .next_power_of_two()
 }
 
+/// One cache line of counters.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct Block([u8; BLOCK]);
+
 #[derive(Default)]
 pub struct Sketch {
-    counters: Vec<u8>,
+    blocks: Vec<Block>,
     bumps: usize,
 }
 
@@ -36,34 +47,39 @@ impl Sketch {
     /// restart when that changes its size); returns its width (= bytes).
     pub fn fit(&mut self, share: usize) -> usize {
         let width = width_for(share);
-        if self.counters.len() != width {
-            self.counters = vec![0; width];
+        if self.blocks.len() * BLOCK != width {
+            self.blocks = vec![Block([0; BLOCK]); width / BLOCK];
             self.bumps = 0;
         }
         width
     }
 
-    fn slots(&self, hash: u64) -> [usize; 4] {
-        let mask = self.counters.len() - 1;
-        // Four indexes from one 64-bit hash: a second, odd-multiplied mix gives the other bits.
-        let h2 = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        [0u64, 1, 2, 3].map(|i| (hash.wrapping_add(i.wrapping_mul(h2)) >> 20) as usize & mask)
+    /// The key's block, and its four counters there (one in each quarter). The hash is mixed
+    /// first: its low bits chose the shard, so they are the same for every key here. The block
+    /// comes from the top bits of the mix, the counters from middle ones, so they vary
+    /// independently.
+    fn slots(&self, hash: u64) -> (usize, [usize; 4]) {
+        let h = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let block = (h >> 40) as usize & (self.blocks.len() - 1);
+        let at = [0, 1, 2, 3].map(|i| i * QUARTER + (h >> (16 + 4 * i)) as usize % QUARTER);
+        (block, at)
     }
 
     /// Counts one lookup of the key hashing to `hash`.
     pub fn touch(&mut self, hash: u64) {
-        if self.counters.is_empty() {
+        if self.blocks.is_empty() {
             return;
         }
-        for i in self.slots(hash) {
-            let c = &mut self.counters[i];
-            if *c < MAX_COUNT {
-                *c += 1;
+        let (b, at) = self.slots(hash);
+        let block = &mut self.blocks[b].0;
+        for i in at {
+            if block[i] < MAX_COUNT {
+                block[i] += 1;
             }
         }
         self.bumps += 1;
-        if self.bumps >= SAMPLE_FACTOR * self.counters.len() {
-            for c in self.counters.iter_mut() {
+        if self.bumps >= SAMPLE_FACTOR * self.blocks.len() * BLOCK {
+            for c in self.blocks.iter_mut().flat_map(|b| b.0.iter_mut()) {
                 *c >>= 1;
             }
             self.bumps /= 2;
@@ -72,14 +88,12 @@ impl Sketch {
 
     /// Recent lookups of the key hashing to `hash` (an over-estimate, never an under-).
     pub fn estimate(&self, hash: u64) -> u8 {
-        if self.counters.is_empty() {
+        if self.blocks.is_empty() {
             return 0;
         }
-        self.slots(hash)
-            .into_iter()
-            .map(|i| self.counters[i])
-            .min()
-            .unwrap_or(0)
+        let (b, at) = self.slots(hash);
+        let block = &self.blocks[b].0;
+        at.into_iter().map(|i| block[i]).min().unwrap_or(0)
     }
 }
 
