@@ -56,6 +56,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/scale.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/pubsub.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/replication.sh
+	$(BENCH_LOCK) env QUICK=1 bash bench/io_poll.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -70,6 +71,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/scale.sh
 	$(BENCH_LOCK) bash bench/pubsub.sh
 	$(BENCH_LOCK) bash bench/replication.sh
+	$(BENCH_LOCK) bash bench/io_poll.sh
 
 clean-data:
 	rm -rf ./kvik-data
