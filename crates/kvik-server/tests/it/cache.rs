@@ -9,10 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn stat(con: &mut Connection, field: &str) -> u64 {
-    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has no {field}"))
-}
-
 fn get(con: &mut Connection, key: &str) -> Option<String> {
     q(con, &["GET", key])
 }

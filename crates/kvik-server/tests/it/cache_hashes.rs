@@ -11,10 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn stat(con: &mut Connection, field: &str) -> u64 {
-    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has no {field}"))
-}
-
 /// The read commands under test, over `key`.
 fn reads(key: &str) -> Vec<Vec<String>> {
     let cmds: &[&[&str]] = &[

@@ -113,6 +113,11 @@ pub fn info(con: &mut Connection, section: &str) -> HashMap<String, HashMap<Stri
     parse_info(&text)
 }
 
+/// The numeric value of `field` in INFO stats; panics if INFO has none.
+pub fn stat(con: &mut Connection, field: &str) -> u64 {
+    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO stats has no {field}"))
+}
+
 /// The numeric value of `field` in an INFO section, if INFO has it.
 pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<u64> {
     info(con, section)

@@ -22,10 +22,6 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-fn stat(con: &mut Connection, name: &str) -> u64 {
-    info_field(con, "stats", name).unwrap_or_else(|| panic!("INFO stats has no {name}"))
-}
-
 #[test]
 fn hexpire_family_replies_per_field() {
     let s = TestServer::start();

@@ -5,17 +5,8 @@
 use crate::common::*;
 use redis::{Commands, Connection};
 
-fn stat(con: &mut Connection, field: &str) -> u64 {
-    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has {field}"))
-}
-
 fn set_spin(con: &mut Connection, us: &str) {
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("io-poll-spin-us")
-        .arg(us)
-        .query(con)
-        .unwrap();
+    let _: () = q(con, &["CONFIG", "SET", "io-poll-spin-us", us]);
 }
 
 fn requests(con: &mut Connection, n: usize) {
@@ -30,12 +21,8 @@ fn requests(con: &mut Connection, n: usize) {
 fn busy_turns_are_followed_by_polls_that_find_the_next_request() {
     let s = TestServer::start();
     let mut c = s.client();
-    let spin: String = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("io-poll-spin-us")
-        .query::<Vec<String>>(&mut c)
-        .unwrap()
-        .remove(1);
+    let spin: Vec<String> = q(&mut c, &["CONFIG", "GET", "io-poll-spin-us"]);
+    let spin = &spin[1];
     assert_eq!(spin, "50", "the default");
     // 10 ms: the next request of a client that answers at once arrives well within it.
     set_spin(&mut c, "10000");

@@ -6,7 +6,7 @@
 //! out of the primary's WAL retention, and, after a promotion, make the old primary drop its
 //! diverged writes, and resume a full sync whose transfer was cut. Every wait is bounded.
 
-use crate::common::{err, info, q, Endpoint, TestServer};
+use crate::common::{err, info, q, stat, Endpoint, TestServer};
 use redis::{Connection, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,10 +18,6 @@ pub(crate) fn field(con: &mut Connection, name: &str) -> String {
         .get("Replication")
         .and_then(|s| s.get(name).cloned())
         .unwrap_or_default()
-}
-
-fn stat(con: &mut Connection, name: &str) -> u64 {
-    info(con, "stats")["Stats"][name].parse().unwrap()
 }
 
 fn offset(con: &mut Connection) -> u64 {

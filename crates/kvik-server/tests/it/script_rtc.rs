@@ -7,10 +7,6 @@ use crate::common::*;
 use redis::{Commands, Connection};
 use std::time::Duration;
 
-fn stat(con: &mut Connection, field: &str) -> u64 {
-    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has {field}"))
-}
-
 fn eval(con: &mut Connection, script: &str, keys: &[&str]) -> redis::Value {
     let mut c = redis::cmd("EVAL");
     c.arg(script).arg(keys.len());

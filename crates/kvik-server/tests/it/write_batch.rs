@@ -7,10 +7,6 @@
 use crate::common::*;
 use redis::{Commands, Connection};
 
-fn stat(con: &mut Connection, field: &str) -> u64 {
-    info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO has {field}"))
-}
-
 #[test]
 fn a_pipeline_of_writes_is_written_in_few_batches_and_not_with_the_switch_off() {
     let s = TestServer::start();
