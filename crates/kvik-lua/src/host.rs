@@ -61,11 +61,13 @@ impl From<Frame> for HostReply {
 /// The server side of a running script.
 pub trait Host {
     /// Runs one command on behalf of the script. `args[0]` is the command name as the script
-    /// wrote it; `resp` is 2 or 3 (`redis.setresp`), the protocol the reply must be parsed in.
+    /// wrote it (the arguments are the host's to keep: a server makes its command vector of
+    /// them without copying); `resp` is 2 or 3 (`redis.setresp`), the protocol the reply must
+    /// be parsed in.
     /// Script-specific refusals are the host's job, with Redis's texts from
     /// [`crate::errors`] (unknown command, arity, `noscript` commands, writes from read-only
     /// scripts, OOM, cross-slot keys in cluster mode).
-    fn call(&mut self, args: &[&[u8]], resp: u8) -> HostReply;
+    fn call(&mut self, args: Vec<Vec<u8>>, resp: u8) -> HostReply;
 
     /// `redis.log(level, ...)`: the joined message. Dropped unless the host logs it.
     fn log(&mut self, _level: LogLevel, _message: &[u8]) {}

@@ -471,9 +471,8 @@ fn host_request(
                     };
                 }
             };
-            let refs: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
             let resp = lua.app_data_ref::<RunState>().map_or(2, |s| s.resp.get());
-            let reply = host.call(&refs, resp);
+            let reply = host.call(argv, resp);
             if reply.wrote {
                 control.mark_written();
             }

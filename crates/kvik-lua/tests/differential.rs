@@ -58,7 +58,7 @@ struct Forward {
 }
 
 impl Host for Forward {
-    fn call(&mut self, args: &[&[u8]], resp: u8) -> HostReply {
+    fn call(&mut self, args: Vec<Vec<u8>>, resp: u8) -> HostReply {
         self.calls += 1;
         let conn = if resp == 3 {
             &mut self.r3
@@ -67,11 +67,12 @@ impl Host for Forward {
         };
         if NOSCRIPT_COMMANDS
             .iter()
-            .any(|c| c.as_bytes().eq_ignore_ascii_case(args[0]))
+            .any(|c| c.as_bytes().eq_ignore_ascii_case(&args[0]))
         {
             return Frame::Error(errors::NOT_ALLOWED.into()).into();
         }
-        let (_, frame) = conn.request(args);
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let (_, frame) = conn.request(&refs);
         let frame = match frame {
             Frame::Error(e) if e.starts_with("ERR unknown command") => {
                 Frame::Error(errors::UNKNOWN_COMMAND.into())

@@ -19,7 +19,7 @@ struct Echo {
 }
 
 impl Host for Echo {
-    fn call(&mut self, args: &[&[u8]], _resp: u8) -> HostReply {
+    fn call(&mut self, args: Vec<Vec<u8>>, _resp: u8) -> HostReply {
         let wrote = args[0].eq_ignore_ascii_case(b"set");
         HostReply {
             frame: Frame::Array(args.iter().map(|a| Frame::Bulk(a.to_vec())).collect()),
@@ -238,7 +238,7 @@ fn function_load_times_out() {
 fn evalsha_cost() {
     struct Nop;
     impl Host for Nop {
-        fn call(&mut self, _: &[&[u8]], _: u8) -> HostReply {
+        fn call(&mut self, _: Vec<Vec<u8>>, _: u8) -> HostReply {
             Frame::Bulk(b"value".to_vec()).into()
         }
     }

@@ -32,6 +32,7 @@ pub mod cluster;
 pub mod cmd;
 pub mod config;
 pub mod error;
+pub mod fast_hash;
 pub use kvik_types::glob;
 pub mod logging;
 pub mod net;

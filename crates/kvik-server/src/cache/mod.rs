@@ -38,12 +38,12 @@ mod sim;
 
 pub use fields::FieldSet;
 
+use crate::fast_hash::FastHash;
 use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 /// Entries examined per eviction.
@@ -434,9 +434,7 @@ impl Cache {
     }
 
     fn hash(&self, db: u16, key: &[u8]) -> u64 {
-        let mut h = FastHasher(self.seed ^ db as u64);
-        h.write(key);
-        h.finish()
+        crate::fast_hash::key_hash(self.seed, db, key)
     }
 
     fn cell(&self, hash: u64) -> &ShardCell {
@@ -734,7 +732,26 @@ impl Cache {
         let budget = self.shard_budget();
         let mut s = cell.shard.lock();
         Self::epoch(cell, hash).fetch_add(epoch_delta, Release);
-        match s.find(db, key) {
+        let found = s.find(db, key);
+        let put = match (found, put) {
+            // Overwritten in place: no map removal and re-insertion, and the key keeps its
+            // access frequency (as Redis keeps an overwritten key's LFU counter).
+            (Some(i), Some(put)) => match self.cacheable(key, put, budget) {
+                Some((known, size)) => {
+                    s.replace_at(i, known, size);
+                    while s.used > budget && s.entries.len() > 1 {
+                        self.evict_one(&mut s);
+                    }
+                    return;
+                }
+                None => {
+                    s.remove_at(i);
+                    return;
+                }
+            },
+            (_, put) => put,
+        };
+        match found {
             Some(i) => s.remove_at(i),
             // Write-allocate: a written string is likely read next; cache it (with its state,
             // which also spares its next write a RocksDB read, see `cached_expiry`).
@@ -748,12 +765,25 @@ impl Cache {
             }
             None => return,
         }
-        let Some((expire_at_ms, value)) = put else {
+        let Some(put) = put else {
             return;
         };
+        if let Some((known, size)) = self.cacheable(key, put, budget) {
+            self.insert_evicting(&mut s, db, key, known, size, budget);
+        }
+    }
+
+    /// The entry a written value makes and its size, unless it is not to be cached (a hash
+    /// too big or hash writes off, or bigger than a quarter of the shard's budget).
+    fn cacheable(
+        &self,
+        key: &[u8],
+        (expire_at_ms, value): (u64, CachedValue),
+        budget: usize,
+    ) -> Option<(Known, usize)> {
         if let CachedValue::Hash(h) = &value {
             if h.fields.len() > self.max_fields() || !self.hash_writes() {
-                return;
+                return None;
             }
         }
         let known = Known::Present(Hit {
@@ -762,9 +792,7 @@ impl Cache {
             value,
         });
         let size = entry_size(key, &known);
-        if size <= budget / 4 {
-            self.insert_evicting(&mut s, db, key, known, size, budget);
-        }
+        (size <= budget / 4).then_some((known, size))
     }
 
     /// Drops every entry of database `db` (FLUSHDB) and bumps every epoch.
@@ -897,6 +925,19 @@ impl Shard {
         self.used += size;
     }
 
+    /// Gives entry `i` a new value (a write of its key), as a fresh insert would: just
+    /// touched, not pending; its frequency stays.
+    fn replace_at(&mut self, i: usize, known: Known, size: usize) {
+        self.clock = self.clock.wrapping_add(1);
+        let e = &mut self.entries[i];
+        let old = std::mem::replace(&mut e.size, size);
+        e.known = known;
+        e.tick = self.clock;
+        e.last_s = crate::clock::coarse_secs();
+        e.pending = false;
+        self.used = self.used - old + size;
+    }
+
     fn remove_at(&mut self, i: usize) {
         let e = self.entries.swap_remove(i);
         self.used -= e.size;
@@ -943,47 +984,6 @@ fn lfu_incr(freq: u8, draw: u64) -> u8 {
     }
 }
 
-/// A fast, seeded hash for cache keys (multiply-xorshift over 8-byte words).
-#[derive(Clone, Copy, Default)]
-pub struct FastHash;
-
-impl BuildHasher for FastHash {
-    type Hasher = FastHasher;
-    fn build_hasher(&self) -> FastHasher {
-        FastHasher(0x243F_6A88_85A3_08D3)
-    }
-}
-
-pub struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut h = self.0 ^ (bytes.len() as u64).wrapping_mul(K);
-        let mut chunks = bytes.chunks_exact(8);
-        for c in chunks.by_ref() {
-            let w = u64::from_le_bytes(c.try_into().unwrap());
-            h = (h ^ w).wrapping_mul(K).rotate_left(29);
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut buf = [0u8; 8];
-            buf[..rest.len()].copy_from_slice(rest);
-            h = (h ^ u64::from_le_bytes(buf))
-                .wrapping_mul(K)
-                .rotate_left(29);
-        }
-        self.0 = h;
-    }
-    fn finish(&self) -> u64 {
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        h ^= h >> 33;
-        h
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1024,6 +1024,35 @@ mod tests {
         // Writes never add keys.
         c.apply(0, b"new", Some((Kind::String, 0, Bytes::from_static(b"x"))));
         assert!(c.get(0, b"new", 1).is_none());
+    }
+
+    #[test]
+    fn an_overwrite_replaces_the_entry_in_place_and_accounts_its_size() {
+        let c = Cache::new(no_write_allocate());
+        let t = c.fill_token(0, b"k");
+        c.fill(t, 0, b"k", &s("v"), 1);
+        let t = c.fill_token(0, b"other");
+        c.fill(t, 0, b"other", &s("o"), 1);
+        let before = c.used_memory();
+        c.apply(
+            0,
+            b"k",
+            Some((Kind::String, 0, Bytes::from(vec![b'x'; 100]))),
+        );
+        assert_eq!(str_of(c.get(0, b"k", 1)), Some(vec![b'x'; 100]));
+        assert_eq!(
+            c.used_memory(),
+            before + 99,
+            "the new value's size replaces the old"
+        );
+        assert_eq!(c.entries(), 2);
+        assert_eq!(str_of(c.get(0, b"other", 1)), Some(b"o".to_vec()));
+        // A write in flight hides the entry; the overwrite that ends it shows it again.
+        c.begin_write(0, b"k");
+        assert!(c.get(0, b"k", 1).is_none());
+        c.apply(0, b"k", Some((Kind::String, 0, Bytes::from_static(b"y"))));
+        assert_eq!(str_of(c.get(0, b"k", 1)), Some(b"y".to_vec()));
+        assert_eq!(c.used_memory(), before);
     }
 
     #[test]

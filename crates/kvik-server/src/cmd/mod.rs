@@ -44,6 +44,7 @@ pub mod string;
 pub mod swapdb;
 pub mod zset;
 
+use crate::fast_hash::FastHash;
 use crate::server::Server;
 use crate::session::{ReplyMode, Session};
 use blocked::Ready;
@@ -64,13 +65,13 @@ pub struct Entry {
     /// Index into per-command statistics.
     pub id: usize,
     /// For containers: subcommand name -> entry id.
-    subs: HashMap<&'static str, usize>,
+    subs: HashMap<&'static str, usize, FastHash>,
 }
 
 #[derive(Debug)]
 pub struct CommandTable {
     entries: Vec<Entry>,
-    top: HashMap<&'static str, usize>,
+    top: HashMap<&'static str, usize, FastHash>,
 }
 
 /// Longest command or subcommand name that can exist; longer names are unknown without lookup.
@@ -80,7 +81,7 @@ impl CommandTable {
     fn build(families: &[&'static [CommandSpec]]) -> CommandTable {
         let mut table = CommandTable {
             entries: Vec::new(),
-            top: HashMap::new(),
+            top: HashMap::default(),
         };
         for spec in families.iter().flat_map(|f| f.iter()) {
             let id = table.push(spec, spec.name.to_string());
@@ -100,7 +101,7 @@ impl CommandTable {
             spec,
             full_name,
             id,
-            subs: HashMap::new(),
+            subs: HashMap::default(),
         });
         id
     }

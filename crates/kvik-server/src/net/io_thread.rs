@@ -127,7 +127,7 @@ impl<'s> TurnWrites<'s> {
         }
         Self::count(server, buffered);
         let written = server.storage.settle_txn();
-        crate::storage::locks::release_retained();
+        server.storage.release_retained_locks();
         if let Err(e) = &written {
             tracing::error!(error = %e, "writing a turn's buffered writes failed");
         }
@@ -150,7 +150,7 @@ impl<'s> TurnWrites<'s> {
         };
         Self::count(server, server.storage.txn_buffered());
         let written = txn.commit();
-        crate::storage::locks::release_retained();
+        server.storage.release_retained_locks();
         crate::storage::locks::retain(false);
         if let Err(e) = &written {
             tracing::error!(error = %e, "writing a turn's buffered writes failed");

@@ -14,24 +14,23 @@
 //!
 //! A thread may also keep the stripes its guards release ([`retain`]): an I/O thread whose
 //! writes of one turn are buffered in one transaction (`txn`) holds their keys until the
-//! transaction is written ([`release_retained`]), as a worker's EXEC holds its keys to the end.
+//! transaction is written ([`KeyLocks::release_retained`]), as a worker's EXEC holds its keys to the end.
 
-use parking_lot::{ArcMutexGuard, Mutex, RawMutex};
+use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
+use parking_lot::RawMutex;
 use std::cell::{Cell, RefCell};
-use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Number of stripes; a power of two well above the number of worker threads.
 const STRIPES: usize = 1 << 16;
 
+/// The stripes are one byte each, side by side (64 KiB in all), so finding and taking a
+/// stripe touches memory the core likely has cached: a stripe behind its own allocation cost
+/// a cache miss per lock under random keys.
 pub struct KeyLocks {
-    /// In `Arc`s so a guard owns its stripe and can outlive the guard that took it
-    /// ([`retain`]).
-    stripes: Box<[Arc<Mutex<()>>]>,
-    hasher: std::collections::hash_map::RandomState,
+    stripes: Box<[RawMutex]>,
+    seed: u64,
 }
-
-type StripeGuard = ArcMutexGuard<RawMutex, ()>;
 
 thread_local! {
     /// Stripes this thread holds, as (address of the owning [`KeyLocks`]' stripes, index).
@@ -40,57 +39,80 @@ thread_local! {
     static HELD: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
     /// Whether guards dropped now keep their stripes ([`retain`]).
     static RETAIN: Cell<bool> = const { Cell::new(false) };
-    /// The stripes kept, with their entries in `HELD`.
-    static RETAINED: RefCell<Vec<(usize, usize, StripeGuard)>> = const { RefCell::new(Vec::new()) };
+    /// The stripes kept (still locked, and still in `HELD`).
+    static RETAINED: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// From now on (`true`), the stripes this thread's guards release stay held until
-/// [`release_retained`]; `false` ends that (what is kept stays kept).
+/// [`KeyLocks::release_retained`]; `false` ends that (what is kept stays kept).
 pub fn retain(on: bool) {
     RETAIN.with(|r| r.set(on));
-}
-
-/// Releases every stripe this thread kept (see [`retain`]).
-pub fn release_retained() {
-    let kept = RETAINED.with(|r| std::mem::take(&mut *r.borrow_mut()));
-    if kept.is_empty() {
-        return;
-    }
-    HELD.with(|held| {
-        held.borrow_mut()
-            .retain(|h| !kept.iter().any(|(o, i, _)| *h == (*o, *i)))
-    });
-    drop(kept);
 }
 
 /// Held stripes; dropping it releases the ones it acquired (not those an outer guard of the same
 /// thread already held). Not `Send`: it must be dropped on the thread that locked.
 pub struct KeyGuard<'a> {
-    guards: Vec<StripeGuard>,
-    owner: usize,
+    locks: &'a KeyLocks,
     acquired: Vec<usize>,
-    _locks: std::marker::PhantomData<&'a KeyLocks>,
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Default for KeyLocks {
     fn default() -> Self {
         KeyLocks {
-            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
-            hasher: Default::default(),
+            stripes: (0..STRIPES).map(|_| RawMutex::INIT).collect(),
+            seed: rand::random::<u64>(),
         }
     }
 }
 
 impl KeyLocks {
     fn stripe(&self, db: u16, key: &[u8]) -> usize {
-        let mut h = self.hasher.build_hasher();
-        h.write_u16(db);
-        h.write(key);
-        (h.finish() as usize) & (STRIPES - 1)
+        (crate::fast_hash::key_hash(self.seed, db, key) as usize) & (STRIPES - 1)
     }
 
     fn id(&self) -> usize {
         self.stripes.as_ptr() as usize
+    }
+
+    /// The stripes of `keys` this thread does not hold yet, in ascending order, once each.
+    fn to_take<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> Vec<usize> {
+        let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let owner = self.id();
+        HELD.with(|held| {
+            let held = held.borrow();
+            if !held.is_empty() {
+                idx.retain(|i| !held.contains(&(owner, *i)));
+            }
+        });
+        idx
+    }
+
+    /// The guard of stripes just taken (recorded as held by this thread).
+    fn guard(&self, acquired: Vec<usize>) -> KeyGuard<'_> {
+        if !acquired.is_empty() {
+            let owner = self.id();
+            HELD.with(|held| {
+                held.borrow_mut()
+                    .extend(acquired.iter().map(|&i| (owner, i)))
+            });
+        }
+        KeyGuard {
+            locks: self,
+            acquired,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+
+    /// Unlocks stripes this thread took.
+    fn unlock(&self, idx: &[usize]) {
+        for &i in idx {
+            // SAFETY: every index passed here was locked by this thread (a guard's `acquired`,
+            // a retained entry, or a partial acquisition being undone) and is unlocked once.
+            unsafe { self.stripes[i].unlock() };
+        }
     }
 
     /// True if another thread holds the stripe of `key` (a writer of it, or of a key sharing
@@ -108,30 +130,13 @@ impl KeyLocks {
 
     /// Locks the stripes of keys that may live in different databases (MOVE, COPY ... DB).
     pub fn lock_in<'a, 'k>(&'a self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> KeyGuard<'a> {
-        let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        let owner = self.id();
-        HELD.with(|held| {
-            let held = held.borrow();
-            if !held.is_empty() {
-                idx.retain(|i| !held.contains(&(owner, *i)));
-            }
-        });
-        let guards = idx.iter().map(|&i| self.stripes[i].lock_arc()).collect();
-        if !idx.is_empty() {
-            HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
+        let idx = self.to_take(keys);
+        for &i in &idx {
+            self.stripes[i].lock();
         }
-        KeyGuard {
-            guards,
-            owner,
-            acquired: idx,
-            _locks: std::marker::PhantomData,
-        }
+        self.guard(idx)
     }
-}
 
-impl KeyLocks {
     /// Like [`KeyLocks::lock_in`], but waits at most `timeout` for each stripe another thread
     /// holds, and on failure releases what it took and returns `None`. For a script that holds
     /// its declared keys and then touches another one: waiting without a bound there could
@@ -140,52 +145,72 @@ impl KeyLocks {
     pub fn try_lock_in_for<'a, 'k>(
         &'a self,
         keys: impl Iterator<Item = (u16, &'k [u8])>,
-        timeout: std::time::Duration,
+        timeout: Duration,
     ) -> Option<KeyGuard<'a>> {
-        let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
-        idx.sort_unstable();
-        idx.dedup();
+        let idx = self.to_take(keys);
+        // The clock is read only if a stripe is taken.
+        let mut deadline = None;
+        for (n, &i) in idx.iter().enumerate() {
+            let stripe = &self.stripes[i];
+            if stripe.try_lock() {
+                continue;
+            }
+            let until = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            if !stripe.try_lock_until(until) {
+                self.unlock(&idx[..n]);
+                return None;
+            }
+        }
+        Some(self.guard(idx))
+    }
+
+    /// Releases every stripe of these locks this thread kept (see [`retain`]).
+    pub fn release_retained(&self) {
         let owner = self.id();
-        HELD.with(|held| idx.retain(|i| !held.borrow().contains(&(owner, *i))));
-        let deadline = std::time::Instant::now() + timeout;
-        let mut guards = Vec::with_capacity(idx.len());
-        for &i in &idx {
-            guards.push(self.stripes[i].try_lock_arc_until(deadline)?);
+        let kept: Vec<usize> = RETAINED.with(|r| {
+            let mut r = r.borrow_mut();
+            if r.is_empty() {
+                return Vec::new();
+            }
+            let mut kept = Vec::with_capacity(r.len());
+            r.retain(|&(o, i)| {
+                let mine = o == owner;
+                if mine {
+                    kept.push(i);
+                }
+                !mine
+            });
+            kept
+        });
+        if kept.is_empty() {
+            return;
         }
-        if !idx.is_empty() {
-            HELD.with(|held| held.borrow_mut().extend(idx.iter().map(|&i| (owner, i))));
-        }
-        Some(KeyGuard {
-            guards,
-            owner,
-            acquired: idx,
-            _locks: std::marker::PhantomData,
-        })
+        HELD.with(|held| {
+            held.borrow_mut()
+                .retain(|&(o, i)| !(o == owner && kept.contains(&i)))
+        });
+        self.unlock(&kept);
     }
 }
 
 impl Drop for KeyGuard<'_> {
     fn drop(&mut self) {
-        if !self.acquired.is_empty() && RETAIN.with(Cell::get) {
-            let owner = self.owner;
+        if self.acquired.is_empty() {
+            return;
+        }
+        let owner = self.locks.id();
+        if RETAIN.with(Cell::get) {
             RETAINED.with(|r| {
-                r.borrow_mut().extend(
-                    self.acquired
-                        .drain(..)
-                        .zip(self.guards.drain(..))
-                        .map(|(i, g)| (owner, i, g)),
-                )
+                r.borrow_mut()
+                    .extend(self.acquired.drain(..).map(|i| (owner, i)))
             });
             return;
         }
-        if !self.acquired.is_empty() {
-            let owner = self.owner;
-            HELD.with(|held| {
-                held.borrow_mut()
-                    .retain(|(o, i)| !(*o == owner && self.acquired.contains(i)))
-            });
-        }
-        self.guards.clear();
+        HELD.with(|held| {
+            held.borrow_mut()
+                .retain(|(o, i)| !(*o == owner && self.acquired.contains(i)))
+        });
+        self.locks.unlock(&self.acquired);
     }
 }
 
@@ -225,9 +250,12 @@ mod tests {
         let l = locks.clone();
         std::thread::spawn(move || {
             let i = l.stripe(0, key);
-            l.stripes[i]
-                .try_lock_for(Duration::from_millis(20))
-                .is_some()
+            let free = l.stripes[i].try_lock_for(Duration::from_millis(20));
+            if free {
+                // SAFETY: taken just above by this thread.
+                unsafe { l.stripes[i].unlock() };
+            }
+            free
         })
         .join()
         .unwrap()
@@ -262,6 +290,39 @@ mod tests {
     }
 
     #[test]
+    fn a_bounded_lock_that_fails_gives_back_what_it_took() {
+        let locks = Arc::new(KeyLocks::default());
+        // Two keys on different stripes, the second held by another thread.
+        let a = b"a";
+        let b = (0..)
+            .map(|n| format!("b{n}").into_bytes())
+            .find(|k| locks.stripe(0, k) > locks.stripe(0, a))
+            .unwrap();
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let l2 = locks.clone();
+        let b2 = b.clone();
+        let holder = std::thread::spawn(move || {
+            let _g = l2.lock(0, &[&b2]);
+            held_tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+        });
+        held_rx.recv().unwrap();
+        let keys = [(0u16, &a[..]), (0, &b[..])];
+        let got = locks.try_lock_in_for(keys.into_iter(), Duration::from_millis(30));
+        assert!(got.is_none(), "the held stripe is not taken");
+        assert!(
+            free_for_others(&locks, a),
+            "the stripe taken first was given back"
+        );
+        HELD.with(|h| assert!(h.borrow().is_empty()));
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        let g = locks.try_lock_in_for(keys.into_iter(), Duration::from_millis(30));
+        assert!(g.is_some(), "both free now");
+    }
+
+    #[test]
     fn retained_stripes_stay_held_until_released() {
         let locks = Arc::new(KeyLocks::default());
         retain(true);
@@ -272,7 +333,7 @@ mod tests {
         drop(locks.lock(0, &[b"r"]));
         retain(false);
         assert!(!free_for_others(&locks, b"r"));
-        release_retained();
+        locks.release_retained();
         assert!(free_for_others(&locks, b"r"));
         HELD.with(|h| assert!(h.borrow().is_empty()));
         // Without retain, a guard releases at once.

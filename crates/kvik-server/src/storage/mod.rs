@@ -452,6 +452,11 @@ impl Storage {
         self.locks.lock(db, keys)
     }
 
+    /// Releases the stripes this thread kept after their guards went (see `locks::retain`).
+    pub fn release_retained_locks(&self) {
+        self.locks.release_retained();
+    }
+
     /// True if a writer holds `key`'s stripe lock right now (see `cmd::isolation`).
     pub fn key_locked(&self, db: u16, key: &[u8]) -> bool {
         self.locks.is_locked(db, key)

@@ -26,6 +26,7 @@
 use super::counts::KeyState;
 use super::encoding::decode_meta_key;
 use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
+use crate::fast_hash::FastHash;
 use bytes::Bytes;
 use rocksdb::{DBRawIteratorWithThreadMode, DB};
 use std::cell::{Cell, RefCell};
@@ -97,9 +98,9 @@ struct Undo {
 #[derive(Default)]
 pub(super) struct Prior {
     /// Raw meta key -> the key's state before the transaction.
-    states: HashMap<Vec<u8>, KeyState>,
+    states: HashMap<Vec<u8>, KeyState, FastHash>,
     /// Raw meta key -> its state after the transaction's latest write of it.
-    latest: HashMap<Vec<u8>, KeyState>,
+    latest: HashMap<Vec<u8>, KeyState, FastHash>,
     /// The storage's flush count when the first state was noted: a FLUSHDB or FLUSHALL of
     /// another client since makes them stale.
     pub flushes: u64,

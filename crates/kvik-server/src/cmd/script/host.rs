@@ -63,6 +63,8 @@ pub struct ServerHost<'a> {
     /// Cluster mode: the slot the script's keys must share (its declared keys' slot, else the
     /// first key it touches).
     slot: Option<u16>,
+    /// The keys the script declared (`KEYS`), locked by the caller for the whole run.
+    declared: &'a [&'a [u8]],
     /// Stripes of undeclared keys, held until the script ends.
     guards: Vec<KeyGuard<'a>>,
     /// The session as the script found it, restored when the run ends: a script's SELECT does
@@ -85,6 +87,7 @@ impl<'a> ServerHost<'a> {
         session: &'a mut Session,
         rules: Rules,
         slot: Option<u16>,
+        declared: &'a [&'a [u8]],
         nowait: Option<Arc<ScriptControl>>,
     ) -> ServerHost<'a> {
         let saved_db = session.db;
@@ -99,6 +102,7 @@ impl<'a> ServerHost<'a> {
             session,
             rules,
             slot,
+            declared,
             guards: Vec::new(),
             saved_db,
             saved_proto,
@@ -182,8 +186,24 @@ impl<'a> ServerHost<'a> {
         Ok(entry)
     }
 
+    /// Whether every key `argv` touches is one the script declared, in the database it was
+    /// declared in: then the caller's lock already covers the command.
+    fn only_declared(&self, entry: &Entry, argv: &[Bytes]) -> bool {
+        self.session.db == self.saved_db
+            && entry.spec.db_refs.is_none()
+            && entry
+                .spec
+                .key_positions(argv)
+                .into_iter()
+                .filter_map(|p| argv.get(p))
+                .all(|k| self.declared.contains(&&k[..]))
+    }
+
     /// Locks the keys `argv` touches that the script does not hold yet (bounded wait).
     fn lock_undeclared(&mut self, entry: &Entry, argv: &[Bytes]) -> Result<(), &'static str> {
+        if self.only_declared(entry, argv) {
+            return Ok(());
+        }
         let queued = [Queued {
             id: entry.id,
             args: argv.to_vec(),
@@ -230,11 +250,11 @@ fn error_reply(line: &str) -> HostReply {
 }
 
 impl Host for ServerHost<'_> {
-    fn call(&mut self, args: &[&[u8]], resp: u8) -> HostReply {
+    fn call(&mut self, args: Vec<Vec<u8>>, resp: u8) -> HostReply {
         if self.aborted {
             return error_reply(MOVED_TO_WORKER);
         }
-        let argv: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let argv: Vec<Bytes> = args.into_iter().map(Bytes::from).collect();
         let entry = match self.admit(&argv) {
             Ok(e) => e,
             Err(line) => return error_reply(line),

@@ -289,8 +289,8 @@ thread_local! {
     /// Scripts (SHA or function name) this I/O thread aborted for running past
     /// [`IO_THREAD_BUDGET`]: the pool runs them from then on. Cleared when it grows past
     /// [`LONG_SCRIPTS_KEPT`].
-    static LONG_SCRIPTS: std::cell::RefCell<std::collections::HashSet<String>> =
-        std::cell::RefCell::new(std::collections::HashSet::new());
+    static LONG_SCRIPTS: std::cell::RefCell<std::collections::HashSet<String, crate::fast_hash::FastHash>> =
+        std::cell::RefCell::new(std::collections::HashSet::default());
 }
 
 const LONG_SCRIPTS_KEPT: usize = 4096;
@@ -385,6 +385,7 @@ fn run(
         session,
         rules,
         slot,
+        keys,
         nowait.then(|| control.clone()),
     );
     let mut run = RunContext::new(&mut host, control, proto, &mut out.buf);
