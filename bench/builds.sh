@@ -1,61 +1,95 @@
 #!/usr/bin/env bash
 # Two kvik-server builds side by side: rounds that alternate the builds (A B A B), a fresh
-# server per run warmed with 20,000 requests, then one redis-benchmark run; prints requests per
-# second and the server's CPU per request (utime + stime from /proc over the run) per round.
-# For changes that have no switch of their own (a data structure, a hash): build the old
-# commit, copy its binary aside, build the new one.
+# server per run, then one benchmark run; prints requests per second and the server's CPU per
+# request (utime + stime from /proc over the run, background threads included, divided by the
+# commands INFO counted) per round. For changes that have no switch of their own (a data
+# structure, a hash): build the old commit, copy its binary aside, build the new one.
 #
+# Small dataset, redis-benchmark (warmed with 20,000 requests; -c 50 -r 100000 unless given):
 #   bench/builds.sh /tmp/kvik-old target/release/kvik-server -- -n 300000 SET key:__rand_int__ x
 #   ROUNDS=5 bench/builds.sh OLD NEW -- -n 1000000 -P 16 SET key:__rand_int__ x
 #   SCRIPT="return redis.call('incr', KEYS[1])" bench/builds.sh OLD NEW -- -n 150000 EVALSHA @sha 1 key:__rand_int__
+# At size, kvik-bench (LOAD keys of SIZE bytes loaded first; -c 50 -r LOAD unless given):
+#   LOAD=1000000 SERVER_ARGS="--cache-maxmemory 1740000 --maxmemory 64mb" \
+#     bench/builds.sh OLD NEW -- -t set --dist uniform --duration 6s
 #
-# redis-benchmark gets -c 50 -r 100000 unless the arguments say otherwise; with SCRIPT set, the
-# script is loaded on each server and `@sha` in the arguments becomes its SHA.
+# With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/builds.sh ...
 source "$(dirname "$0")/lib.sh"
 
 [ $# -ge 4 ] && [ "$3" = "--" ] || {
-  echo "usage: $0 OLD_BINARY NEW_BINARY -- [redis-benchmark args...]" >&2
+  echo "usage: $0 OLD_BINARY NEW_BINARY -- [benchmark args...]" >&2
   exit 2
 }
 builds=("$1" "$2")
 shift 3
 ROUNDS=${ROUNDS:-3}
+LOAD=${LOAD:-0}
+SIZE=${SIZE:-100}
+read -r -a server_args <<<"${SERVER_ARGS:-}"
 args=("$@")
-case " ${args[*]} " in *" -c "*) ;; *) args=(-c 50 "${args[@]}") ;; esac
-case " ${args[*]} " in *" -r "*) ;; *) args=(-r 100000 "${args[@]}") ;; esac
+has() { case " ${args[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+has -c || args=(-c 50 "${args[@]}")
+if [ "$LOAD" -gt 0 ]; then
+  ensure_kvik_bench
+  has -r || args=(-r "$LOAD" "${args[@]}")
+  tool=kvik-bench
+else
+  has -r || args=(-r 100000 "${args[@]}")
+  tool=redis-benchmark
+fi
 tck=$(getconf CLK_TCK)
 echo "load before: $(uptime | sed 's/.*load average: //')"
-echo "command: redis-benchmark ${args[*]}; $ROUNDS rounds alternating old new"
+[ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B; server args: ${server_args[*]}"
+echo "command: $tool ${args[*]}; $ROUNDS rounds alternating old new"
 echo "| round | build | rps | server CPU us/request |"
 echo "|---|---|---|---|"
+# settle port: waits (at most a minute) until RocksDB has no flush or compaction pending, so a
+# run after a load does not measure the load's compactions.
+settle() {
+  for _ in $(seq 1 600); do
+    if ! redis-cli -p "$1" INFO rocksdb | tr -d '\r' | grep -E -q '(compaction|flush)_pending=1'; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "still compacting after a minute; measuring anyway" >&2
+}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+commands() { redis-cli -p "$1" INFO stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'; }
 for round in $(seq 1 "$ROUNDS"); do
   for i in 0 1; do
     label=$([ "$i" = 0 ] && echo old || echo new)
     port=$(free_port)
-    KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i"
+    KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i" "${server_args[@]}"
     pid=${PIDS[-1]}
     run_args=("${args[@]}")
     if [ -n "${SCRIPT:-}" ]; then
       sha=$(redis-cli -p "$port" SCRIPT LOAD "$SCRIPT")
       run_args=("${run_args[@]/@sha/$sha}")
     fi
-    warm=("${run_args[@]}")
-    for j in "${!warm[@]}"; do
-      if [ "${warm[$j]}" = "-n" ]; then warm[j + 1]=20000; fi
-    done
-    redis-benchmark -p "$port" -q "${warm[@]}" >/dev/null 2>&1
+    if [ "$LOAD" -gt 0 ]; then
+      "$KVIK_BENCH" -p "$port" -q -t set -n "$LOAD" -r "$LOAD" --dist seq -d "$SIZE" \
+        --random-values -c 50 -P 16 >/dev/null
+      settle "$port"
+      run=("$KVIK_BENCH" -p "$port" -q "${run_args[@]}")
+    else
+      warm=("${run_args[@]}")
+      for j in "${!warm[@]}"; do
+        if [ "${warm[$j]}" = "-n" ]; then warm[j + 1]=20000; fi
+      done
+      redis-benchmark -p "$port" -q "${warm[@]}" >/dev/null 2>&1
+      run=(redis-benchmark -p "$port" -q "${run_args[@]}")
+    fi
+    c0=$(commands "$port")
     t0=$(cpu_ticks "$pid")
-    out=$(redis-benchmark -p "$port" -q "${run_args[@]}" 2>/dev/null | tr '\r' '\n' | grep "requests per second" | tail -1)
+    out=$("${run[@]}" 2>/dev/null | tr '\r' '\n' | grep "requests per second" | tail -1)
     t1=$(cpu_ticks "$pid")
+    c1=$(commands "$port")
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     rps=$(echo "$out" | sed 's/.*: \([0-9.]*\) requests.*/\1/')
-    n=200000
-    for j in "${!run_args[@]}"; do
-      if [ "${run_args[$j]}" = "-n" ]; then n=${run_args[j + 1]}; fi
-    done
-    python3 -c "print('| %d | %s | %.0f | %.2f |' % ($round, '$label', $rps, ($t1 - $t0) / $tck * 1e6 / $n))"
+    # INFO itself is one command of the count.
+    python3 -c "print('| %d | %s | %.0f | %.2f |' % ($round, '$label', $rps, ($t1 - $t0) / $tck * 1e6 / max(1, $c1 - $c0 - 1)))"
   done
 done

@@ -14,7 +14,8 @@
 //! - [`storage`]: RocksDB with the documented key encoding, striped key locks, expiry.
 //!
 //! At the bottom, imported by every layer and importing none of them: [`error`] (typed Redis
-//! errors) and [`reply`] (arguments and the reply writer). Around the path: [`config`] (the
+//! errors), [`reply`] (arguments and the reply writer) and [`fast_hash`] (the seeded key hash
+//! of the cache, the key locks and the request path's maps). Around the path: [`config`] (the
 //! settings table behind flags, config file and CONFIG), [`server`] (shared state, timer,
 //! shutdown), [`startup`] (wires the layers together), [`stats`] (INFO counters, slowlog),
 //! [`clients`] (CLIENT LIST / KILL), [`session`] (per-connection state), [`blocking`] (the
