@@ -85,8 +85,11 @@ pub struct Config {
     pub rtc_write_batch: AtomicBool,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
-    /// Try a hot-cache miss of a simple read against RocksDB's memory on the I/O thread.
+    /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
     pub rtc_storage_read: AtomicBool,
+    /// An I/O thread's run-to-completion reads may leave RocksDB's memory (`cmd::disk_gate`).
+    pub rtc_disk_read: AtomicBool,
+    pub rtc_disk_read_slow_us: AtomicU64,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
     pub rtc_backoff: AtomicBool,
     pub cache_write_allocate: AtomicBool,
@@ -1026,14 +1029,33 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "rtc-storage-read",
-        default: "no",
+        default: "yes",
         mutable: true,
-        help: "when a simple read (GET, MGET, HGET, EXISTS, TTL ...) misses the hot cache, try RocksDB's memtables and block cache on the I/O thread before handing it to a worker",
+        help: "when a simple read (GET, MGET, HGET, EXISTS, TTL ...) misses the hot cache, read it from RocksDB on the I/O thread (its memtables and block cache, and its files while rtc-disk-read allows) before handing it to a worker",
         get: |c| if c.rtc_storage_read.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.rtc_storage_read.store(parse_bool(v)?, Relaxed);
             Ok(())
         },
+    },
+    Setting {
+        name: "rtc-disk-read",
+        default: "yes",
+        mutable: true,
+        help: "an I/O thread running a command to completion may read RocksDB's files (the OS page cache) itself while those reads stay fast (rtc-disk-read-slow-us); no: its reads keep to RocksDB's memory and anything else goes to a worker",
+        get: |c| if c.rtc_disk_read.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_disk_read.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "rtc-disk-read-slow-us",
+        default: "50",
+        mutable: true,
+        help: "a run-to-completion try that may read the disk and takes longer than this many microseconds is slow (a device read, not the page cache); when more than 4 of 64 are, that I/O thread leaves disk reads to the workers for a while (0: every try is slow)",
+        get: |c| c.rtc_disk_read_slow_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.rtc_disk_read_slow_us, v, 0, 1_000_000),
     },
     Setting {
         name: "rtc-backoff",
@@ -1261,7 +1283,9 @@ impl Default for Config {
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),
             io_poll_spin_us: AtomicU64::new(0),
-            rtc_storage_read: AtomicBool::new(false),
+            rtc_storage_read: AtomicBool::new(true),
+            rtc_disk_read: AtomicBool::new(true),
+            rtc_disk_read_slow_us: AtomicU64::new(50),
             rtc_backoff: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),

@@ -236,7 +236,7 @@ impl Ctx<'_> {
     ) -> CmdResult {
         // A command run to completion on an I/O thread never parks there: the pool runs it
         // again and blocks it (nothing was changed before a command blocks).
-        if self.mode == Mode::NoWait {
+        if self.mode.no_wait() {
             return Err(CmdError::WOULD_BLOCK);
         }
         if self.session.in_exec {

@@ -28,11 +28,32 @@ pub enum Mode {
     /// The pool running a command that missed the cache on the I/O thread: go straight to
     /// RocksDB (the cache was just asked), and fill the cache.
     SkipCache,
-    /// A write run on an I/O thread (run to completion; see `CommandSpec::rtc_write`): like
+    /// A command run on an I/O thread (run to completion; see `CommandSpec::rtc_write`): like
     /// `Normal`, but nothing may wait. Key locks are tried, reads go to the memtables and the
-    /// block cache only, a write that would stall is refused: any of these ends the command
-    /// with [`ErrorKind::WouldBlock`] before it changed anything, and it runs in the pool.
-    NoWait,
+    /// block cache only (and to disk too with `disk_reads`: while the thread's reads of it are
+    /// fast, see `disk_gate`), a write that would stall is refused: any of these ends the
+    /// command with [`ErrorKind::WouldBlock`] before it changed anything, and it runs in the
+    /// pool. With `cache_asked` the I/O thread's cached read just missed: as `SkipCache`.
+    NoWait { disk_reads: bool, cache_asked: bool },
+}
+
+impl Mode {
+    /// Run on an I/O thread.
+    pub fn no_wait(self) -> bool {
+        matches!(self, Mode::NoWait { .. })
+    }
+
+    /// Reads go straight to RocksDB: the hot cache was just asked and missed.
+    fn skips_cache(self) -> bool {
+        matches!(
+            self,
+            Mode::SkipCache
+                | Mode::NoWait {
+                    cache_asked: true,
+                    ..
+                }
+        )
+    }
 }
 
 /// Everything a handler may touch while it runs one command.
@@ -101,12 +122,17 @@ impl<'a> Ctx<'a> {
         server.storage.dbs().physical(session.db)
     }
 
-    /// Whether this command may wait (locks, disk, stalls): not on an I/O thread.
+    /// Whether this command may wait (locks, disk, stalls): not on an I/O thread, which may
+    /// still read the disk while its reads of it are fast.
     pub fn wait(&self) -> Wait {
-        if self.mode == Mode::NoWait {
-            Wait::Never
-        } else {
-            Wait::Allowed
+        match self.mode {
+            Mode::NoWait {
+                disk_reads: false, ..
+            } => Wait::Never,
+            Mode::NoWait {
+                disk_reads: true, ..
+            } => Wait::ReadsOnly,
+            Mode::Normal | Mode::SkipCache => Wait::Allowed,
         }
     }
 
@@ -119,7 +145,7 @@ impl<'a> Ctx<'a> {
         let storage = self.storage();
         match self.wait() {
             Wait::Allowed => Ok(storage.lock(self.db(), keys)),
-            Wait::Never => {
+            Wait::Never | Wait::ReadsOnly => {
                 let guard = storage
                     .try_lock_in_for(
                         keys.iter().map(|k| (self.db(), k.as_ref())),
@@ -181,7 +207,7 @@ impl<'a> Ctx<'a> {
     fn read_through(&self, key: &[u8]) -> Result<Lookup, CmdError> {
         let storage = &self.server.storage;
         let cache = storage.cache();
-        if self.mode != Mode::SkipCache {
+        if !self.mode.skips_cache() {
             match cache.get(self.db(), key, self.now_ms) {
                 Some(Known::Present(hit)) => return Ok(Lookup::Cached(hit)),
                 Some(Known::Absent) => return Ok(Lookup::Absent),
@@ -208,7 +234,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn count_lookup(&self, found: bool) {
-        if self.mode == Mode::NoWait {
+        if self.mode.no_wait() {
             self.deferred_lookups.count(found);
             return;
         }
@@ -277,7 +303,7 @@ impl<'a> Ctx<'a> {
     /// its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
-        if self.mode != Mode::SkipCache {
+        if !self.mode.skips_cache() {
             if let Some(known) = cache.get(self.db(), key, self.now_ms) {
                 self.count_lookup(known != Known::Absent);
                 return HashRead::of_known(known);
@@ -346,7 +372,7 @@ impl<'a> Ctx<'a> {
 impl Ctx<'_> {
     /// A segmented bitmap read whole as the string it is (GET, GETRANGE ... on a bitmap key).
     pub fn bitmap_string(&self, key: &[u8], meta: &Meta) -> Result<Vec<u8>, CmdError> {
-        if self.mode == Mode::NoWait {
+        if self.mode.no_wait() {
             return Err(CmdError::WOULD_BLOCK); // its segments are read from disk
         }
         let view = self.storage().latest();
@@ -360,7 +386,9 @@ impl Ctx<'_> {
 pub fn next_version(storage: &Storage, wait: Wait) -> Result<u64, CmdError> {
     match wait {
         Wait::Allowed => Ok(storage.next_version()?),
-        Wait::Never => storage.next_version_reserved().ok_or(CmdError::WOULD_BLOCK),
+        Wait::Never | Wait::ReadsOnly => {
+            storage.next_version_reserved().ok_or(CmdError::WOULD_BLOCK)
+        }
     }
 }
 

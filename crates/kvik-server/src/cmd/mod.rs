@@ -19,6 +19,7 @@ pub mod collection;
 pub mod conn;
 pub mod ctx;
 pub mod debug;
+mod disk_gate;
 pub mod hash;
 pub mod hash_ttl;
 pub mod hll;
@@ -508,8 +509,22 @@ fn run_here(
         };
         (reading, None)
     };
+    let disk_reads = server.config.rtc_disk_read.load(Ordering::Relaxed) && disk_gate::open();
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, Mode::NoWait, check);
+    let mode = Mode::NoWait {
+        disk_reads,
+        cache_asked: would_block == Outcome::Missed,
+    };
+    let result = call_handler(server, session, out, entry, args, mode, check);
+    if disk_reads {
+        let slow = server.config.rtc_disk_read_slow_us.load(Ordering::Relaxed);
+        if disk_gate::record(start.elapsed(), Duration::from_micros(slow)) {
+            server
+                .stats
+                .rtc_disk_gate_closes
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return fall_back(server);
@@ -737,10 +752,15 @@ pub(crate) fn try_run_entry(
     out: &mut Reply,
     entry: &Entry,
     args: &Args,
+    disk_reads: bool,
 ) -> bool {
     let start = Instant::now();
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, Mode::NoWait, None);
+    let mode = Mode::NoWait {
+        disk_reads,
+        cache_asked: false,
+    };
+    let result = call_handler(server, session, out, entry, args, mode, None);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return false;

@@ -279,7 +279,7 @@ pub struct CommandSpec {
     /// cache holds every key it reads (read-only and cheap; see [`super::cached`]).
     pub rtc: Option<RtcHandler>,
     /// Run to completion for a write: the I/O thread runs the worker handler itself in
-    /// [`super::ctx::Mode::NoWait`] (tried locks, reads from memory, no write stalls), and
+    /// [`super::ctx::Mode::NoWait`] (tried locks, no write stalls, disk reads while fast), and
     /// hands the command to the pool only if something would wait. For writes whose work is a
     /// memtable insert (SET, INCR, HSET, SADD ...); their handlers go through `Ctx::lock_keys`,
     /// `Ctx::commit` (or `CollWrite`) and the `Ctx` reads, and make no key ready for blocked

@@ -513,6 +513,7 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("rtc_commands", s.rtc_commands.load(Relaxed));
     w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
     w.field("rtc_backoff_skips", s.rtc_backoff_skips.load(Relaxed));
+    w.field("rtc_disk_gate_closes", s.rtc_disk_gate_closes.load(Relaxed));
     w.field(
         "rtc_script_budget_aborts",
         s.rtc_script_budget_aborts.load(Relaxed),

@@ -43,6 +43,9 @@ pub struct Stats {
     /// Commands sent to the pool untried because their tries kept falling back
     /// (`cmd::rtc_backoff`).
     pub rtc_backoff_skips: AtomicU64,
+    /// Times an I/O thread found its disk reads slow and left them to the pool for a while
+    /// (`cmd::disk_gate`).
+    pub rtc_disk_gate_closes: AtomicU64,
     /// Scripts an I/O thread aborted for running past their budget (`cmd::script`).
     pub rtc_script_budget_aborts: AtomicU64,
     /// Batches an I/O thread wrote for the writes of a turn (`rtc-write-batch`), and the key
@@ -79,6 +82,7 @@ impl Stats {
             rtc_commands: AtomicU64::new(0),
             rtc_fallbacks: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
+            rtc_disk_gate_closes: AtomicU64::new(0),
             rtc_script_budget_aborts: AtomicU64::new(0),
             rtc_write_batches: AtomicU64::new(0),
             io_poll_spins: AtomicU64::new(0),
@@ -169,6 +173,7 @@ impl Stats {
             &self.rtc_commands,
             &self.rtc_fallbacks,
             &self.rtc_backoff_skips,
+            &self.rtc_disk_gate_closes,
             &self.rtc_script_budget_aborts,
             &self.rtc_write_batches,
             &self.rtc_batched_writes,

@@ -118,16 +118,26 @@ pub struct KeyChange<'a> {
 }
 
 /// Whether a storage call may wait: for a key lock, a disk read or a write stall. An I/O thread
-/// running a write to completion never waits; RocksDB then answers `Incomplete` instead (reads
-/// limited to the memtables and the block cache, writes with `no_slowdown`), and the command
-/// goes to the pool, having changed nothing.
+/// running a command to completion waits for no lock and no stall; RocksDB then answers
+/// `Incomplete` instead (writes with `no_slowdown`), and the command goes to the pool, having
+/// changed nothing. Whether its reads may leave RocksDB's memory is the I/O thread's call
+/// (`cmd::disk_gate`: while its disk reads are fast).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
+    /// A worker: anything may wait.
     Allowed,
+    /// An I/O thread: nothing waits; reads answer from the memtables and the block cache.
     Never,
+    /// An I/O thread whose disk reads are fast: no lock or stall waits, reads may go to disk.
+    ReadsOnly,
 }
 
 impl Wait {
+    /// Whether locks and write stalls may be waited for (a worker).
+    pub fn allowed(self) -> bool {
+        self == Wait::Allowed
+    }
+
     pub(crate) fn read_options(self) -> ReadOptions {
         let mut ro = ReadOptions::default();
         if self == Wait::Never {
@@ -490,7 +500,7 @@ impl Storage {
         }
         let raw = match wait {
             Wait::Allowed => self.db.get_pinned_cf(self.meta_cf(), raw_key)?,
-            Wait::Never => {
+            Wait::Never | Wait::ReadsOnly => {
                 self.db
                     .get_pinned_cf_opt(self.meta_cf(), raw_key, &wait.read_options())?
             }
@@ -831,7 +841,7 @@ impl Storage {
     /// once with `group-commit no`.
     fn write(&self, batch: rocksdb::WriteBatch, wait: Wait) -> StorageResult<()> {
         let mut wo = WriteOptions::default();
-        wo.set_no_slowdown(wait == Wait::Never);
+        wo.set_no_slowdown(!wait.allowed());
         let ticket = self.logged_write(batch, &wo)?;
         let flushed =
             self.wal

@@ -313,7 +313,7 @@ impl Storage {
         drop(observers);
         // Not on an I/O thread (it would wait for the write): there the run's time budget
         // ends a transaction that large first.
-        if oversized && wait == Wait::Allowed {
+        if oversized && wait.allowed() {
             tracing::warn!(
                 limit = MAX_BUFFERED_BYTES,
                 "a transaction or script buffered more than its limit: writing it in parts"

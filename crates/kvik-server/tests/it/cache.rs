@@ -615,9 +615,25 @@ fn read_all(con: &mut Connection, keys: &[String]) -> (u64, u64, u64) {
     )
 }
 
-/// A read that misses the hot cache but whose key RocksDB holds in memory (memtable, block
-/// cache) is answered on the I/O thread too (`rtc-storage-read`); one that would read the disk
-/// goes to the pool. Keyspace hits and misses are counted once either way.
+/// Sets `n` keys `key:<i>` to `value-<i>`; returns them and 100 absent keys, to read.
+fn load_keys(c: &mut Connection, n: u64) -> Vec<String> {
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg(format!("value-{i}"))
+            .ignore();
+    }
+    let _: () = pipe.query(c).unwrap();
+    let mut keys: Vec<String> = (0..n).map(|i| format!("key:{i}")).collect();
+    keys.extend((0..100).map(|i| format!("absent:{i}")));
+    keys
+}
+
+/// With `rtc-disk-read no`: a read that misses the hot cache but whose key RocksDB holds in
+/// memory (memtable, block cache) is answered on the I/O thread too (`rtc-storage-read`); one
+/// that would read the disk goes to the pool. Keyspace hits and misses are counted once either
+/// way.
 #[test]
 fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
     let mut s = TestServer::start_with(&[
@@ -627,19 +643,12 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
         "4",
         "--rtc-storage-read",
         "yes",
+        "--rtc-disk-read",
+        "no",
     ]);
     let mut c = s.client();
     let n = 3000;
-    let mut pipe = redis::pipe();
-    for i in 0..n {
-        pipe.cmd("SET")
-            .arg(format!("key:{i}"))
-            .arg(format!("value-{i}"))
-            .ignore();
-    }
-    let _: () = pipe.query(&mut c).unwrap();
-    let mut keys: Vec<String> = (0..n).map(|i| format!("key:{i}")).collect();
-    keys.extend((0..100).map(|i| format!("absent:{i}")));
+    let keys = load_keys(&mut c, n);
 
     // Everything is in the memtable: every GET is answered on the I/O thread, though the hot
     // cache holds only a few hundred of these keys.
@@ -671,6 +680,47 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
     assert_eq!((hits, misses), (n, 100));
     let (rtc, hits, misses) = read_all(&mut c, &keys);
     assert_eq!((rtc, hits, misses), (n + 100, n, 100));
+}
+
+/// By default (`rtc-disk-read yes`) the I/O thread reads a hot-cache miss from RocksDB's files
+/// itself: after a restart (cold block cache) every read is answered there. When its tries
+/// turn slow (`rtc-disk-read-slow-us 0`: every try is slower than that) it closes its disk
+/// gate, counted in INFO, and a cold read goes to the pool again.
+#[test]
+fn hot_cache_misses_on_disk_are_read_by_the_io_thread_while_fast() {
+    let mut s = TestServer::start_with(&["--cache-maxmemory", "64kb", "--cache-shards", "4"]);
+    let mut c = s.client();
+    let n = 3000;
+    let keys = load_keys(&mut c, n);
+    s.restart();
+    let mut c = s.client();
+    let one = vec!["key:1".to_string()];
+    assert_eq!(
+        read_all(&mut c, &one),
+        (1, 1, 0),
+        "a cold block is read on the I/O thread"
+    );
+    let (rtc, hits, misses) = read_all(&mut c, &keys);
+    assert_eq!((rtc, hits, misses), (n + 100, n, 100));
+    assert_eq!(stat(&mut c, "rtc_disk_gate_closes"), 0);
+
+    // Slow tries: within a window of 64 the gate closes; every read still answers right.
+    s.restart();
+    let mut c = s.client();
+    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-disk-read-slow-us", "0"]);
+    let (_, hits, misses) = read_all(&mut c, &keys);
+    assert_eq!((hits, misses), (n, 100));
+    assert!(stat(&mut c, "rtc_disk_gate_closes") >= 1);
+
+    // Switched off, a cold block goes to the pool.
+    s.restart();
+    let mut c = s.client();
+    let _: String = q(&mut c, &["CONFIG", "SET", "rtc-disk-read", "no"]);
+    assert_eq!(
+        read_all(&mut c, &one),
+        (0, 1, 0),
+        "a cold block is read by the pool"
+    );
 }
 
 /// A read that finds no key notes it in the hot cache (`cache-absent-keys`): the next read of
@@ -725,7 +775,8 @@ fn absent_keys_are_cache_hits_until_created() {
     // Switched off, an absent key is read from RocksDB every time.
     let _: String = q(&mut c, &["CONFIG", "SET", "cache-absent-keys", "no"]);
     assert_eq!(get(&mut c, "nothing"), None);
-    let before = stat(&mut c, "rtc_commands");
+    let before = (stat(&mut c, "cache_hits"), stat(&mut c, "cache_misses"));
     assert_eq!(get(&mut c, "nothing"), None);
-    assert_eq!(stat(&mut c, "rtc_commands"), before);
+    let after = (stat(&mut c, "cache_hits"), stat(&mut c, "cache_misses"));
+    assert_eq!((after.0 - before.0, after.1 - before.1), (0, 1));
 }

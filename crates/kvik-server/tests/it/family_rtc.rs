@@ -206,13 +206,13 @@ fn a_write_to_a_key_with_blocked_clients_goes_to_the_pool() {
     assert_eq!(run(&mut c, &["XADD", "s", "3-1", "f", "v"]).1, 1);
 }
 
-/// After a restart the data is on disk and the block cache cold: a command that needs a cold
-/// block goes to the pool, its attempt on the I/O thread having changed nothing (each reply is
-/// what one run gives) and counted no keyspace lookup; once the blocks are loaded the same
-/// commands run on the I/O thread.
+/// After a restart the data is on disk and the block cache cold: with `rtc-disk-read no` a
+/// command that needs a cold block goes to the pool, its attempt on the I/O thread having
+/// changed nothing (each reply is what one run gives) and counted no keyspace lookup; once the
+/// blocks are loaded the same commands run on the I/O thread.
 #[test]
 fn family_commands_with_data_on_disk_fall_back_to_the_pool() {
-    let mut s = TestServer::start();
+    let mut s = TestServer::start_with(&["--rtc-disk-read", "no"]);
     let mut c = s.client();
     let _: i64 = q(&mut c, &["SETBIT", "bm", "200000", "1"]);
     let _: i64 = q(&mut c, &["PFADD", "h", "a", "b"]);

@@ -212,9 +212,49 @@ fn simple_writes_run_to_completion_on_the_io_thread() {
     assert!(served[1] <= 3, "{served:?}");
 }
 
+/// The same SETs with the I/O thread allowed to read the disk (`rtc-disk-read`, the default;
+/// the slow-read limit raised so a loaded machine cannot close the gate): they run to
+/// completion there, reading their keys' prior state from the SST files, and none falls back.
+#[test]
+fn writes_whose_prior_state_is_on_disk_run_on_the_io_thread() {
+    const KEYS: usize = 1500;
+    let value = "v".repeat(5000);
+    let mut s =
+        TestServer::start_with(&["--maxmemory", "16mb", "--rtc-disk-read-slow-us", "1000000"]);
+    {
+        let mut c = s.client();
+        let mut pipe = redis::pipe();
+        for i in 0..KEYS {
+            pipe.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+    }
+    s.restart();
+    let mut c = s.client();
+    let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    for i in 0..KEYS {
+        let old: String = redis::cmd("SET")
+            .arg(format!("k:{i}"))
+            .arg(format!("new:{i}"))
+            .arg("GET")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(old, value, "k:{i}");
+    }
+    let served = info_field(&mut c, "stats", "rtc_commands").unwrap() - before;
+    let fallbacks = info_field(&mut c, "stats", "rtc_fallbacks").unwrap();
+    assert!(
+        served >= KEYS as u64,
+        "{served} of {KEYS} on the I/O thread"
+    );
+    assert_eq!(fallbacks, 0);
+    let now: String = redis::cmd("GET").arg("k:700").query(&mut c).unwrap();
+    assert_eq!(now, "new:700");
+}
+
 /// SETs of keys whose prior state is on disk only (a restarted server: empty hot cache and
-/// block cache; values bigger than a block, so no two keys share one) cannot run on the I/O
-/// thread: each try falls back to the pool. With `rtc-backoff` (the default) the I/O thread
+/// block cache; values bigger than a block, so no two keys share one) cannot run on an I/O
+/// thread that keeps its reads in memory (`rtc-disk-read no`): each try falls back to the pool. With `rtc-backoff` (the default) the I/O thread
 /// soon stops trying and sends them to the pool untried; with `rtc-backoff no` it tries every
 /// one. Either way every reply and value is right. Counters, not timings.
 #[test]
@@ -226,7 +266,14 @@ fn writes_whose_tries_keep_falling_back_stop_being_tried() {
     for backoff in ["yes", "no"] {
         let mut s = TestServer::start_in(
             dir.path(),
-            &["--maxmemory", "16mb", "--rtc-backoff", backoff],
+            &[
+                "--maxmemory",
+                "16mb",
+                "--rtc-backoff",
+                backoff,
+                "--rtc-disk-read",
+                "no",
+            ],
         );
         {
             let mut c = s.client();

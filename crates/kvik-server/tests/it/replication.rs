@@ -78,12 +78,15 @@ pub(crate) fn dataset(con: &mut Connection) -> BTreeMap<String, (String, String,
     out
 }
 
-/// Waits until both datasets are equal (the primary's active expiry may still be deleting).
+/// Waits until both datasets and key counts are equal (the primary's active expiry may still
+/// be deleting: a key expired on both sides is in neither dataset but counts until its DEL
+/// reached the replica).
 fn converged(primary: &mut Connection, replica: &mut Connection) {
     let mut last = None;
     let same = kvik_testkit::eventually(CONVERGE, || {
         let (p, r) = (dataset(primary), dataset(replica));
-        let same = p == r;
+        let counts: (u64, u64) = (q(primary, &["DBSIZE"]), q(replica, &["DBSIZE"]));
+        let same = p == r && counts.0 == counts.1;
         last = Some((p, r));
         same
     });

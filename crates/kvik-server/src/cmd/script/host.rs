@@ -23,6 +23,7 @@ use super::super::{run_entry, table, try_run_entry, Entry};
 use crate::server::Server;
 use crate::session::{Queued, Session};
 use crate::storage::locks::KeyGuard;
+use crate::storage::Wait;
 use bytes::Bytes;
 use kvik_lua::{errors, Host, HostReply, LogLevel, ScriptControl};
 use kvik_resp::{Frame, Proto};
@@ -77,11 +78,14 @@ pub struct ServerHost<'a> {
     /// Run on an I/O thread: nothing may wait (see the module's header); `control` stops
     /// the script when something would.
     nowait: Option<Arc<ScriptControl>>,
+    /// How the script's commands may wait (on an I/O thread: whether they may read the disk).
+    wait: Wait,
     aborted: bool,
 }
 
 impl<'a> ServerHost<'a> {
-    /// The host of a script; `nowait`: on an I/O thread, with the control that stops it.
+    /// The host of a script; `nowait`: on an I/O thread, with the control that stops it, and
+    /// `wait` says whether its reads may go to disk there.
     pub fn new(
         server: &'a Server,
         session: &'a mut Session,
@@ -89,6 +93,7 @@ impl<'a> ServerHost<'a> {
         slot: Option<u16>,
         declared: &'a [&'a [u8]],
         nowait: Option<Arc<ScriptControl>>,
+        wait: Wait,
     ) -> ServerHost<'a> {
         let saved_db = session.db;
         let saved_proto = session.proto;
@@ -110,6 +115,7 @@ impl<'a> ServerHost<'a> {
             saved_in_script,
             saved_last_cmd,
             nowait,
+            wait,
             aborted: false,
         }
     }
@@ -277,7 +283,15 @@ impl Host for ServerHost<'_> {
         self.session.proto = proto;
         let mut reply = Reply::new(proto);
         if self.nowait.is_some() {
-            let ran = try_run_entry(self.server, self.session, &mut reply, entry, &argv);
+            let disk_reads = self.wait == Wait::ReadsOnly;
+            let ran = try_run_entry(
+                self.server,
+                self.session,
+                &mut reply,
+                entry,
+                &argv,
+                disk_reads,
+            );
             if !ran {
                 self.session.proto = self.saved_proto;
                 return self.abort();

@@ -35,12 +35,11 @@ mod engines;
 mod function;
 mod host;
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply, IO_THREAD_LOCK_WAIT};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Reply, IO_THREAD_LOCK_WAIT};
 use super::spec::{numkeys_at_2, CommandSpec, Flags, KeySpec};
 use super::Entry;
 use crate::scripting::{Current, FUNCTIONS_RECORD};
 use crate::server::Server;
-use crate::storage::Wait;
 use engines::Engines;
 use host::{Rules, ServerHost};
 use kvik_lua::{RunContext, ScriptFlags};
@@ -321,7 +320,8 @@ fn run(
     rules: Rules,
     command: &Args,
 ) -> CmdResult {
-    let nowait = ctx.mode == Mode::NoWait;
+    let wait = ctx.wait();
+    let nowait = ctx.mode.no_wait();
     let Ctx {
         server,
         session,
@@ -387,6 +387,7 @@ fn run(
         slot,
         keys,
         nowait.then(|| control.clone()),
+        wait,
     );
     let mut run = RunContext::new(&mut host, control, proto, &mut out.buf);
     match target {
@@ -419,7 +420,6 @@ fn run(
     if nowait {
         server.storage.txn_release_savepoint();
     }
-    let wait = if nowait { Wait::Never } else { Wait::Allowed };
     if let Err(e) = txn.commit_with(wait) {
         // Nothing of the script was written: its reply goes, the error takes its place (on an
         // I/O thread, a write that would stall: the pool runs it again).

@@ -9,7 +9,7 @@
 use super::ids::{block_ms, count, int, is, range_end, range_start, strict_id, write_entry};
 use super::store::Stream;
 use crate::blocking::TimeoutReply;
-use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx, Mode};
+use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
 use crate::cmd::spec::Class;
 use crate::storage::encoding::Kind;
 use crate::storage::stream::PendingRec;
@@ -299,7 +299,7 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let keys = &args[r.keys_at..r.keys_at + r.streams];
     // Each stream served is committed on its own: on an I/O thread, where a later one could
     // still end the command with WouldBlock after an earlier one changed, only one stream.
-    if ctx.mode == Mode::NoWait && r.streams > 1 {
+    if ctx.mode.no_wait() && r.streams > 1 {
         return Err(CmdError::WOULD_BLOCK);
     }
     let _g = ctx.lock_keys(keys)?;
