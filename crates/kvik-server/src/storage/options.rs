@@ -194,6 +194,18 @@ pub fn write_buffer_size(write_buffer_bytes: u64) -> u64 {
     (write_buffer_bytes / 2).clamp(MIN_WRITE_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES)
 }
 
+/// The live WAL a restart may have to replay, for a total write buffer budget: four times the
+/// budget, at least 64 MiB. RocksDB keeps every WAL file back to the oldest unflushed write of
+/// any column family, and the small ones (the key counts, written with every commit; the expiry
+/// index) fill their memtables so slowly that they held all of them: 51 files, 300 MB, replayed
+/// in 440 ms after a 2M-key load and a few seconds of SETs, 1.8 s at 10M keys (docs/benchmarks.md
+/// section 24). Past this size RocksDB flushes the column families that hold the oldest file.
+/// Set at open from the starting budget (RocksDB's Rust binding cannot change a DB-wide option
+/// of an open DB; a CONFIG SET maxmemory keeps it).
+pub fn max_total_wal_size(write_buffer_bytes: u64) -> u64 {
+    (4 * write_buffer_bytes).max(64 << 20)
+}
+
 /// What every column family shares while the DB is open.
 pub struct Shared {
     pub block_cache: Cache,
@@ -263,6 +275,7 @@ pub fn db_options(t: &Tuning) -> (Options, Shared) {
     // writes (see storage::wal), not after every write.
     opts.set_manual_wal_flush(true);
     opts.set_write_buffer_manager(&write_buffers);
+    opts.set_max_total_wal_size(max_total_wal_size(t.write_buffer_bytes));
     opts.set_wal_ttl_seconds(t.wal_ttl_secs);
     opts.set_wal_size_limit_mb(t.wal_size_limit_mb);
     if t.compact_rate_limit > 0 {
@@ -491,6 +504,14 @@ mod tests {
                 &(2u64 << 30).to_string(),
             );
         }
+
+        assert_eq!(
+            file["DBOptions"]
+                .get("max_total_wal_size")
+                .map(String::as_str),
+            Some((64u64 << 20).to_string().as_str()),
+            "the live WAL is capped"
+        );
 
         // One block cache for every column family, and the memtables charged to it.
         assert_eq!(s.shared().block_cache_capacity(), 32 << 20);
