@@ -683,12 +683,20 @@ fn hot_cache_misses_in_rocksdb_memory_are_served_on_the_io_thread() {
 }
 
 /// By default (`rtc-disk-read yes`) the I/O thread reads a hot-cache miss from RocksDB's files
-/// itself: after a restart (cold block cache) every read is answered there. When its tries
-/// turn slow (`rtc-disk-read-slow-us 0`: every try is slower than that) it closes its disk
-/// gate, counted in INFO, and a cold read goes to the pool again.
+/// itself: after a restart (cold block cache) every read is answered there (the slow-read
+/// limit raised so a loaded machine cannot close the gate). When its tries turn slow
+/// (`rtc-disk-read-slow-us 0`: every try is slower than that) it closes its disk gate, counted
+/// in INFO, and a cold read goes to the pool again.
 #[test]
 fn hot_cache_misses_on_disk_are_read_by_the_io_thread_while_fast() {
-    let mut s = TestServer::start_with(&["--cache-maxmemory", "64kb", "--cache-shards", "4"]);
+    let mut s = TestServer::start_with(&[
+        "--cache-maxmemory",
+        "64kb",
+        "--cache-shards",
+        "4",
+        "--rtc-disk-read-slow-us",
+        "1000000",
+    ]);
     let mut c = s.client();
     let n = 3000;
     let keys = load_keys(&mut c, n);
