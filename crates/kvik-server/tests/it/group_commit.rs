@@ -212,6 +212,21 @@ fn simple_writes_run_to_completion_on_the_io_thread() {
     assert!(served[1] <= 3, "{served:?}");
 }
 
+/// Sets `k:0` .. `k:<keys>` to `value` and restarts `s` (empty hot cache and block cache, the
+/// data in SST files); returns a client of the restarted server.
+fn set_all_and_restart(s: &mut TestServer, keys: usize, value: &str) -> redis::Connection {
+    {
+        let mut c = s.client();
+        let mut pipe = redis::pipe();
+        for i in 0..keys {
+            pipe.cmd("SET").arg(format!("k:{i}")).arg(value).ignore();
+        }
+        pipe.query::<()>(&mut c).unwrap();
+    }
+    s.restart();
+    s.client()
+}
+
 /// The same SETs with the I/O thread allowed to read the disk (`rtc-disk-read`, the default;
 /// the slow-read limit raised so a loaded machine cannot close the gate): they run to
 /// completion there, reading their keys' prior state from the SST files, and none falls back.
@@ -221,16 +236,7 @@ fn writes_whose_prior_state_is_on_disk_run_on_the_io_thread() {
     let value = "v".repeat(5000);
     let mut s =
         TestServer::start_with(&["--maxmemory", "16mb", "--rtc-disk-read-slow-us", "1000000"]);
-    {
-        let mut c = s.client();
-        let mut pipe = redis::pipe();
-        for i in 0..KEYS {
-            pipe.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
-        }
-        pipe.query::<()>(&mut c).unwrap();
-    }
-    s.restart();
-    let mut c = s.client();
+    let mut c = set_all_and_restart(&mut s, KEYS, &value);
     let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
     for i in 0..KEYS {
         let old: String = redis::cmd("SET")
@@ -275,16 +281,7 @@ fn writes_whose_tries_keep_falling_back_stop_being_tried() {
                 "no",
             ],
         );
-        {
-            let mut c = s.client();
-            let mut pipe = redis::pipe();
-            for i in 0..KEYS {
-                pipe.cmd("SET").arg(format!("k:{i}")).arg(&value).ignore();
-            }
-            pipe.query::<()>(&mut c).unwrap();
-        }
-        s.restart();
-        let mut c = s.client();
+        let mut c = set_all_and_restart(&mut s, KEYS, &value);
         for i in 0..KEYS {
             let old: String = redis::cmd("SET")
                 .arg(format!("k:{i}"))
