@@ -498,9 +498,11 @@ impl Storage {
         if let Some(buffered) = self.txn_lookup(CF_META, &raw_key) {
             return Ok(buffered.and_then(|raw| Meta::decode(&raw)));
         }
+        // Only a memory-only read needs options of its own (each is a RocksDB object made and
+        // freed); a read that may go to disk takes the defaults, on a worker or an I/O thread.
         let raw = match wait {
-            Wait::Allowed => self.db.get_pinned_cf(self.meta_cf(), raw_key)?,
-            Wait::Never | Wait::ReadsOnly => {
+            Wait::Allowed | Wait::ReadsOnly => self.db.get_pinned_cf(self.meta_cf(), raw_key)?,
+            Wait::Never => {
                 self.db
                     .get_pinned_cf_opt(self.meta_cf(), raw_key, &wait.read_options())?
             }
