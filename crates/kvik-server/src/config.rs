@@ -50,6 +50,9 @@ pub struct Config {
     pub client_output_buffer_limit: RwLock<[OutputLimit; 3]>,
     pub loglevel: RwLock<String>,
     pub logfile: RwLock<String>,
+    /// jemalloc's background purge thread and dirty page decay (see `allocator`).
+    pub jemalloc_bg_thread: AtomicBool,
+    pub jemalloc_dirty_decay_ms: AtomicI64,
     pub slowlog_log_slower_than: AtomicI64,
     pub slowlog_max_len: AtomicU64,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: a script running longer makes the
@@ -839,6 +842,32 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "jemalloc-bg-thread",
+        default: "yes",
+        mutable: true,
+        help: "a jemalloc thread returns freed memory to the kernel on the decay schedule (as Redis's); no: only threads that allocate do, when they pass by",
+        get: |c| if c.jemalloc_bg_thread.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.jemalloc_bg_thread.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "jemalloc-dirty-decay-ms",
+        default: "1000",
+        mutable: true,
+        help: "milliseconds memory the server freed stays in its RSS before jemalloc returns it to the kernel (jemalloc's own default: 10000; 0: at once, -1: never)",
+        get: |c| c.jemalloc_dirty_decay_ms.load(Relaxed).to_string(),
+        set: |c, v| {
+            let n: i64 = v.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if !(-1..=3_600_000).contains(&n) {
+                return Err("argument must be between -1 and 3600000 inclusive".into());
+            }
+            c.jemalloc_dirty_decay_ms.store(n, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "compact-rate-limit",
         default: "0",
         mutable: false,
@@ -1259,6 +1288,8 @@ impl Default for Config {
             client_output_buffer_limit: RwLock::new([OutputLimit::default(); 3]),
             loglevel: RwLock::new(String::new()),
             logfile: RwLock::new(String::new()),
+            jemalloc_bg_thread: AtomicBool::new(true),
+            jemalloc_dirty_decay_ms: AtomicI64::new(0),
             slowlog_log_slower_than: AtomicI64::new(0),
             slowlog_max_len: AtomicU64::new(0),
             busy_reply_threshold_ms: AtomicU64::new(0),
@@ -1372,6 +1403,14 @@ impl Config {
             self.maxmemory.load(Relaxed),
             self.cache_maxmemory.load(Relaxed),
         )
+    }
+
+    /// The allocator's settings (`jemalloc-*`).
+    pub fn allocator_tuning(&self) -> crate::allocator::Tuning {
+        crate::allocator::Tuning {
+            background_thread: self.jemalloc_bg_thread.load(Relaxed),
+            dirty_decay_ms: self.jemalloc_dirty_decay_ms.load(Relaxed),
+        }
     }
 
     /// The write stall thresholds (`rocksdb-*` settings).

@@ -22,9 +22,10 @@
 //! registry of blocked clients), [`tracking`] (CLIENT TRACKING's invalidations), [`pause`]
 //! (CLIENT PAUSE), [`slot`] (cluster key slots), [`scripting`] (the script cache, function
 //! libraries and running scripts every thread shares), [`saves`] (SAVE / BGSAVE checkpoints and
-//! their INFO fields).
+//! their INFO fields), [`allocator`] (jemalloc's purge settings).
 
 pub mod acl;
+pub mod allocator;
 pub mod blocking;
 pub mod cache;
 pub mod clients;

@@ -230,6 +230,13 @@ impl Server {
         wal.set_hold(self.config.wal_flush_hold.load(Ordering::Relaxed));
     }
 
+    /// Pushes the `jemalloc-*` settings into the allocator.
+    pub fn apply_allocator(&self) {
+        if let Err(e) = crate::allocator::apply(self.config.allocator_tuning()) {
+            tracing::warn!(error = %e, "jemalloc refused its settings");
+        }
+    }
+
     /// Pushes `repl-backlog-size` into the storage's replication backlog.
     pub fn apply_repl_backlog(&self) {
         let size = self.config.repl.backlog_size.load(Ordering::Relaxed);
@@ -261,6 +268,9 @@ impl Server {
         }
         if lower == "maxmemory" || lower == "cache-maxmemory" {
             self.apply_memory_budget();
+        }
+        if lower.starts_with("jemalloc-") {
+            self.apply_allocator();
         }
         if lower == "tracking-table-max-keys" {
             self.tracking.set_max_keys(tracking_max_keys(&self.config));

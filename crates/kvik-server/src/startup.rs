@@ -40,6 +40,7 @@ pub fn run(config: Config) -> Result<(), String> {
     crate::replication::checkpoint::clean(&server);
     server.apply_group_commit();
     server.apply_repl_backlog();
+    server.apply_allocator();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }

@@ -163,7 +163,6 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("hll-sparse-max-bytes", [], Memory(0, U64), "3000", true, HLL_SPARSE),
     p!("ignore-warnings", [], Str, "", true, PROCESS),
     p!("io-threads-do-reads", [], Bool, "no", false, ALWAYS),
-    p!("jemalloc-bg-thread", [], Bool, "yes", true, DEFRAG),
     p!("latency-monitor-threshold", [], Int(0, I64), "0", true, "read by the latency monitor (stats/latency.rs)"),
     p!("latency-tracking", [], Bool, "yes", true, "read by the latency histograms (stats/latency.rs)"),
     p!("latency-tracking-info-percentiles", [], Percentiles, "50 99 99.9", true, "read by INFO latencystats"),

@@ -341,7 +341,15 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
         .unwrap_or_default();
     w.field("maxmemory_policy", policy);
     w.field("mem_fragmentation_ratio", "1.00");
-    w.field("mem_allocator", "libc");
+    w.field("mem_allocator", crate::allocator::name());
+    // Read back from jemalloc, not from the settings: what the allocator runs with.
+    if let Ok(t) = crate::allocator::current() {
+        w.field(
+            "kvik_allocator_background_thread",
+            u8::from(t.background_thread),
+        );
+        w.field("kvik_allocator_dirty_decay_ms", t.dirty_decay_ms);
+    }
     w.field("lazyfree_pending_objects", 0);
     budget_fields(server, &split, w);
     // kvik's own: RocksDB memtables, block cache and an estimate of the data on disk.

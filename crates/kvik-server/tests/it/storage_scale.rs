@@ -1,9 +1,9 @@
 //! Integration tests: storage at a size where the block cache cannot hold the data. Index and
 //! filter blocks must stay cached while data blocks churn (partitioned, high priority), the
-//! memory budget's split shows in INFO, and CONFIG SET maxmemory resizes the caches. Counters
-//! only, never timings.
+//! memory budget's split shows in INFO, CONFIG SET maxmemory resizes the caches, and the
+//! allocator's settings reach jemalloc. Counters only, never timings.
 
-use crate::common::{eventually, info, q, Endpoint, TestServer};
+use crate::common::{err, eventually, info, q, Endpoint, TestServer};
 use rand::{Rng, SeedableRng};
 use redis::Connection;
 use std::time::Duration;
@@ -182,4 +182,42 @@ fn maxmemory_splits_shows_and_resizes_at_run_time() {
         assert_eq!(cf_field(&mut con, cf, "l0_files"), 0);
     }
     assert_eq!(rocksdb_field(&mut con, "is_write_stopped"), 0);
+}
+
+/// The allocator's settings reach jemalloc at startup and on CONFIG SET: INFO reads them back
+/// from the allocator itself, not from the settings.
+#[test]
+fn allocator_settings_reach_jemalloc() {
+    let s = TestServer::start_with(&["--jemalloc-dirty-decay-ms", "2500"]);
+    let mut con = s.client();
+    let mem = &info(&mut con, "memory")["Memory"];
+    assert!(
+        mem["mem_allocator"].starts_with("jemalloc-5."),
+        "{}",
+        mem["mem_allocator"]
+    );
+    assert_eq!(mem["kvik_allocator_background_thread"], "1");
+    assert_eq!(mem["kvik_allocator_dirty_decay_ms"], "2500");
+
+    let _: String = q(
+        &mut con,
+        &[
+            "CONFIG",
+            "SET",
+            "jemalloc-bg-thread",
+            "no",
+            "jemalloc-dirty-decay-ms",
+            "0",
+        ],
+    );
+    let mem = &info(&mut con, "memory")["Memory"];
+    assert_eq!(mem["kvik_allocator_background_thread"], "0");
+    assert_eq!(mem["kvik_allocator_dirty_decay_ms"], "0");
+    let e = err(
+        &mut con,
+        &["CONFIG", "SET", "jemalloc-dirty-decay-ms", "-2"],
+    );
+    assert!(e.contains("between -1 and 3600000"), "{e}");
+    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "jemalloc-dirty-decay-ms"]);
+    assert_eq!(got[1], "0");
 }
