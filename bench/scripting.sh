@@ -9,6 +9,7 @@
 #   QUICK=1 bench/scripting.sh          # quick: 3 rounds, N=20000
 #   ROUNDS=5 N=100000 bench/scripting.sh
 #   OFF=1 bench/scripting.sh            # adds kvik-off: --rtc-scripts no (every script on a worker)
+#   SCRIPT="return redis.call('get', KEYS[1])" bench/scripting.sh   # another script
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/scripting.sh
 source "$(dirname "$0")/lib.sh"
@@ -21,7 +22,7 @@ ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
 RESULTS=$BENCH_TMP/results.csv
-SCRIPT="local v = redis.call('get', KEYS[1]) redis.call('incr', KEYS[1]) return v"
+SCRIPT=${SCRIPT:-"local v = redis.call('get', KEYS[1]) redis.call('incr', KEYS[1]) return v"}
 
 declare -A PORT
 SIDES=(kvik redis-aof)
