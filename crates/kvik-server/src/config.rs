@@ -185,6 +185,11 @@ fn parse_u64(v: &str) -> Result<u64, String> {
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())
 }
 
+fn parse_i64(v: &str) -> Result<i64, String> {
+    v.parse::<i64>()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
 fn parse_bool(v: &str) -> Result<bool, String> {
     match v.to_ascii_lowercase().as_str() {
         "yes" => Ok(true),
@@ -605,8 +610,7 @@ pub static SETTINGS: &[Setting] = &[
         help: "log commands slower than this many microseconds (-1: off, 0: all)",
         get: |c| c.slowlog_log_slower_than.load(Relaxed).to_string(),
         set: |c, v| {
-            let n: i64 = v.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-            c.slowlog_log_slower_than.store(n, Relaxed);
+            c.slowlog_log_slower_than.store(parse_i64(v)?, Relaxed);
             Ok(())
         },
     },
@@ -859,7 +863,7 @@ pub static SETTINGS: &[Setting] = &[
         help: "milliseconds memory the server freed stays in its RSS before jemalloc returns it to the kernel (jemalloc's own default: 10000; 0: at once, -1: never)",
         get: |c| c.jemalloc_dirty_decay_ms.load(Relaxed).to_string(),
         set: |c, v| {
-            let n: i64 = v.parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let n = parse_i64(v)?;
             if !(-1..=3_600_000).contains(&n) {
                 return Err("argument must be between -1 and 3600000 inclusive".into());
             }
