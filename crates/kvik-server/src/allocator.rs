@@ -48,6 +48,11 @@ pub fn name() -> String {
     }
 }
 
+/// How many arenas jemalloc runs (kvik-server starts it with one per CPU; see its `main.rs`).
+pub fn arenas() -> Option<u32> {
+    arenas::narenas::read().ok()
+}
+
 /// The allocator's current settings, read back (tests, INFO).
 pub fn current() -> Result<Tuning, String> {
     let purging =

@@ -4,6 +4,15 @@ use clap::{Arg, ArgAction, Command};
 use kvik_server::config::{Config, Param};
 use std::process::ExitCode;
 
+/// jemalloc's start-up options. RocksDB links jemalloc in as the process allocator, which reads
+/// this symbol before its first allocation (`MALLOC_CONF` in the environment overrides it, the
+/// switch for an experiment). One arena per CPU, each thread allocating in the arena of the CPU
+/// it runs on, instead of jemalloc's default of four arenas per CPU handed out by thread: the
+/// pages one thread frees are the pages the next thread on that core allocates from, where eight
+/// arenas on two cores each held freed pages of their own (docs/benchmarks.md section 25).
+#[no_mangle]
+pub static malloc_conf: &[u8; 20] = b"percpu_arena:percpu\0";
+
 /// The command line is generated from the parameter tables: every parameter (and alias) is a
 /// `--name value` flag.
 fn cli() -> Command {

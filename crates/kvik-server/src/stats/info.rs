@@ -350,6 +350,9 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
         );
         w.field("kvik_allocator_dirty_decay_ms", t.dirty_decay_ms);
     }
+    if let Some(n) = crate::allocator::arenas() {
+        w.field("kvik_allocator_arenas", n);
+    }
     w.field("lazyfree_pending_objects", 0);
     budget_fields(server, &split, w);
     // kvik's own: RocksDB memtables, block cache and an estimate of the data on disk.

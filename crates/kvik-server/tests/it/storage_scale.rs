@@ -185,7 +185,7 @@ fn maxmemory_splits_shows_and_resizes_at_run_time() {
 }
 
 /// The allocator's settings reach jemalloc at startup and on CONFIG SET: INFO reads them back
-/// from the allocator itself, not from the settings.
+/// from the allocator itself, not from the settings; the server runs one arena per CPU.
 #[test]
 fn allocator_settings_reach_jemalloc() {
     let s = TestServer::start_with(&["--jemalloc-dirty-decay-ms", "2500"]);
@@ -198,6 +198,13 @@ fn allocator_settings_reach_jemalloc() {
     );
     assert_eq!(mem["kvik_allocator_background_thread"], "1");
     assert_eq!(mem["kvik_allocator_dirty_decay_ms"], "2500");
+    // One arena per CPU (the binary's malloc_conf), not jemalloc's four per CPU.
+    let arenas: usize = mem["kvik_allocator_arenas"].parse().unwrap();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert!(
+        arenas >= 1 && arenas < 4 * cpus,
+        "{arenas} arenas on {cpus} CPUs"
+    );
 
     let _: String = q(
         &mut con,
