@@ -7,7 +7,9 @@
 //! kernel (10 s by default), and without its background thread it returns them only when a
 //! thread allocating in that arena passes by. Under writes at size the block cache gives up
 //! blocks as the memtables grow, and compactions come and go: memory freed in one arena and
-//! wanted in another, held in RSS meanwhile (docs/benchmarks.md section 25).
+//! wanted in another, held in RSS meanwhile. The arenas themselves (one per CPU rather than
+//! jemalloc's four) are fixed before the first allocation, by `malloc_conf` in the server's
+//! `main.rs` (docs/benchmarks.md section 25).
 
 use tikv_jemalloc_ctl::{arenas, background_thread, raw, version};
 
