@@ -11,7 +11,7 @@
 
 use super::bitmap::segments::{self, BitValue};
 use super::ctx::{string_of_hit, Ctx, DeferredLookups, HashRead};
-use crate::cache::Known;
+use crate::cache::{CachedValue, Hit, Known};
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
 use crate::server::Server;
@@ -45,6 +45,16 @@ impl From<StorageError> for RtcError {
     }
 }
 
+/// Largest string value GET copies into its reply while it holds the cache shard's lock.
+const COPY_UNDER_LOCK: usize = 4096;
+
+/// What [`CacheCtx::reply_string`] found under the cache shard's lock.
+enum StringRead {
+    Replied { found: bool },
+    Large(Bytes),
+    WrongType,
+}
+
 /// Handler of a run-to-completion command on an I/O thread.
 pub type RtcHandler = fn(&mut CacheCtx<'_>, &Args) -> Result<(), RtcError>;
 
@@ -62,6 +72,12 @@ pub trait KeyReads<'a> {
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
     /// A string key's value; WRONGTYPE for another kind.
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, Self::Error>;
+    /// Replies with a string key's value, or null (GET); WRONGTYPE for another kind.
+    fn reply_string(&mut self, key: &[u8]) -> Result<(), Self::Error> {
+        let value = self.read_string(key)?;
+        self.out().bulk_or_null(value.as_deref());
+        Ok(())
+    }
     /// A string's bytes for a bit command: inline, or the segments of a segmented bitmap that
     /// cover the byte ranges `spans` (all of it for `None`); WRONGTYPE for another kind.
     fn read_bits(
@@ -198,6 +214,44 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         match self.known(key)?.present() {
             Some(hit) => Ok(Some(string_of_hit(hit)?)),
             None => Ok(None),
+        }
+    }
+    /// Copies a small value into the reply under the cache shard's lock (no reference count
+    /// taken, see `Cache::get_with`); a large one is cloned and copied after the lock.
+    fn reply_string(&mut self, key: &[u8]) -> Result<(), RtcError> {
+        let out = &mut *self.out;
+        let read = self
+            .server
+            .storage
+            .cache()
+            .get_with(self.db, key, self.now_ms, |known| match known {
+                Known::Absent => {
+                    out.null();
+                    StringRead::Replied { found: false }
+                }
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) if v.len() <= COPY_UNDER_LOCK => {
+                    out.bulk(v);
+                    StringRead::Replied { found: true }
+                }
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) => StringRead::Large(v.clone()),
+                Known::Present(_) => StringRead::WrongType,
+            })
+            .ok_or(RtcError::Miss)?;
+        self.lookups
+            .count(!matches!(read, StringRead::Replied { found: false }));
+        match read {
+            StringRead::Replied { .. } => Ok(()),
+            StringRead::Large(v) => {
+                self.out.bulk(&v);
+                Ok(())
+            }
+            StringRead::WrongType => Err(CmdError::wrong_type().into()),
         }
     }
     /// The cache holds inline strings only: a segmented bitmap is always a miss.

@@ -440,7 +440,7 @@ fn execute_cached_entry(
     };
     track_reads(server, session, entry, args);
     let mark = out.buf.len();
-    let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms());
+    let mut ctx = CacheCtx::new(server, session, out, crate::clock::unix_ms_at(start));
     let result = handler(&mut ctx, args);
     let lookups = ctx.into_lookups();
     if !check.still_whole(server) {
@@ -515,7 +515,7 @@ fn run_here(
         disk_reads,
         cache_asked: would_block == Outcome::Missed,
     };
-    let result = call_handler(server, session, out, entry, args, mode, check);
+    let result = call_handler(server, session, out, entry, args, mode, check, start);
     if disk_reads {
         let slow = server.config.rtc_disk_read_slow_us.load(Ordering::Relaxed);
         if disk_gate::record(start.elapsed(), Duration::from_micros(slow)) {
@@ -732,7 +732,7 @@ pub(crate) fn run_entry(
         monitor::feed(server, session, entry, args);
     }
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, mode, None);
+    let result = call_handler(server, session, out, entry, args, mode, None, start);
     if exec {
         // As Redis: EXEC shows after the commands it ran.
         monitor::feed(server, session, entry, args);
@@ -760,7 +760,7 @@ pub(crate) fn try_run_entry(
         disk_reads,
         cache_asked: false,
     };
-    let result = call_handler(server, session, out, entry, args, mode, None);
+    let result = call_handler(server, session, out, entry, args, mode, None, start);
     if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
         out.buf.truncate(mark);
         return false;
@@ -775,7 +775,9 @@ pub(crate) fn try_run_entry(
 /// tracking (NOLOOP) and its read keys remembered: the one place both the pool
 /// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler. A read run there without
 /// its keys' locks brings its `check`: if a write of its keys began or ended while it read,
-/// it ends with WouldBlock (the pool runs it again).
+/// it ends with WouldBlock (the pool runs it again). `start` is the command's clock reading:
+/// its time for expiry too (see `clock::unix_ms_at`).
+#[allow(clippy::too_many_arguments)]
 fn call_handler(
     server: &Server,
     session: &mut Session,
@@ -784,6 +786,7 @@ fn call_handler(
     args: &Args,
     mode: Mode,
     check: Option<isolation::RtcRead>,
+    start: Instant,
 ) -> CmdResult {
     crate::tracking::set_current(session.id());
     track_reads(server, session, entry, args);
@@ -792,7 +795,7 @@ fn call_handler(
         server,
         session,
         out,
-        now_ms: crate::clock::unix_ms(),
+        now_ms: crate::clock::unix_ms_at(start),
         mode,
         args,
         blocked_again: false,

@@ -285,9 +285,7 @@ fn put_or_expire(batch: &mut Batch, storage: &Storage, db: u16, key: &[u8], meta
 // ---- GET, SET and its variants --------------------------------------------------------------
 
 fn get<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
-    let value = ctx.read_string(&args[1])?;
-    ctx.out().bulk_or_null(value.as_deref());
-    Ok(())
+    ctx.reply_string(&args[1])
 }
 
 /// When a SET-family write applies, relative to the key's existence.

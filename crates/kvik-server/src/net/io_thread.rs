@@ -642,7 +642,7 @@ impl IoThread {
                     if n > 0 {
                         conn.client
                             .last_interaction_ms
-                            .store(crate::clock::unix_ms(), Relaxed);
+                            .store(crate::clock::coarse_ms(), Relaxed);
                     }
                     match outcome {
                         ReadOutcome::Eof => conn.peer_closed = true,
@@ -719,7 +719,7 @@ impl IoThread {
                     if n > 0 {
                         conn.client
                             .last_interaction_ms
-                            .store(crate::clock::unix_ms(), Relaxed);
+                            .store(crate::clock::coarse_ms(), Relaxed);
                     }
                 }
                 Err(_) => {
