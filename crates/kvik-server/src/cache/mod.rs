@@ -1306,6 +1306,18 @@ mod tests {
         }
     }
 
+    /// What an entry is counted for: its own size and its index slot (4 bytes and a control
+    /// byte at most 7/8 full), the key inline up to [`INLINE_KEY`].
+    #[test]
+    fn entry_accounting_covers_the_entry_and_its_slot() {
+        eprintln!("entry {} bytes", std::mem::size_of::<Entry>());
+        assert!(ENTRY_OVERHEAD >= std::mem::size_of::<Entry>() + 6);
+        let k = [b'k'; INLINE_KEY];
+        assert_eq!(entry_size(&k, &Known::Absent), ENTRY_OVERHEAD);
+        let long = [b'k'; INLINE_KEY + 1];
+        assert_eq!(entry_size(&long, &Known::Absent), ENTRY_OVERHEAD + long.len());
+    }
+
     /// The index against a model: fills, overwrites, deletes and evictions of short (inline)
     /// and long (heap) keys, alike in several databases, with every removal moving the last
     /// entry into the hole. Whatever the cache answers must be the model's value.
