@@ -1315,7 +1315,10 @@ mod tests {
         let k = [b'k'; INLINE_KEY];
         assert_eq!(entry_size(&k, &Known::Absent), ENTRY_OVERHEAD);
         let long = [b'k'; INLINE_KEY + 1];
-        assert_eq!(entry_size(&long, &Known::Absent), ENTRY_OVERHEAD + long.len());
+        assert_eq!(
+            entry_size(&long, &Known::Absent),
+            ENTRY_OVERHEAD + long.len()
+        );
     }
 
     /// The index against a model: fills, overwrites, deletes and evictions of short (inline)

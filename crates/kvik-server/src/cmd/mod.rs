@@ -469,7 +469,9 @@ fn execute_cached_entry(
 /// Runs `entry`'s worker handler on the I/O thread in [`Mode::NoWait`]: a run-to-completion
 /// write (`CommandSpec::rtc_write`), a read the hot cache cannot answer
 /// (`CommandSpec::rtc_nowait_read`), or a read that missed the hot cache
-/// (`CommandSpec::rtc_storage`; it takes its keys' locks as on a worker, tried). If it would
+/// (`CommandSpec::rtc_storage`). Reads check their keys' write epochs instead of taking their
+/// locks ([`isolation::RtcRead::begin_stored`]), so both I/O threads read one hot key at once;
+/// a script takes its declared keys' locks, tried. If it would
 /// wait it has changed nothing: its half-written reply is dropped and the pool runs it
 /// (`would_block` says how). A write's reply leaves once the I/O thread made its writes
 /// durable (the I/O thread's end of turn, `Storage::make_durable`).
@@ -498,7 +500,7 @@ fn run_here(
         would_block
     };
     let db = Ctx::physical_db(server, session);
-    let (_reading, check) = if entry.spec.rtc_nowait_read {
+    let (_reading, check) = if entry.spec.rtc_nowait_read || entry.spec.rtc_storage {
         let Some(check) = isolation::RtcRead::begin_stored(server, db, entry, args) else {
             return fall_back(server); // a writer holds one of its keys
         };

@@ -552,7 +552,29 @@ fn cache_hits_inside_multi_are_queued_not_answered() {
 /// cache on the I/O thread; and GET a then GET b) never see `b` behind `a`. Bounded in time.
 #[test]
 fn readers_never_see_half_a_transaction_or_half_an_mset() {
-    let s = TestServer::start();
+    readers_see_whole_writes(&TestServer::start());
+}
+
+/// The same with a hot cache too small to hold an entry: every read misses it and is run by its
+/// worker handler on the I/O thread against RocksDB (`rtc_storage`), checking its keys' write
+/// epochs instead of taking their locks.
+#[test]
+fn storage_reads_on_io_threads_never_see_half_a_write() {
+    let s = TestServer::start_with(&["--cache-maxmemory", "1kb"]);
+    readers_see_whole_writes(&s);
+    let mut c = s.client();
+    let stats: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    let field = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':')?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(field("cache_hits"), 0, "the reads must miss the hot cache");
+    assert!(field("rtc_commands") > 100, "{stats}");
+}
+
+fn readers_see_whole_writes(s: &TestServer) {
     let mut setup = s.client();
     let _: () = redis::cmd("MSET")
         .arg("a")
