@@ -1,4 +1,4 @@
-//! A fast, seeded hash for keys: what the hot cache's shards and maps, its admission sketch and
+//! A fast, seeded hash for keys: what the hot cache's shards and index, its admission sketch and
 //! the key lock stripes hash with.
 //!
 //! Multiply-xorshift over 8-byte words, a few nanoseconds for a typical key where SipHash (the
@@ -16,7 +16,7 @@ pub fn key_hash(seed: u64, db: u16, key: &[u8]) -> u64 {
 }
 
 /// [`FastHasher`] under the process's seed (drawn once): the `BuildHasher` of the maps on the
-/// request path (the cache's key maps, a transaction's key states, the command table).
+/// request path (a transaction's key states, the command table).
 #[derive(Clone, Copy, Default)]
 pub struct FastHash;
 

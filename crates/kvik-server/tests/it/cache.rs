@@ -788,3 +788,43 @@ fn absent_keys_are_cache_hits_until_created() {
     let after = (stat(&mut c, "cache_hits"), stat(&mut c, "cache_misses"));
     assert_eq!((after.0 - before.0, after.1 - before.1), (0, 1));
 }
+
+/// GET answered from the hot cache in each of its shapes: a small value (copied under the
+/// shard's lock), one past that copy's limit (taken by reference), an absent key and a cached
+/// small hash (WRONGTYPE); each read twice, the second counted as a cache hit.
+#[test]
+fn cached_get_replies_in_every_shape() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let big = "v".repeat(10_000);
+    let _: () = q(&mut c, &["SET", "small", "abc"]);
+    let _: () = q(&mut c, &["SET", "big", &big]);
+    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
+    let _: Option<String> = q(&mut c, &["HGET", "h", "f"]);
+    for _ in 0..2 {
+        let before = stat(&mut c, "cache_hits");
+        assert_eq!(get(&mut c, "small").as_deref(), Some("abc"));
+        assert_eq!(get(&mut c, "big").as_deref(), Some(big.as_str()));
+        assert_eq!(get(&mut c, "nope"), None);
+        let err = redis::cmd("GET")
+            .arg("h")
+            .query::<Option<String>>(&mut c)
+            .unwrap_err();
+        assert_eq!(err.code(), Some("WRONGTYPE"));
+        assert!(stat(&mut c, "cache_hits") >= before + 3);
+    }
+    let hits = stat(&mut c, "keyspace_hits");
+    let misses = stat(&mut c, "keyspace_misses");
+    assert_eq!(get(&mut c, "nope"), None);
+    let _ = redis::cmd("GET").arg("h").query::<Option<String>>(&mut c);
+    assert_eq!(
+        stat(&mut c, "keyspace_misses"),
+        misses + 1,
+        "an absent key is a keyspace miss"
+    );
+    assert_eq!(
+        stat(&mut c, "keyspace_hits"),
+        hits + 1,
+        "WRONGTYPE counts a keyspace hit"
+    );
+}
