@@ -67,24 +67,28 @@ const fn l(
 
 pub static COMMANDS: &[CommandSpec] = &[
     l("lpush", -3, WRITE_OOM_FAST, KeySpec::ONE, lpush, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "lpush").doc(
         "Prepends one or more elements to a list. Creates the key if it doesn't exist.",
         "1.0.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
     l("rpush", -3, WRITE_OOM_FAST, KeySpec::ONE, rpush, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "rpush").doc(
         "Appends one or more elements to a list. Creates the key if it doesn't exist.",
         "1.0.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
     l("lpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, lpushx, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "lpush").doc(
         "Prepends one or more elements to a list only when the list exists.",
         "2.2.0",
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
     l("rpushx", -3, WRITE_OOM_FAST, KeySpec::ONE, rpushx, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "rpush").doc(
         "Appends an element to a list only when the list exists.",
         "2.2.0",
@@ -361,25 +365,28 @@ fn rpushx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     push_generic(ctx, args, End::Right, true)
 }
 
+/// LPUSH / RPUSH / LPUSHX / RPUSHX, run to completion on an I/O thread too: through the `Ctx`
+/// lock, version and commit, which there only try (and end the command with WouldBlock when a
+/// client is blocked on the key, so waking it stays a worker's job).
 fn push_generic(ctx: &mut Ctx<'_>, args: &Args, end: End, only_existing: bool) -> CmdResult {
     let key = &args[1];
     let storage = ctx.storage();
     let db = ctx.db();
-    let _g = storage.lock(db, &[key]);
+    let _g = ctx.lock_keys(&[key])?;
     let mut meta = match ctx.write_collection(key, Kind::List)? {
         Some(m) => m,
         None if only_existing => {
             ctx.out.int(0);
             return Ok(());
         }
-        None => new_list(storage)?,
+        None => Meta::collection(Kind::List, ctx.next_version()?, 0),
     };
     let mut batch = Batch::default();
     for elem in &args[2..] {
         push(storage, &mut batch, db, key, &mut meta, end, elem);
     }
     batch.put_meta(storage, db, key, &meta);
-    storage.commit(batch)?;
+    ctx.commit(batch)?;
     ctx.notify(Class::List, end_event(end, true), key);
     ctx.out.int(meta.len as i64);
     Ok(())
