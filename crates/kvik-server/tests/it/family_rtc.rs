@@ -1,4 +1,4 @@
-//! Bitmap, HyperLogLog, geo and stream commands run to completion on the I/O thread
+//! Bitmap, HyperLogLog, geo, stream commands and list pushes run to completion on the I/O thread
 //! (`CommandSpec::rtc_write`, `rtc_nowait_read`): counted in `rtc_commands` when RocksDB holds
 //! their data in memory, the same replies with `rtc-write no`, the pool when a client is
 //! blocked on the key or a block is on disk (nothing changed by the attempt).
@@ -136,6 +136,11 @@ const MOVED: &[&[&str]] = &[
     &["XREADGROUP", "GROUP", "nogroup", "c1", "STREAMS", "s", ">"],
     &["XACK", "s", "g", "2-1", "3-1"],
     &["XACK", "s", "g", "0-1"],
+    &["LPUSH", "l", "a", "b"],
+    &["RPUSH", "l", "c"],
+    &["LPUSHX", "l", "d"],
+    &["RPUSHX", "nolist", "d"],
+    &["LPUSH", "s", "x"],
 ];
 
 /// The replies of [`MOVED`] and how many of them the I/O thread answered, each.
@@ -197,6 +202,20 @@ fn a_write_to_a_key_with_blocked_clients_goes_to_the_pool() {
     let popped = "*3\r\n$2\r\nz2\r\n$1\r\np\r\n";
     let (got, _) = read_raw(&mut popper, popped.len());
     assert!(got.starts_with(popped.as_bytes()), "{got:?}");
+    let mut list_popper = s.raw();
+    list_popper
+        .write_all(&resp_str(&["BLPOP", "l", "0"]))
+        .unwrap();
+    assert!(eventually(WAIT, || info_field(
+        &mut c,
+        "clients",
+        "blocked_clients"
+    ) == Some(1)));
+    assert_eq!(run(&mut c, &["LPUSH", "other-list", "x"]).1, 1);
+    assert_eq!(run(&mut c, &["RPUSH", "l", "e"]).1, 0);
+    let popped = "*2\r\n$1\r\nl\r\n$1\r\ne\r\n";
+    let (got, _) = read_raw(&mut list_popper, popped.len());
+    assert_eq!(String::from_utf8_lossy(&got), popped);
     assert!(eventually(WAIT, || info_field(
         &mut c,
         "clients",
