@@ -33,7 +33,7 @@ use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec};
 use crate::blocking::TimeoutReply;
 use crate::storage::encoding::{list_index, Kind, Meta};
-use crate::storage::{Batch, Cf, Coll, Storage};
+use crate::storage::{Batch, Cf, Coll, Storage, View};
 use kvik_resp::parse_i64;
 
 const READ: Flags = Flags::READONLY;
@@ -95,6 +95,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.",
     ),
     l("lpop", -2, WRITE_FAST, KeySpec::ONE, lpop, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "lpop")
 .event(Class::Generic, "del").doc(
         "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.",
@@ -102,6 +103,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of elements returned",
     ),
     l("rpop", -2, WRITE_FAST, KeySpec::ONE, rpop, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::List, "rpop")
 .event(Class::Generic, "del").doc(
         "Returns and removes the last elements of a list. Deletes the list if the last element was popped.",
@@ -281,6 +283,7 @@ fn push(
 /// Removes up to `n` elements from one end (the caller holds the key's lock), in pop order.
 fn pop(
     storage: &Storage,
+    view: &View<'_>,
     batch: &mut Batch,
     db: u16,
     key: &[u8],
@@ -290,7 +293,6 @@ fn pop(
 ) -> Result<Vec<Vec<u8>>, CmdError> {
     let n = n.min(meta.len);
     let coll = Coll::new(db, key, meta);
-    let view = storage.latest();
     let mut out = Vec::with_capacity(n.min(1024) as usize);
     if n == 1 {
         let i = if end == End::Left { 0 } else { meta.len - 1 };
@@ -399,7 +401,8 @@ fn rpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     pop_generic(ctx, args, End::Right)
 }
 
-/// LPOP / RPOP key [count].
+/// LPOP / RPOP key [count], run to completion on an I/O thread too (through the `Ctx` lock,
+/// view and commit, as the pushes).
 fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::wrong_args(if end == End::Left {
@@ -420,7 +423,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     let key = &args[1];
     let storage = ctx.storage();
     let db = ctx.db();
-    let _g = storage.lock(db, &[key]);
+    let _g = ctx.lock_keys(&[key])?;
     let Some(mut meta) = ctx.write_collection(key, Kind::List)? else {
         match count {
             Some(_) => ctx.out.null_array(),
@@ -435,6 +438,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     let mut batch = Batch::default();
     let popped = pop(
         storage,
+        &ctx.latest(),
         &mut batch,
         db,
         key,
@@ -443,7 +447,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
         count.unwrap_or(1),
     )?;
     put_or_delete(storage, &mut batch, db, key, &meta);
-    storage.commit(batch)?;
+    ctx.commit(batch)?;
     notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
     match count {
         None => ctx.out.bulk(&popped[0]),
@@ -942,9 +946,18 @@ fn move_generic(
         })
     };
     let mut batch = Batch::default();
-    let v = pop(storage, &mut batch, db, src, &mut src_meta, from, 1)?
-        .pop()
-        .ok_or_else(|| CmdError::err("list element missing"))?;
+    let v = pop(
+        storage,
+        &ctx.latest(),
+        &mut batch,
+        db,
+        src,
+        &mut src_meta,
+        from,
+        1,
+    )?
+    .pop()
+    .ok_or_else(|| CmdError::err("list element missing"))?;
     match dst_meta.as_mut() {
         None => {
             push(storage, &mut batch, db, src, &mut src_meta, to, &v);
@@ -1018,7 +1031,16 @@ fn mpop(
         };
         let Some(mut meta) = meta else { continue };
         let mut batch = Batch::default();
-        let vals = pop(storage, &mut batch, db, key, &mut meta, end, count)?;
+        let vals = pop(
+            storage,
+            &ctx.latest(),
+            &mut batch,
+            db,
+            key,
+            &mut meta,
+            end,
+            count,
+        )?;
         put_or_delete(storage, &mut batch, db, key, &meta);
         storage.commit(batch)?;
         notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);

@@ -141,6 +141,11 @@ const MOVED: &[&[&str]] = &[
     &["LPUSHX", "l", "d"],
     &["RPUSHX", "nolist", "d"],
     &["LPUSH", "s", "x"],
+    &["RPOP", "l"],
+    &["LPOP", "l", "2"],
+    &["LPOP", "l", "0"],
+    &["LPOP", "nolist"],
+    &["RPOP", "s"],
 ];
 
 /// The replies of [`MOVED`] and how many of them the I/O thread answered, each.

@@ -62,7 +62,7 @@ fn a_script_on_cached_keys_runs_on_the_io_thread_and_not_with_the_switch_off() {
     );
 }
 
-/// INCR is run on the I/O thread, LPOP is not: the script is aborted after its buffered
+/// INCR is run on the I/O thread, RPOPLPUSH is not: the script is aborted after its buffered
 /// INCR and the pool runs it again, so both writes happen once per call.
 #[test]
 fn a_script_that_meets_a_pool_command_runs_again_on_a_worker_with_its_writes_once() {
@@ -70,13 +70,13 @@ fn a_script_that_meets_a_pool_command_runs_again_on_a_worker_with_its_writes_onc
     let mut c = s.client();
     let _: i64 = c.rpush("l", (1..=60).collect::<Vec<i64>>()).unwrap();
     let script = "local n = redis.call('incr', KEYS[1]) \
-                  local v = redis.call('lpop', KEYS[2]) return {n, tonumber(v)}";
+                  local v = redis.call('rpoplpush', KEYS[2], KEYS[3]) return {n, tonumber(v)}";
     let before = stat(&mut c, "rtc_fallbacks");
     for i in 1..=50 {
-        let v = eval(&mut c, script, &["n", "l"]);
+        let v = eval(&mut c, script, &["n", "l", "m"]);
         assert_eq!(
             v,
-            redis::Value::Array(vec![redis::Value::Int(i), redis::Value::Int(i)])
+            redis::Value::Array(vec![redis::Value::Int(i), redis::Value::Int(61 - i)])
         );
     }
     assert!(
@@ -87,6 +87,8 @@ fn a_script_that_meets_a_pool_command_runs_again_on_a_worker_with_its_writes_onc
     assert_eq!(n, 50);
     let len: i64 = c.llen("l").unwrap();
     assert_eq!(len, 10);
+    let moved: i64 = c.llen("m").unwrap();
+    assert_eq!(moved, 50);
 }
 
 /// A script past the I/O thread's budget is aborted once, run on a worker, and from then on
