@@ -280,7 +280,9 @@ fn push(
     meta.len += 1;
 }
 
-/// Removes up to `n` elements from one end (the caller holds the key's lock), in pop order.
+/// Removes up to `n` elements from one end (the caller holds the key's lock), in pop order,
+/// reading through the caller's `view` (its latest state; on an I/O thread, memory only).
+#[allow(clippy::too_many_arguments)]
 fn pop(
     storage: &Storage,
     view: &View<'_>,
