@@ -280,6 +280,25 @@ fn push(
     meta.len += 1;
 }
 
+/// Pops up to `n` elements from one end of the list `meta` describes and commits it (deleted
+/// once empty), with its keyspace event: LPOP/RPOP and the MPOP family (the caller holds the
+/// key's lock).
+fn pop_committed(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    meta: &mut Meta,
+    end: End,
+    n: u64,
+) -> Result<Vec<Vec<u8>>, CmdError> {
+    let (storage, db) = (ctx.storage(), ctx.db());
+    let mut batch = Batch::default();
+    let popped = pop(storage, &ctx.latest(), &mut batch, db, key, meta, end, n)?;
+    put_or_delete(storage, &mut batch, db, key, meta);
+    ctx.commit(batch)?;
+    notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
+    Ok(popped)
+}
+
 /// Removes up to `n` elements from one end (the caller holds the key's lock), in pop order,
 /// reading through the caller's `view` (its latest state; on an I/O thread, memory only).
 #[allow(clippy::too_many_arguments)]
@@ -423,8 +442,6 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
         ),
     };
     let key = &args[1];
-    let storage = ctx.storage();
-    let db = ctx.db();
     let _g = ctx.lock_keys(&[key])?;
     let Some(mut meta) = ctx.write_collection(key, Kind::List)? else {
         match count {
@@ -437,20 +454,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
         ctx.out.array(0);
         return Ok(());
     }
-    let mut batch = Batch::default();
-    let popped = pop(
-        storage,
-        &ctx.latest(),
-        &mut batch,
-        db,
-        key,
-        &mut meta,
-        end,
-        count.unwrap_or(1),
-    )?;
-    put_or_delete(storage, &mut batch, db, key, &meta);
-    ctx.commit(batch)?;
-    notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
+    let popped = pop_committed(ctx, key, &mut meta, end, count.unwrap_or(1))?;
     match count {
         None => ctx.out.bulk(&popped[0]),
         Some(_) => {
@@ -1024,28 +1028,13 @@ fn mpop(
     end: End,
     count: u64,
 ) -> Result<Option<Popped>, CmdError> {
-    let storage = ctx.storage();
-    let db = ctx.db();
     for key in keys {
         let meta = match ctx.write_collection(key, Kind::List) {
             Err(_) if ctx.serving_waiter() => continue,
             r => r?,
         };
         let Some(mut meta) = meta else { continue };
-        let mut batch = Batch::default();
-        let vals = pop(
-            storage,
-            &ctx.latest(),
-            &mut batch,
-            db,
-            key,
-            &mut meta,
-            end,
-            count,
-        )?;
-        put_or_delete(storage, &mut batch, db, key, &meta);
-        storage.commit(batch)?;
-        notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
+        let vals = pop_committed(ctx, key, &mut meta, end, count)?;
         return Ok(Some((key.clone(), vals)));
     }
     Ok(None)
