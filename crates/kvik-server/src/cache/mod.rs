@@ -4,8 +4,8 @@
 //! slots in a dense entry array, keyed by the hash of database and key) and the entries. An
 //! entry holds its key (inline when short) and its hash, so a lookup compares keys in the entry
 //! it reads anyway: one cache line for the index slot, one for the entry. It carries the key's
-//! type, its expiry and its value ([`CachedValue`]: a string, or a whole small hash with its version), plus what
-//! the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
+//! type, its expiry and its value ([`CachedValue`]: a string, or a whole small hash with its
+//! version), plus what the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
 //! shards and counted as key and value bytes plus a fixed per-entry overhead.
 //!
 //! Consistency rules (they are what every Pika cache bug broke):
@@ -1310,7 +1310,6 @@ mod tests {
     /// byte at most 7/8 full), the key inline up to [`INLINE_KEY`].
     #[test]
     fn entry_accounting_covers_the_entry_and_its_slot() {
-        eprintln!("entry {} bytes", std::mem::size_of::<Entry>());
         assert!(ENTRY_OVERHEAD >= std::mem::size_of::<Entry>() + 6);
         let k = [b'k'; INLINE_KEY];
         assert_eq!(entry_size(&k, &Known::Absent), ENTRY_OVERHEAD);
