@@ -68,6 +68,9 @@ pub struct Config {
     pub cache_maxmemory: AtomicU64,
     /// `compact-rate-limit`: RocksDB's rate limiter, bytes per second (0: none).
     pub compact_rate_limit: AtomicU64,
+    /// Free bytes on the data directory's file system below which writes are refused
+    /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
+    pub disk_free_min: AtomicU64,
     /// `rocksdb-*` write stall thresholds (see `storage::options::StallLimits`).
     pub level0_slowdown_writes_trigger: AtomicU64,
     pub level0_stop_writes_trigger: AtomicU64,
@@ -199,6 +202,21 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 }
 
 /// A memory size as redis.conf writes it: `1024`, `100k` (1000), `100kb` (1024), `5mb`, `1gb`.
+/// `disk-free-min auto`.
+pub const DISK_FREE_AUTO: u64 = u64::MAX;
+/// What `disk-free-min auto` adds to the memtables' budget.
+const DISK_FREE_MARGIN: u64 = 256 << 20;
+
+impl Config {
+    /// `disk-free-min` in bytes, with `auto` resolved against the memtables' budget.
+    pub fn disk_free_floor(&self, write_buffer_bytes: u64) -> u64 {
+        match self.disk_free_min.load(Relaxed) {
+            DISK_FREE_AUTO => write_buffer_bytes + DISK_FREE_MARGIN,
+            n => n,
+        }
+    }
+}
+
 pub fn parse_memory(v: &str) -> Result<u64, String> {
     let lower = v.to_ascii_lowercase();
     let split = lower
@@ -872,6 +890,25 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "disk-free-min",
+        default: "auto",
+        mutable: true,
+        help: "free space on the data directory's file system below which write commands (and PING) get MISCONF, so RocksDB never meets a full disk (auto: the memtables' budget plus 256mb, room to flush them; 0: never)",
+        get: |c| match c.disk_free_min.load(Relaxed) {
+            DISK_FREE_AUTO => "auto".into(),
+            n => n.to_string(),
+        },
+        set: |c, v| {
+            let n = if v.eq_ignore_ascii_case("auto") {
+                DISK_FREE_AUTO
+            } else {
+                parse_memory(v)?
+            };
+            c.disk_free_min.store(n, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "compact-rate-limit",
         default: "0",
         mutable: false,
@@ -1303,6 +1340,7 @@ impl Default for Config {
             maxmemory: AtomicU64::new(0),
             cache_maxmemory: AtomicU64::new(0),
             compact_rate_limit: AtomicU64::new(0),
+            disk_free_min: AtomicU64::new(DISK_FREE_AUTO),
             level0_slowdown_writes_trigger: AtomicU64::new(0),
             level0_stop_writes_trigger: AtomicU64::new(0),
             soft_pending_compaction_bytes_limit: AtomicU64::new(0),

@@ -25,6 +25,8 @@ pub enum ErrorKind {
     Busy,
     BusyKey,
     ReadOnly,
+    /// Writes refused while the disk cannot take them (`storage::health`).
+    MisConf,
     /// A write refused under `min-replicas-to-write`.
     NoReplicas,
     NoScript,
@@ -65,6 +67,7 @@ impl ErrorKind {
             ErrorKind::Busy => "BUSY",
             ErrorKind::BusyKey => "BUSYKEY",
             ErrorKind::ReadOnly => "READONLY",
+            ErrorKind::MisConf => "MISCONF",
             ErrorKind::NoReplicas => "NOREPLICAS",
             ErrorKind::NoScript => "NOSCRIPT",
             ErrorKind::NotBusy => "NOTBUSY",
@@ -164,6 +167,7 @@ impl CmdError {
             ErrorKind::NotBusy,
             ErrorKind::Unkillable,
             ErrorKind::ReadOnly,
+            ErrorKind::MisConf,
             ErrorKind::NoReplicas,
         ];
         let (code, message) = line.split_once(' ').unwrap_or((line, ""));

@@ -105,6 +105,14 @@ impl ScanCursors {
 }
 
 impl Server {
+    /// Free space against `disk-free-min`, and whether RocksDB takes writes again after a
+    /// failed one (`storage::health`): at startup, then every second from the timer.
+    pub fn check_write_health(&self) {
+        let write_buffers = self.storage.shared().write_buffers.get_buffer_size() as u64;
+        let floor = self.config.disk_free_floor(write_buffers);
+        self.storage.check_health(floor);
+    }
+
     /// The shared state over `storage`, with call statistics for `commands` (the command
     /// table's full names, in table order).
     pub fn new(
@@ -303,6 +311,16 @@ fn tracking_max_keys(config: &Config) -> usize {
         .unwrap_or(1_000_000)
 }
 
+/// A file grown past the process's file size limit (`ulimit -f`) gets SIGXFSZ, whose default
+/// action ends the process: with a handler the write fails with EFBIG instead, RocksDB reports
+/// it, and writes are refused with MISCONF (`storage::health`) while reads go on.
+pub(crate) fn survive_file_size_limit() -> Result<(), String> {
+    let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGXFSZ, seen)
+        .map(drop)
+        .map_err(|e| format!("cannot install a SIGXFSZ handler: {e}"))
+}
+
 pub(crate) fn install_signal_handlers(server: Arc<Server>) -> Result<(), String> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])
@@ -434,9 +452,13 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     expire_hash_fields(&server);
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
+                    server.check_write_health();
+                    // After a failed write RocksDB takes none until it recovers: nothing to
+                    // fold or sync, and nothing to log each second (`storage::health`).
+                    let failed = server.storage.health().failed();
                     // (Not under CLIENT PAUSE WRITE either: kvik-cluster failover waits for
                     // the primary's offset to stand still.)
-                    let folded = if replica || server.pause.writes_paused() {
+                    let folded = if failed || replica || server.pause.writes_paused() {
                         Ok(())
                     } else {
                         server.storage.fold_counts()
@@ -444,7 +466,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     if let Err(e) = folded {
                         tracing::warn!(error = %e, "folding the key counts failed");
                     }
-                    if server.storage.fsync_policy() == FsyncPolicy::Everysec {
+                    if !failed && server.storage.fsync_policy() == FsyncPolicy::Everysec {
                         if let Err(e) = server.storage.sync_wal() {
                             tracing::warn!(error = %e, "WAL sync failed");
                         }
@@ -459,7 +481,10 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 // The expiry cycle's deletes and the counts' fold leave the WAL buffer now, not
                 // with the next client write: replicas (which tail the WAL file) see them.
                 if let Err(e) = server.storage.make_durable() {
-                    tracing::warn!(error = %e, "WAL flush failed");
+                    // (A failed write was logged once by `storage::health`.)
+                    if !server.storage.health().failed() {
+                        tracing::warn!(error = %e, "WAL flush failed");
+                    }
                 }
             }
         })

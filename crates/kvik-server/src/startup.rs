@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 /// Runs the server until it is shut down.
 pub fn run(config: Config) -> Result<(), String> {
+    crate::server::survive_file_size_limit()?;
     crate::acl::file::at_startup(&config)?;
     let dir = config.dir.read().clone();
     std::fs::create_dir_all(&dir)
@@ -41,6 +42,7 @@ pub fn run(config: Config) -> Result<(), String> {
     server.apply_group_commit();
     server.apply_repl_backlog();
     server.apply_allocator();
+    server.check_write_health();
     if server.config.cluster.enabled.load(Ordering::Relaxed) {
         server.cluster.enable(&dir)?;
     }

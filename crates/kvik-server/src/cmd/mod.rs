@@ -674,7 +674,8 @@ fn writes(session: &Session, entry: &Entry) -> bool {
         })
 }
 
-/// After routing (Redis answers MOVED first): a write, or EXEC of one, on a primary whose write
+/// After routing (Redis answers MOVED first): a write, or EXEC of one, gets MISCONF while the
+/// disk cannot take it ([`disk_refusal`]), on a primary whose write
 /// lease lapsed gets CLUSTERDOWN (`replication::lease`), on a primary without
 /// enough good replicas (`min-replicas-to-write`) gets NOREPLICAS, and on a read-only replica
 /// READONLY; anything else runs (holding `gate`).
@@ -685,6 +686,10 @@ fn refuse_replica_write<'s>(
     entry: &Entry,
     gate: Option<crate::cluster::Gate<'s>>,
 ) -> Admit<'s> {
+    if let Some(e) = disk_refusal(server, session, entry) {
+        reject(server, session, out, Some(entry.id), &e);
+        return Admit::Rejected;
+    }
     if writes(session, entry) {
         if let Err(e) = crate::replication::lease::check(server) {
             reject(server, session, out, Some(entry.id), &e);
@@ -700,6 +705,17 @@ fn refuse_replica_write<'s>(
         }
     }
     Admit::Run(gate)
+}
+
+/// Redis's MISCONF: while the disk cannot take writes (`storage::health`), a write, EXEC of
+/// one, and PING (so that health checks notice, as Redis's do) are refused; reads go on.
+fn disk_refusal(server: &Server, session: &Session, entry: &Entry) -> Option<CmdError> {
+    let health = server.storage.health();
+    if health.ok() || !(entry.spec.name == "ping" || writes(session, entry)) {
+        return None;
+    }
+    let why = health.refuse()?;
+    Some(CmdError::with(crate::error::ErrorKind::MisConf, why))
 }
 
 /// Answers a command rejected before it ran (unknown, arity, auth, routing), as Redis's

@@ -64,6 +64,7 @@ const SETTING_FORMS: &[(&str, Form)] = &[
     ("proto-max-bulk-len", Form::Memory),
     ("client-query-buffer-limit", Form::Memory),
     ("compact-rate-limit", Form::Memory),
+    ("disk-free-min", Form::Memory),
     ("repl-wal-size-limit", Form::Memory),
     ("repl-backlog-size", Form::Memory),
     ("rocksdb-soft-pending-compaction-bytes-limit", Form::Memory),

@@ -421,7 +421,11 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     w.field("aof_current_rewrite_time_sec", -1);
     w.field("aof_last_bgrewrite_status", "ok");
     w.field("aof_rewrites", 0);
-    w.field("aof_last_write_status", "ok");
+    let health = server.storage.health();
+    w.field(
+        "aof_last_write_status",
+        if health.failed() { "err" } else { "ok" },
+    );
     w.field("module_fork_in_progress", 0);
     w.field("kvik_aof", "rocksdb-wal");
     let policy = server.storage.fsync_policy();
@@ -429,6 +433,14 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     w.field(
         "kvik_wal_synced_per_write",
         u8::from(policy == FsyncPolicy::Always),
+    );
+    // Why writes get MISCONF (`storage::health`): free space below `disk-free-min`, or a
+    // failed RocksDB write.
+    w.field("kvik_disk_free_bytes", health.free_bytes());
+    w.field("kvik_writes_refused", health.refused.load(Relaxed));
+    w.field(
+        "kvik_write_refusal",
+        health.refusal().as_deref().unwrap_or("none"),
     );
 }
 

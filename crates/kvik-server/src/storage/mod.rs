@@ -30,6 +30,7 @@ pub mod dbmap;
 pub mod encoding;
 pub mod expire;
 pub mod expiry_index;
+pub mod health;
 mod introspect;
 pub mod locks;
 pub mod members;
@@ -243,6 +244,8 @@ pub struct Storage {
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
     wal: wal::WalGroup,
+    /// Whether writes are taken: disk space, and RocksDB's last write (see `health`).
+    health: health::WriteHealth,
     /// The recent batches replicas are fed from (see `backlog`).
     backlog: backlog::Backlog,
     /// File deletions held (`hold_files`); the WAL retention deletes nothing meanwhile.
@@ -330,6 +333,7 @@ impl Storage {
             flushes: AtomicU64::new(0),
             shared,
             wal: wal::WalGroup::default(),
+            health: health::WriteHealth::default(),
             backlog: backlog::Backlog::default(),
             files_held: Mutex::new(0),
             archive: Default::default(),
@@ -723,7 +727,7 @@ impl Storage {
 
     /// Syncs the WAL to stable storage (the everysec timer and shutdown call this).
     pub fn sync_wal(&self) -> StorageResult<()> {
-        self.db.flush_wal(true)
+        self.checked(self.db.flush_wal(true))
     }
 
     /// Calls `f(user_key, meta)` for the keys of database `db` in storage order, starting after
@@ -868,13 +872,13 @@ impl Storage {
     /// ticket.
     fn logged_write(&self, batch: rocksdb::WriteBatch, wo: &WriteOptions) -> StorageResult<u64> {
         let Some(order) = self.backlog.begin() else {
-            self.db.write_opt(batch, wo)?;
+            self.checked(self.db.write_opt(batch, wo))?;
             return Ok(self.wal.ticket());
         };
         let data: std::sync::Arc<[u8]> = batch.data().into();
         let count = batch.len() as u64;
         let before = self.db.latest_sequence_number();
-        self.db.write_opt(batch, wo)?;
+        self.checked(self.db.write_opt(batch, wo))?;
         let ticket = self.wal.ticket();
         let after = self.db.latest_sequence_number();
         self.backlog
@@ -891,9 +895,10 @@ impl Storage {
     /// always`), together with whatever other threads buffered meanwhile: call it before
     /// releasing replies that acknowledge writes. Cheap if the thread wrote nothing since.
     pub fn make_durable(&self) -> StorageResult<()> {
-        let flushed = self
-            .wal
-            .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always)?;
+        let flushed = self.checked(
+            self.wal
+                .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always),
+        )?;
         if let Some(upto) = flushed {
             self.backlog.flushed(upto);
         }
@@ -903,6 +908,24 @@ impl Storage {
     /// Group commit's switch and test hook (see `wal`).
     pub fn wal(&self) -> &wal::WalGroup {
         &self.wal
+    }
+
+    /// Whether writes are taken (see `health`).
+    pub fn health(&self) -> &health::WriteHealth {
+        &self.health
+    }
+
+    /// The timer's second: reads the free space of the data directory against `floor` bytes
+    /// and, after a failed write, probes whether RocksDB takes writes again (see `health`).
+    pub fn check_health(&self, floor: u64) {
+        self.health.check_space(self.db.path(), floor);
+        self.health.probe(&self.db);
+    }
+
+    /// `result` of a RocksDB write or WAL flush, noted by `health` on the way.
+    fn checked<T>(&self, result: Result<T, rocksdb::Error>) -> Result<T, rocksdb::Error> {
+        self.health.note(&result);
+        result
     }
 
     /// Compacts every column family: meta first, then data and score (the members of deleted,

@@ -120,10 +120,10 @@ impl WalGroup {
         }
         // Every ticket handed out so far belongs to a write already in the buffer.
         let upto = self.written.load(Ordering::Acquire);
-        if let Err(e) = db.flush_wal(sync) {
-            PENDING.with(|p| p.set(mine)); // still not durable
-            return Err(e);
-        }
+        // On failure the caller closes the clients these writes would have acknowledged, and
+        // this thread holds no reply for them any longer (RocksDB takes no write after a
+        // failed WAL write until it recovers; `health` refuses writes meanwhile).
+        db.flush_wal(sync)?;
         self.flushes.fetch_add(1, Ordering::Relaxed);
         self.durable.fetch_max(upto, Ordering::Release);
         Ok(Some(upto))

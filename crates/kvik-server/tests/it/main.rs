@@ -19,6 +19,7 @@ mod cluster_replicas;
 mod config_rewrite;
 mod config_sort;
 mod differential;
+mod disk_errors;
 mod durability;
 mod family_rtc;
 mod group_commit;

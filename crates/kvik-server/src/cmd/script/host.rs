@@ -44,6 +44,8 @@ const MOVED_TO_WORKER: &str = "ERR kvik: the script continues on a worker";
 const CROSS_SLOT: &str = "ERR Script attempted to access keys that do not hash to the same slot";
 const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";
 const NO_GOOD_REPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// A write while the disk cannot take it (`storage::health`); INFO says why.
+const DISK_REFUSED: &str = "MISCONF Errors writing to the disk: writes are refused (INFO persistence, kvik_write_refusal, says why)";
 const NON_LOCAL: &str = "ERR Script attempted to access a non local key in a cluster node";
 
 /// What the script may do, from its command and flags.
@@ -156,6 +158,9 @@ impl<'a> ServerHost<'a> {
             .map_err(crate::acl::lua_refusal)?;
         if self.rules.read_only && flags.intersects(Flags::WRITE.union(Flags::MAY_REPLICATE)) {
             return Err(errors::WRITE_FROM_READONLY);
+        }
+        if flags.contains(Flags::WRITE) && self.server.storage.health().refuse().is_some() {
+            return Err(DISK_REFUSED);
         }
         if flags.contains(Flags::WRITE)
             && self.server.repl.is_replica()
