@@ -427,6 +427,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 let now = crate::clock::unix_ms();
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
+                server.storage.check_stall();
                 // A replica applies its primary's expirations and counts; it writes none. Nor
                 // does a primary whose writes FAILOVER or CLIENT PAUSE WRITE paused (as Redis).
                 let replica = server.repl.is_replica() || server.repl.failover.writes_paused();

@@ -10,12 +10,16 @@ const CONN: Flags = Flags::FAST.union(Flags::LOADING).union(Flags::STALE);
 const CONN_NOAUTH: Flags = CONN.union(Flags::NO_AUTH);
 
 pub static COMMANDS: &[CommandSpec] = &[
+    // PING and ECHO are answered on the I/O thread: a health check must not queue behind
+    // workers that wait out a write stall.
     CommandSpec::new("ping", -1, CONN, KeySpec::NONE, ping)
+        .rtc_nowait_read()
         .in_subscribe()
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the server's liveliness response.", "1.0.0", "O(1)"),
     CommandSpec::new("echo", 2, CONN, KeySpec::NONE, echo)
+        .rtc_nowait_read()
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the given string.", "1.0.0", "O(1)"),

@@ -140,12 +140,17 @@ impl<'a> Ctx<'a> {
     /// On an I/O thread a stripe another thread holds ends the command with WouldBlock, and so
     /// does a key a client is blocked on: a write to it may make it ready, and serving blocked
     /// clients is a worker's job (`blocked::serve`). Holding the stripes makes that answer
-    /// stable until the commit, since a client blocks holding its keys' stripes too.
+    /// stable until the commit, since a client blocks holding its keys' stripes too. While
+    /// RocksDB stalls writes, every write goes to a worker: the turn's batch would make the
+    /// I/O thread wait out the stall, its other clients with it (`storage::health`).
     pub fn lock_keys<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<KeyGuard<'a>, CmdError> {
         let storage = self.storage();
         match self.wait() {
             Wait::Allowed => Ok(storage.lock(self.db(), keys)),
             Wait::Never | Wait::ReadsOnly => {
+                if storage.writes_may_stall() {
+                    return Err(CmdError::WOULD_BLOCK);
+                }
                 let guard = storage
                     .try_lock_in_for(
                         keys.iter().map(|k| (self.db(), k.as_ref())),

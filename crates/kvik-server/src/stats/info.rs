@@ -438,6 +438,9 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
     // failed RocksDB write.
     w.field("kvik_disk_free_bytes", health.free_bytes());
     w.field("kvik_writes_refused", health.refused.load(Relaxed));
+    // RocksDB write stalls the timer saw; I/O threads leave writes to workers during one.
+    w.field("kvik_write_stalls", health.stalls());
+    w.field("kvik_write_stalled", u8::from(health.stalled()));
     w.field(
         "kvik_write_refusal",
         health.refusal().as_deref().unwrap_or("none"),

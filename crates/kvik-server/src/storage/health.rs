@@ -15,11 +15,16 @@
 //!   cannot attach: the refusal then lasts until a restart, and the message says so.
 //!
 //! Each change is logged once, not per refused write.
+//!
+//! It also says whether RocksDB is stalling writes (a stop, a delay, or the memtables' budget
+//! full), read by the timer every tick ([`WriteHealth::set_stalled`]): an I/O thread then
+//! leaves writes to the pool, where waiting is allowed, so its other clients' reads and PINGs
+//! are not held behind a stalled write.
 
 use parking_lot::Mutex;
 use rocksdb::{ErrorKind, WriteBatch, DB};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 const HEALTHY: u8 = 0;
 const LOW_SPACE: u8 = 1;
@@ -37,6 +42,10 @@ pub struct WriteHealth {
     floor: AtomicU64,
     /// Writes refused so far (INFO `kvik_writes_refused`).
     pub refused: AtomicU64,
+    /// RocksDB stalls writes: I/O threads leave them to the pool.
+    stalled: AtomicBool,
+    /// Stalls seen by the timer so far (INFO `kvik_write_stalls`).
+    stalls: AtomicU64,
 }
 
 impl WriteHealth {
@@ -62,6 +71,25 @@ impl WriteHealth {
     /// A RocksDB write failed and RocksDB has not taken one since.
     pub fn failed(&self) -> bool {
         self.state.load(Relaxed) & FAILED != 0
+    }
+
+    /// RocksDB stalls writes (see the module doc).
+    pub fn stalled(&self) -> bool {
+        self.stalled.load(Relaxed)
+    }
+
+    pub fn stalls(&self) -> u64 {
+        self.stalls.load(Relaxed)
+    }
+
+    /// The timer's reading of RocksDB's stall state.
+    pub fn set_stalled(&self, on: bool) {
+        if self.stalled.swap(on, Relaxed) != on {
+            if on {
+                self.stalls.fetch_add(1, Relaxed);
+            }
+            tracing::debug!(stalled = on, "RocksDB write stall");
+        }
     }
 
     pub fn free_bytes(&self) -> u64 {

@@ -922,6 +922,31 @@ impl Storage {
         self.health.probe(&self.db);
     }
 
+    /// The timer's tick: whether RocksDB stalls writes now (writes stopped, delayed, or the
+    /// memtables' budget full, where the write buffer manager makes writers wait), for
+    /// `health`: I/O threads leave writes to the pool meanwhile.
+    pub fn check_stall(&self) {
+        let property = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let wbm = &self.shared().write_buffers;
+        let stalled = property("rocksdb.is-write-stopped") > 0
+            || property("rocksdb.actual-delayed-write-rate") > 0
+            || (wbm.enabled() && wbm.get_usage() >= wbm.get_buffer_size());
+        self.health.set_stalled(stalled);
+    }
+
+    /// Whether a write now may wait out a stall: the timer saw one (`check_stall`), or the
+    /// memtables are within a sixteenth of their budget, where the write buffer manager makes
+    /// writers wait for a flush. Read before each write an I/O thread would run, so a burst
+    /// of writes that fills the memtables between two ticks goes to the pool in time.
+    pub fn writes_may_stall(&self) -> bool {
+        if self.health.stalled() {
+            return true;
+        }
+        let wbm = &self.shared().write_buffers;
+        let size = wbm.get_buffer_size();
+        wbm.get_usage() >= size - size / 16
+    }
+
     /// `result` of a RocksDB write or WAL flush, noted by `health` on the way.
     fn checked<T>(&self, result: Result<T, rocksdb::Error>) -> Result<T, rocksdb::Error> {
         self.health.note(&result);

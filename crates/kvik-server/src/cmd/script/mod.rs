@@ -333,7 +333,8 @@ fn run(
         Target::Eval(sha) => (sha, false),
         Target::Function(f) => (f, true),
     };
-    if nowait && !may_run_here(server, name) {
+    // While RocksDB stalls writes, scripts run on workers (`storage::health`).
+    if nowait && (!may_run_here(server, name) || server.storage.writes_may_stall()) {
         return Err(CmdError::WOULD_BLOCK);
     }
 
