@@ -33,11 +33,30 @@ impl EtcdServer {
         EtcdServer::start_cluster(1).pop().expect("one member")
     }
 
-    /// Starts an etcd cluster of `n` members and waits (bounded) until each answers.
+    /// Starts an etcd cluster of `n` members and waits (bounded) until each answers. The free
+    /// ports are free when picked, not when etcd binds them (tests run in parallel): a member
+    /// that finds its port taken makes the whole cluster start again on new ports (3 tries).
     pub fn start_cluster(n: usize) -> Vec<EtcdServer> {
-        let ports: Vec<(u16, u16)> = (0..n)
-            .map(|_| (crate::free_port(), crate::free_port()))
-            .collect();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match EtcdServer::try_start_cluster(n) {
+                Ok(members) => return members,
+                Err(why) if tries < 3 => eprintln!("etcd: {why}; starting again on new ports"),
+                Err(why) => panic!("etcd: {why}"),
+            }
+        }
+    }
+
+    fn try_start_cluster(n: usize) -> Result<Vec<EtcdServer>, String> {
+        let mut picked = std::collections::HashSet::new();
+        let mut free = || loop {
+            let p = crate::free_port();
+            if picked.insert(p) {
+                return p;
+            }
+        };
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free(), free())).collect();
         let initial_cluster = ports
             .iter()
             .enumerate()
@@ -63,15 +82,15 @@ impl EtcdServer {
             })
             .collect();
         // A member answers once a quorum is up, so all are started before any is waited for.
-        for m in &mut members {
-            m.wait_ready();
-        }
-        members
+        wait_ready(&mut members)?;
+        Ok(members)
     }
 
     fn spawn(&mut self) {
         self.spawn_process();
-        self.wait_ready();
+        if let Err(why) = wait_ready(std::slice::from_mut(self)) {
+            panic!("etcd: {why}");
+        }
     }
 
     fn spawn_process(&mut self) {
@@ -106,29 +125,24 @@ impl EtcdServer {
         self.child = Some(child);
     }
 
-    fn wait_ready(&mut self) {
-        let start = Instant::now();
-        while !self.answers() {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!(
-                    "etcd exited at start ({status}); its log:\n{}",
-                    self.log_text()
-                );
-            }
-            if start.elapsed() > crate::START_TIMEOUT {
-                self.kill();
-                panic!(
-                    "etcd did not answer within {:?}; its log:\n{}",
-                    crate::START_TIMEOUT,
-                    self.log_text()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
+    /// `Err` if etcd exited because its port was taken; panics (with its log) if it exited
+    /// for another reason.
+    fn check_running(&mut self) -> Result<(), String> {
+        let Some(status) = self
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+        else {
+            return Ok(());
+        };
+        let log = self.log_text();
+        if log.contains("address already in use") {
+            return Err(format!(
+                "member {} found its port taken ({status})",
+                self.name
+            ));
         }
+        panic!("etcd exited at start ({status}); its log:\n{log}");
     }
 
     /// True when the JSON gateway answers a range request with HTTP 200.
@@ -173,6 +187,30 @@ impl EtcdServer {
     /// What etcd logged so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Waits (bounded) until every member answers. A member that died leaves the others without a
+/// quorum, so every member's exit is watched while any is waited for.
+fn wait_ready(members: &mut [EtcdServer]) -> Result<(), String> {
+    let start = Instant::now();
+    loop {
+        for m in members.iter_mut() {
+            m.check_running()?;
+        }
+        if members.iter().all(EtcdServer::answers) {
+            return Ok(());
+        }
+        if start.elapsed() > crate::START_TIMEOUT {
+            let logs: Vec<String> = members.iter().map(EtcdServer::log_text).collect();
+            members.iter_mut().for_each(EtcdServer::kill);
+            panic!(
+                "etcd did not answer within {:?}; its log:\n{}",
+                crate::START_TIMEOUT,
+                logs.join("\n---\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
