@@ -2,11 +2,12 @@
 # Installs what building and testing kvik needs on Debian/Ubuntu, if it is missing:
 # libclang (RocksDB's bindings are generated with bindgen), a C++ compiler, and Redis's tools
 # (redis-cli and redis-benchmark for tests and benchmarks, redis-server as the peer we compare with),
-# and etcd (kvik-controller keeps the cluster topology in it; its tests start their own etcd).
+# etcd (kvik-controller keeps the cluster topology in it; its tests start their own etcd), and
+# util-linux (prlimit: a test runs the server under a file size limit).
 set -euo pipefail
 
 need=()
-for pkg in libclang-dev clang g++ make redis-tools redis-server etcd-server; do
+for pkg in libclang-dev clang g++ make redis-tools redis-server etcd-server util-linux; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 
