@@ -141,6 +141,8 @@ impl WriteHealth {
         self.floor.store(floor, Relaxed);
         let low = floor > 0 && free < floor;
         let before = if low {
+            // The message is in place before the state refuses with it.
+            self.restate_low_space();
             self.state.fetch_or(LOW_SPACE, Relaxed)
         } else {
             self.state.fetch_and(!LOW_SPACE, Relaxed)
@@ -153,7 +155,6 @@ impl WriteHealth {
                     dir = %dir.display(),
                     "free disk space is below disk-free-min; refusing writes (MISCONF) until there is more"
                 );
-                self.restate();
             }
             (true, false) => {
                 tracing::warn!(
@@ -163,17 +164,23 @@ impl WriteHealth {
                 );
                 self.restate();
             }
-            (true, true) => self.restate(),
-            (false, false) => {}
+            (true, true) | (false, false) => {}
         }
         Some(free)
     }
 
     /// The message of the cause that stands (a failed write wins), after either changed.
     fn restate(&self) {
-        let state = self.state.load(Relaxed);
-        if state & FAILED == 0 && state & LOW_SPACE != 0 {
-            *self.reason.lock() = format!(
+        if self.state.load(Relaxed) & LOW_SPACE != 0 {
+            self.restate_low_space();
+        }
+    }
+
+    /// The low-space message, unless a failed write's stands.
+    fn restate_low_space(&self) {
+        let mut reason = self.reason.lock();
+        if self.state.load(Relaxed) & FAILED == 0 {
+            *reason = format!(
                 "Errors writing to the disk: {} MB free, below disk-free-min ({} MB). Writes \
                  are refused until there is more free space",
                 self.free_bytes.load(Relaxed) >> 20,
