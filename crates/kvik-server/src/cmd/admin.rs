@@ -4,6 +4,9 @@
 //! COMMAND's replies are derived from the command table alone (the specs' arity, flags, key
 //! positions, ACL categories and docs), so a command added to the table shows up in COMMAND,
 //! COMMAND INFO / DOCS / LIST / COUNT / GETKEYS without anything else to update.
+//!
+//! INFO, COMMAND, CONFIG GET, DBSIZE and TIME are answered on the I/O thread (`io_thread`), so a
+//! monitoring agent is served while every worker waits out a write stall.
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx, Reply};
 use super::spec::{CacheEffect, CommandSpec, Flags, KeySpec};
@@ -22,10 +25,12 @@ const CMD_ACL: &[&str] = &["slow", "connection"];
 
 static COMMAND_SUBS: &[CommandSpec] = &[
     CommandSpec::new("count", 2, LOADING_STALE, KeySpec::NONE, command_count)
+        .io_thread()
         .acl(CMD_ACL)
         .group("server")
         .doc("Returns a count of commands.", "2.8.13", "O(1)"),
     CommandSpec::new("docs", -2, LOADING_STALE, KeySpec::NONE, command_docs)
+        .io_thread()
         .acl(CMD_ACL)
         .group("server")
         .doc(
@@ -64,6 +69,7 @@ static COMMAND_SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("info", -2, LOADING_STALE, KeySpec::NONE, command_info)
+        .io_thread()
         .acl(CMD_ACL)
         .group("server")
         .doc(
@@ -72,6 +78,7 @@ static COMMAND_SUBS: &[CommandSpec] = &[
             "O(N) where N is the number of commands to look up",
         ),
     CommandSpec::new("list", -2, LOADING_STALE, KeySpec::NONE, command_list)
+        .io_thread()
         .acl(CMD_ACL)
         .group("server")
         .doc(
@@ -83,6 +90,7 @@ static COMMAND_SUBS: &[CommandSpec] = &[
 
 static CONFIG_SUBS: &[CommandSpec] = &[
     CommandSpec::new("get", -3, ADMIN_SUB, KeySpec::NONE, config_get)
+        .io_thread()
         .acl(ADMIN_ACL)
         .group("server")
         .doc(
@@ -157,12 +165,14 @@ static SLOWLOG_SUBS: &[CommandSpec] = &[
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("info", -1, LOADING_STALE, KeySpec::NONE, info_cmd)
+        .io_thread()
         .acl(&["slow", "dangerous"])
         .group("server")
         .doc("Returns information and statistics about the server.", "1.0.0", "O(1)"),
     // COMMAND's handler answers plain `COMMAND` (every command) when the dispatcher runs a
     // container without a subcommand.
     CommandSpec::new("command", -1, LOADING_STALE, KeySpec::NONE, command_all)
+        .io_thread()
         .acl(CMD_ACL)
         .group("server")
         .doc("Returns detailed information about all commands.", "2.8.13", "O(N) where N is the total number of Redis commands")
@@ -173,6 +183,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("A container for server configuration commands.", "2.0.0", "Depends on subcommand.")
         .subs(CONFIG_SUBS),
     CommandSpec::new("dbsize", 1, Flags::READONLY.union(Flags::FAST), KeySpec::NONE, dbsize)
+        .io_thread()
         .acl(&["keyspace", "read", "fast"])
         .group("server")
         .doc("Returns the number of keys in the database.", "1.0.0", "O(1)"),
@@ -189,6 +200,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("server")
         .doc("Removes all keys from all databases.", "1.0.0", "O(N) where N is the total number of keys in all databases"),
     CommandSpec::new("time", 1, LOADING_STALE.union(Flags::FAST), KeySpec::NONE, time)
+        .io_thread()
         .acl(&["fast"])
         .group("server")
         .doc("Returns the server time.", "2.6.0", "O(1)"),

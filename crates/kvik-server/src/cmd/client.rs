@@ -5,6 +5,11 @@
 //! Tracking itself (the table, the invalidations) is `crate::tracking`; PAUSE is `crate::pause`.
 //! NO-EVICT is recorded (flag `e`) and NO-TOUCH accepted; neither changes anything, since kvik
 //! never evicts clients and keeps no key access times.
+//!
+//! The subcommands that only read or set the connection's own record (ID, SETNAME, GETNAME,
+//! SETINFO, INFO, LIST, NO-EVICT, NO-TOUCH, GETREDIR, TRACKINGINFO) are answered on the I/O
+//! thread (`io_thread`): client libraries send SETINFO on connect, which must not queue behind
+//! workers that wait out a write stall.
 
 use super::admin::help_reply;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
@@ -22,6 +27,7 @@ const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous", "connection"];
 
 static SUBS: &[CommandSpec] = &[
     CommandSpec::new("id", 2, SUB, KeySpec::NONE, client_id)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc(
@@ -30,14 +36,17 @@ static SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("setname", 3, SUB, KeySpec::NONE, client_setname)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc("Sets the connection name.", "2.6.9", "O(1)"),
     CommandSpec::new("getname", 2, SUB, KeySpec::NONE, client_getname)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc("Returns the name of the connection.", "2.6.9", "O(1)"),
     CommandSpec::new("list", -2, ADMIN_SUB, KeySpec::NONE, client_list)
+        .io_thread()
         .acl(ADMIN_ACL)
         .group("connection")
         .doc(
@@ -46,6 +55,7 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the number of client connections",
         ),
     CommandSpec::new("info", 2, SUB, KeySpec::NONE, client_info)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc("Returns information about the connection.", "6.2.0", "O(1)"),
@@ -58,6 +68,7 @@ static SUBS: &[CommandSpec] = &[
             "O(N) where N is the number of client connections",
         ),
     CommandSpec::new("no-evict", 3, ADMIN_SUB, KeySpec::NONE, client_no_evict)
+        .io_thread()
         .acl(ADMIN_ACL)
         .group("connection")
         .doc(
@@ -66,6 +77,7 @@ static SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("no-touch", 3, SUB, KeySpec::NONE, client_on_off)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc(
@@ -74,6 +86,7 @@ static SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("setinfo", 4, SUB, KeySpec::NONE, client_setinfo)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc(
@@ -130,6 +143,7 @@ static SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("getredir", 2, SUB, KeySpec::NONE, client_getredir)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc(
@@ -138,6 +152,7 @@ static SUBS: &[CommandSpec] = &[
             "O(1)",
         ),
     CommandSpec::new("trackinginfo", 2, SUB, KeySpec::NONE, client_trackinginfo)
+        .io_thread()
         .acl(ACL)
         .group("connection")
         .doc(

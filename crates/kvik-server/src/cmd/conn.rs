@@ -10,16 +10,17 @@ const CONN: Flags = Flags::FAST.union(Flags::LOADING).union(Flags::STALE);
 const CONN_NOAUTH: Flags = CONN.union(Flags::NO_AUTH);
 
 pub static COMMANDS: &[CommandSpec] = &[
-    // PING and ECHO are answered on the I/O thread: a health check must not queue behind
-    // workers that wait out a write stall.
+    // Every connection command but RESET and QUIT is answered on the I/O thread (`io_thread`):
+    // connecting, a handshake and a health check must not queue behind workers that wait out a
+    // write stall.
     CommandSpec::new("ping", -1, CONN, KeySpec::NONE, ping)
-        .rtc_nowait_read()
+        .io_thread()
         .in_subscribe()
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the server's liveliness response.", "1.0.0", "O(1)"),
     CommandSpec::new("echo", 2, CONN, KeySpec::NONE, echo)
-        .rtc_nowait_read()
+        .io_thread()
         .acl(&["fast", "connection"])
         .group("connection")
         .doc("Returns the given string.", "1.0.0", "O(1)"),
@@ -30,6 +31,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         hello,
     )
+    .io_thread()
     .acl(&["fast", "connection"])
     .group("connection")
     .doc("Handshakes with the Redis server.", "6.0.0", "O(1)"),
@@ -40,6 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         KeySpec::NONE,
         auth,
     )
+    .io_thread()
     .acl(&["fast", "connection"])
     .group("connection")
     .doc(
@@ -48,6 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of passwords defined for the user",
     ),
     CommandSpec::new("select", 2, CONN, KeySpec::NONE, select)
+        .io_thread()
         .routing(Routing::DbZeroOnly)
         .db_refs(|_| vec![DbRef::Selects(1)])
         .acl(&["fast", "connection"])

@@ -404,8 +404,9 @@ fn execute_cached_entry(
         server.config.rtc_read.load(Ordering::Relaxed) && server.storage.cache().enabled()
     });
     // A write, or a read the hot cache cannot answer, run by its worker handler right here.
-    let here = ((entry.spec.rtc_write || entry.spec.rtc_nowait_read)
-        && server.config.rtc_write.load(Ordering::Relaxed))
+    let here = entry.spec.io_thread
+        || ((entry.spec.rtc_write || entry.spec.rtc_nowait_read)
+            && server.config.rtc_write.load(Ordering::Relaxed))
         || (entry.spec.rtc_script && server.config.rtc_scripts.load(Ordering::Relaxed));
     if read.is_none() && !here && for_scripts.is_none() {
         return Outcome::NotServed;
@@ -427,6 +428,9 @@ fn execute_cached_entry(
             return Outcome::Done;
         }
         None => {}
+    }
+    if entry.spec.io_thread {
+        return run_keyless(server, session, out, entry, args, start);
     }
     let Some(handler) = read else {
         if !here {
@@ -469,9 +473,9 @@ fn execute_cached_entry(
 /// Runs `entry`'s worker handler on the I/O thread in [`Mode::NoWait`]: a run-to-completion
 /// write (`CommandSpec::rtc_write`), a read the hot cache cannot answer
 /// (`CommandSpec::rtc_nowait_read`), or a read that missed the hot cache
-/// (`CommandSpec::rtc_storage`). Reads check their keys' write epochs instead of taking their
-/// locks ([`isolation::RtcRead::begin_stored`]), so both I/O threads read one hot key at once;
-/// a script takes its declared keys' locks, tried. If it would
+/// (`CommandSpec::rtc_storage`). Reads check their keys' write epochs instead of taking their locks
+/// ([`isolation::RtcRead::begin_stored`]), so both I/O threads read one hot key at once; a
+/// script takes its declared keys' locks, tried. If it would
 /// wait it has changed nothing: its half-written reply is dropped and the pool runs it
 /// (`would_block` says how). A write's reply leaves once the I/O thread made its writes
 /// durable (the I/O thread's end of turn, `Storage::make_durable`).
@@ -541,6 +545,46 @@ fn run_here(
     );
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     served_here(server, session, out, entry, args, mark, result, start)
+}
+
+/// Runs a command that touches no key (`CommandSpec::io_thread`: PING, HELLO, CLIENT SETINFO,
+/// INFO ...) on the I/O thread as a worker would run it ([`run_entry`]): it never waits, so it
+/// is noted and shown to MONITOR before it runs (CLIENT LIST shows `cmd=client|list`, MONITOR
+/// shows SELECT in the database it was sent from). Not counted in `rtc_commands`, which INFO
+/// reports (INFO would count itself).
+fn run_keyless(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    start: Instant,
+) -> Outcome {
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
+    let mark = out.buf.len();
+    let mode = Mode::NoWait {
+        disk_reads: false,
+        cache_asked: false,
+    };
+    let result = call_handler(server, session, out, entry, args, mode, None, start);
+    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+        debug_assert!(false, "{} would wait on an I/O thread", entry.full_name);
+        out.buf.truncate(mark);
+        return Outcome::NotServed;
+    }
+    account(
+        server,
+        session,
+        out,
+        entry,
+        args,
+        mark,
+        result,
+        start,
+        Duration::ZERO,
+    );
+    Outcome::Done
 }
 
 /// The end of a command answered on the I/O thread (a cached read or a run-to-completion

@@ -291,6 +291,12 @@ pub struct CommandSpec {
     /// [`CommandSpec::rtc_write`] (under the same `rtc-write` switch), after the hot cache
     /// missed if it has an [`CommandSpec::rtc`] handler too.
     pub rtc_nowait_read: bool,
+    /// Touches no key and never waits (connection and introspection commands: PING, HELLO,
+    /// AUTH, SELECT, CLIENT SETINFO, INFO, CONFIG GET ...): the I/O thread runs its worker
+    /// handler itself, whatever the run-to-completion switches say, so that a client can
+    /// connect, identify itself and be watched while every worker waits out a write stall.
+    /// Not counted in INFO's `rtc_commands` (INFO would count itself).
+    pub io_thread: bool,
     /// A script (EVAL, EVALSHA, FCALL and their _RO forms) the I/O thread may run itself
     /// (`rtc-scripts`): its handler locks the declared keys by trying, runs only commands that
     /// are themselves run to completion, buffers its writes (`storage::txn`) and gives up,
@@ -350,6 +356,7 @@ impl CommandSpec {
             rtc: None,
             rtc_write: false,
             rtc_nowait_read: false,
+            io_thread: false,
             rtc_script: false,
             rtc_storage: false,
             in_multi: InMulti::Queued,
@@ -418,6 +425,11 @@ impl CommandSpec {
     /// [`CommandSpec::rtc_nowait_read`]).
     pub const fn rtc_nowait_read(mut self) -> CommandSpec {
         self.rtc_nowait_read = true;
+        self
+    }
+    /// Answers the command on the I/O thread (see [`CommandSpec::io_thread`]).
+    pub const fn io_thread(mut self) -> CommandSpec {
+        self.io_thread = true;
         self
     }
     /// Lets the I/O thread try a script (see [`CommandSpec::rtc_script`]).

@@ -147,7 +147,8 @@ fn a_failed_wal_write_refuses_writes_keeps_reads_and_loses_nothing_acknowledged(
 }
 
 /// A write stall (memtables full, their flush held to 16 KB/s by `compact-rate-limit`) holds
-/// the writers, not the server: PING and a cached GET are still answered, from the I/O thread.
+/// the writers, not the server: a new client connects, identifies itself and reads INFO, and
+/// PING and a cached GET are still answered, from the I/O thread.
 #[test]
 fn a_write_stall_holds_writers_while_ping_and_cached_reads_are_answered() {
     use std::io::{Read, Write};
@@ -207,8 +208,33 @@ fn a_write_stall_holds_writers_while_ping_and_cached_reads_are_answered() {
         };
         last = now;
     }
-    // A raw connection: client libraries send CLIENT SETINFO on connect, which a worker runs
-    // (and every worker waits in the stall). The harness's sockets time out after 20 s.
+    // A new connection, as a client library and a monitoring agent make it (the redis crate
+    // sends CLIENT SETINFO on connect): every connection and introspection command is answered
+    // on the I/O thread. The harness's sockets time out after 20 s.
+    let mut agent = s.client();
+    let _: () = q(&mut agent, &["CLIENT", "SETNAME", "agent"]);
+    assert_eq!(q::<String>(&mut agent, &["CLIENT", "GETNAME"]), "agent");
+    assert!(q::<String>(&mut agent, &["CLIENT", "LIST"]).contains("name=agent"));
+    assert!(q::<String>(&mut agent, &["CLIENT", "INFO"]).contains("name=agent"));
+    assert!(q::<i64>(&mut agent, &["CLIENT", "ID"]) > 0);
+    assert!(
+        persistence(&mut agent, "kvik_write_stalls")
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert!(q::<String>(&mut agent, &["INFO"]).contains("used_memory:"));
+    let maxmemory: Vec<String> = q(&mut agent, &["CONFIG", "GET", "maxmemory"]);
+    assert_eq!(maxmemory, ["maxmemory", "67108864"]);
+    assert!(q::<i64>(&mut agent, &["DBSIZE"]) >= 1);
+    assert_eq!(q::<Vec<String>>(&mut agent, &["TIME"]).len(), 2);
+    assert!(q::<i64>(&mut agent, &["COMMAND", "COUNT"]) > 200);
+    let _: () = q(&mut agent, &["SELECT", "1"]);
+    assert_eq!(q::<i64>(&mut agent, &["DBSIZE"]), 0);
+    let mut fresh = s.raw();
+    let hello = crate::common::resp_str(&["HELLO", "3", "SETNAME", "resp3"]);
+    let (got, _) = crate::common::roundtrip_raw(&mut fresh, &hello, 4);
+    assert!(got.starts_with(b"%7\r\n"), "HELLO 3: {got:?}");
     let mut fresh = s.raw();
     let ask = |conn: &mut std::net::TcpStream, cmd: &[&str], want: &[u8]| {
         let request = crate::common::resp_str(cmd);

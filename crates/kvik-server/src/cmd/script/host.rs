@@ -4,7 +4,8 @@
 //! arity, `noscript`, writes from a read-only script, and in cluster mode the key's slot.
 //!
 //! On an I/O thread (`rtc-scripts`, see `super`) the host runs a command only if the command
-//! is itself run to completion (its spec's `rtc_write`, `rtc_nowait_read` or `rtc_storage`),
+//! is itself run on I/O threads (its spec's `rtc_write`, `rtc_nowait_read`, `rtc_storage` or
+//! `io_thread`),
 //! in [`Mode::NoWait`], with the keys it did not declare tried rather than waited for;
 //! anything else aborts the script ([`ServerHost::aborted`]): the caller drops what it
 //! buffered and the pool runs it again.
@@ -271,7 +272,9 @@ impl Host for ServerHost<'_> {
             Err(line) => return error_reply(line),
         };
         let spec = entry.spec;
-        if self.nowait.is_some() && !(spec.rtc_write || spec.rtc_nowait_read || spec.rtc_storage) {
+        let on_io_thread =
+            spec.rtc_write || spec.rtc_nowait_read || spec.rtc_storage || spec.io_thread;
+        if self.nowait.is_some() && !on_io_thread {
             return self.abort();
         }
         if let Err(line) = self.lock_undeclared(entry, &argv) {
