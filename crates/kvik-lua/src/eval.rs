@@ -5,6 +5,7 @@
 //! oldest first past the bound (a client then gets NOSCRIPT and falls back to EVAL, as the
 //! EVALSHA contract says).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -77,7 +78,12 @@ impl EvalEngine {
 
     /// SCRIPT EXISTS for one SHA (case-insensitive, as Redis).
     pub fn exists(&self, sha: &[u8]) -> bool {
-        normalize_sha(sha).is_some_and(|s| self.scripts.contains_key(&s))
+        normalize_sha(sha).is_some_and(|s| self.scripts.contains_key(&*s))
+    }
+
+    /// Whether the cache holds `sha`, a normalized SHA ([`normalize_sha`]).
+    pub fn contains(&self, sha: &str) -> bool {
+        self.scripts.contains_key(sha)
     }
 
     /// SCRIPT FLUSH: forgets every script and starts a new Lua state.
@@ -109,9 +115,9 @@ impl EvalEngine {
     }
 
     /// EVALSHA's first step: the normalized SHA if cached, else NOSCRIPT.
-    pub fn prepare_evalsha(&self, sha: &[u8]) -> Result<String, &'static str> {
+    pub fn prepare_evalsha<'a>(&self, sha: &'a [u8]) -> Result<Cow<'a, str>, &'static str> {
         match normalize_sha(sha) {
-            Some(s) if self.scripts.contains_key(&s) => Ok(s),
+            Some(s) if self.scripts.contains_key(&*s) => Ok(s),
             _ => Err(errors::NOSCRIPT),
         }
     }
@@ -187,7 +193,7 @@ impl EvalEngine {
         let sha = if by_sha {
             self.prepare_evalsha(script).map_err(String::from)
         } else {
-            self.prepare_eval(script)
+            self.prepare_eval(script).map(Cow::Owned)
         };
         match sha {
             Ok(sha) => self.run(&sha, keys, args, ctx),
@@ -196,7 +202,38 @@ impl EvalEngine {
     }
 }
 
-/// A SHA as the cache keys it (lower case), if it has the right length.
-fn normalize_sha(sha: &[u8]) -> Option<String> {
-    (sha.len() == 40).then(|| String::from_utf8_lossy(sha).to_ascii_lowercase())
+/// A SHA as the cache keys it (lower case), if it has the right length: borrowed when it is
+/// lower case already (clients send back what SCRIPT LOAD returned), so EVALSHA copies nothing.
+pub fn normalize_sha(sha: &[u8]) -> Option<Cow<'_, str>> {
+    if sha.len() != 40 {
+        return None;
+    }
+    Some(match std::str::from_utf8(sha) {
+        Ok(s) if !s.bytes().any(|b| b.is_ascii_uppercase()) => Cow::Borrowed(s),
+        _ => Cow::Owned(String::from_utf8_lossy(sha).to_ascii_lowercase()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lower_case_sha_is_borrowed_and_others_are_lowered_or_refused() {
+        let sha = sha1_hex(b"return 1");
+        assert!(matches!(normalize_sha(sha.as_bytes()), Some(Cow::Borrowed(s)) if s == sha));
+        let upper = sha.to_ascii_uppercase();
+        assert!(matches!(normalize_sha(upper.as_bytes()), Some(Cow::Owned(s)) if s == sha));
+        assert!(normalize_sha(&sha.as_bytes()[..39]).is_none());
+        assert!(normalize_sha(b"").is_none());
+        let mut engine = EvalEngine::new();
+        let loaded = engine.script_load(b"return 1").unwrap();
+        assert_eq!(loaded, sha);
+        assert!(engine.exists(upper.as_bytes()) && engine.contains(&sha));
+        assert_eq!(engine.prepare_evalsha(upper.as_bytes()).unwrap(), sha);
+        assert_eq!(
+            engine.prepare_evalsha(&[b'z'; 40]).unwrap_err(),
+            errors::NOSCRIPT
+        );
+    }
 }

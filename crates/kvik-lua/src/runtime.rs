@@ -107,6 +107,9 @@ pub struct LuaRuntime {
     /// The real globals behind the read-only proxy scripts see.
     globals: Table,
     run_fn: Function,
+    /// The names "KEYS" and "ARGV" as Lua strings, made once: EVAL binds both at every run.
+    keys_name: mlua::String,
+    argv_name: mlua::String,
 }
 
 impl std::fmt::Debug for LuaRuntime {
@@ -256,12 +259,16 @@ impl LuaRuntime {
                 None => Ok(VmState::Continue),
             },
         );
+        let keys_name = lua.create_string("KEYS")?;
+        let argv_name = lua.create_string("ARGV")?;
         Ok(LuaRuntime {
             lua,
             kind,
             k,
             globals,
             run_fn,
+            keys_name,
+            argv_name,
         })
     }
 
@@ -382,8 +389,8 @@ impl LuaRuntime {
         let keys = self.array(inv.keys)?;
         let args = self.array(inv.args)?;
         let rets = if is_eval {
-            self.globals.raw_set("KEYS", keys)?;
-            self.globals.raw_set("ARGV", args)?;
+            self.globals.raw_set(&self.keys_name, keys)?;
+            self.globals.raw_set(&self.argv_name, args)?;
             self.run_fn.call::<MultiValue>(f.clone())?
         } else {
             self.run_fn.call::<MultiValue>((f.clone(), keys, args))?

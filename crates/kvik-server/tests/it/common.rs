@@ -49,7 +49,8 @@ impl DerefMut for TestServer {
     }
 }
 
-fn command(args: &[&str]) -> redis::Cmd {
+/// The command `args` (name first), for a test that handles the reply or error itself.
+pub fn command(args: &[&str]) -> redis::Cmd {
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);

@@ -10,6 +10,7 @@ use crate::error::{CmdError, CmdResult};
 use crate::scripting::{load_libraries, Scripts, Slot};
 use crate::server::Server;
 use kvik_lua::{errors, sha1_hex, EvalEngine, FunctionEngine};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -101,18 +102,22 @@ impl Engines {
         Ok(sha)
     }
 
-    /// EVALSHA's script: compiled here from the shared cache if this thread has not yet.
-    pub fn eval_sha(&mut self, scripts: &Scripts, sha: &[u8]) -> Result<String, String> {
-        if sha.len() != 40 {
+    /// EVALSHA's script: compiled here from the shared cache if this thread has not yet. The
+    /// SHA as the caches key it (borrowed from `sha` when it is lower case already).
+    pub fn eval_sha<'a>(
+        &mut self,
+        scripts: &Scripts,
+        sha: &'a [u8],
+    ) -> Result<Cow<'a, str>, String> {
+        let Some(sha) = kvik_lua::eval::normalize_sha(sha) else {
             return Err(errors::NOSCRIPT.into());
-        }
-        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        if self.eval.exists(sha.as_bytes()) {
+        };
+        if self.eval.contains(&sha) {
             return Ok(sha);
         }
         let body = scripts.eval.read().get(&sha).map(|b| b.body.clone());
         match body {
-            Some(body) => self.eval.prepare_eval(&body),
+            Some(body) => self.eval.prepare_eval(&body).map(Cow::Owned),
             None => Err(errors::NOSCRIPT.into()),
         }
     }

@@ -43,6 +43,7 @@ use crate::server::Server;
 use engines::Engines;
 use host::{Rules, ServerHost};
 use kvik_lua::{RunContext, ScriptFlags};
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -218,7 +219,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &Args, by_sha: bool, ro: bool) -> CmdRe
         let sha = if by_sha {
             eng.eval_sha(&server.scripts, &args[1])
         } else {
-            eng.eval_body(&server.scripts, &args[1])
+            eng.eval_body(&server.scripts, &args[1]).map(Cow::Owned)
         }
         .map_err(|e| CmdError::from_line(&e))?;
         let flags = eng.eval.flags(&sha).unwrap_or_default();
