@@ -573,17 +573,7 @@ fn run_keyless(
         out.buf.truncate(mark);
         return Outcome::NotServed;
     }
-    account(
-        server,
-        session,
-        out,
-        entry,
-        args,
-        mark,
-        result,
-        start,
-        Duration::ZERO,
-    );
+    accounted_here(server, session, out, entry, args, mark, result, start);
     Outcome::Done
 }
 
@@ -619,6 +609,21 @@ fn shown_and_accounted(
     start: Instant,
 ) {
     monitor::feed(server, session, entry, args);
+    accounted_here(server, session, out, entry, args, mark, result, start);
+}
+
+/// Accounts a command run on an I/O thread as on a worker, with no queue wait.
+#[allow(clippy::too_many_arguments)]
+fn accounted_here(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mark: usize,
+    result: CmdResult,
+    start: Instant,
+) {
     account(
         server,
         session,
