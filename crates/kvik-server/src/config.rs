@@ -89,6 +89,7 @@ pub struct Config {
     pub rtc_scripts: AtomicBool,
     /// Write an I/O thread's run-to-completion writes of one event-loop turn as one batch.
     pub rtc_write_batch: AtomicBool,
+    pub txn_skip_superseded: AtomicBool,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1087,6 +1088,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "txn-skip-superseded",
+        default: "yes",
+        mutable: true,
+        help: "a batch written as one (an I/O thread's turn, EXEC, a script) leaves out the writes of a record that a later write in it replaces: a hot key written many times in one turn costs one RocksDB memtable insert",
+        get: |c| if c.txn_skip_superseded.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.txn_skip_superseded.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1355,6 +1367,7 @@ impl Default for Config {
             rtc_write: AtomicBool::new(true),
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),
+            txn_skip_superseded: AtomicBool::new(true),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

@@ -231,11 +231,14 @@ impl Server {
         }
     }
 
-    /// Pushes the group commit settings into the storage's WAL group.
+    /// Pushes the group commit settings into the storage's WAL group, and how its batches
+    /// are built (`txn-skip-superseded`).
     pub fn apply_group_commit(&self) {
         let wal = self.storage.wal();
         wal.set_grouped(self.config.group_commit.load(Ordering::Relaxed));
         wal.set_hold(self.config.wal_flush_hold.load(Ordering::Relaxed));
+        self.storage
+            .set_skip_superseded(self.config.txn_skip_superseded.load(Ordering::Relaxed));
     }
 
     /// Pushes the `jemalloc-*` settings into the allocator.
@@ -260,7 +263,9 @@ impl Server {
             self.storage
                 .set_fsync_policy(*self.config.appendfsync.read());
         }
-        if name.eq_ignore_ascii_case("group-commit") || name.eq_ignore_ascii_case("wal-flush-hold")
+        if name.eq_ignore_ascii_case("group-commit")
+            || name.eq_ignore_ascii_case("wal-flush-hold")
+            || name.eq_ignore_ascii_case("txn-skip-superseded")
         {
             self.apply_group_commit();
         }

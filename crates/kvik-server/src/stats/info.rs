@@ -545,6 +545,10 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
         s.rtc_script_budget_aborts.load(Relaxed),
     );
     w.field("rtc_write_batches", s.rtc_write_batches.load(Relaxed));
+    w.field(
+        "kvik_superseded_writes",
+        server.storage.superseded_writes.load(Relaxed),
+    );
     w.field("rtc_batched_writes", s.rtc_batched_writes.load(Relaxed));
     w.field("io_poll_spins", s.io_poll_spins.load(Relaxed));
     w.field("io_poll_spin_hits", s.io_poll_spin_hits.load(Relaxed));

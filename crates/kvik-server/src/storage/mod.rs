@@ -261,6 +261,11 @@ pub struct Storage {
     /// filter dropped (INFO `expired_subkeys`, `kvik_compaction_expired_fields`).
     pub expired_fields: AtomicU64,
     pub compaction_expired_fields: Arc<AtomicU64>,
+    /// `txn-skip-superseded`: a transaction leaves out of its batch the writes of a record a
+    /// later write of it replaces (see `txn`).
+    skip_superseded: AtomicBool,
+    /// Writes left out so (INFO `kvik_superseded_writes`).
+    pub superseded_writes: AtomicU64,
 }
 
 impl Drop for Storage {
@@ -340,6 +345,8 @@ impl Storage {
             dbs: dbmap::DbMap::default(),
             field_expiry_from: AtomicU64::new(0),
             expired_fields: AtomicU64::new(0),
+            skip_superseded: AtomicBool::new(true),
+            superseded_writes: AtomicU64::new(0),
             compaction_expired_fields,
         };
         storage.dbs = dbmap::DbMap::load(storage.get_internal(dbmap::DB_MAP_KEY)?.as_deref());
@@ -455,6 +462,11 @@ impl Storage {
             1 => FsyncPolicy::Everysec,
             _ => FsyncPolicy::No,
         }
+    }
+
+    /// `txn-skip-superseded` (see `txn`).
+    pub fn set_skip_superseded(&self, on: bool) {
+        self.skip_superseded.store(on, Ordering::Relaxed);
     }
 
     pub fn set_fsync_policy(&self, policy: FsyncPolicy) {
