@@ -68,6 +68,10 @@ pub struct Config {
     pub cache_maxmemory: AtomicU64,
     /// `compact-rate-limit`: RocksDB's rate limiter, bytes per second (0: none).
     pub compact_rate_limit: AtomicU64,
+    /// `rocksdb-write-buffer-size`: the largest memtable of one column family.
+    pub max_write_buffer_bytes: AtomicU64,
+    /// `rocksdb-memtable-max-entries` (see `storage::memtables`; 0: no limit).
+    pub memtable_max_entries: AtomicU64,
     /// Free bytes on the data directory's file system below which writes are refused
     /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
     pub disk_free_min: AtomicU64,
@@ -207,6 +211,8 @@ fn parse_bool(v: &str) -> Result<bool, String> {
 pub const DISK_FREE_AUTO: u64 = u64::MAX;
 /// What `disk-free-min auto` adds to the memtables' budget.
 const DISK_FREE_MARGIN: u64 = 256 << 20;
+/// `rocksdb-memtable-max-entries`' default (the setting's `default` says the same).
+const DEFAULT_MEMTABLE_MAX_ENTRIES: u64 = 131_072;
 
 impl Config {
     /// `disk-free-min` in bytes, with `auto` resolved against the memtables' budget.
@@ -921,6 +927,22 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rocksdb-write-buffer-size",
+        default: "64mb",
+        mutable: true,
+        help: "largest memtable of one column family (the memory budget may make it smaller; a change applies from the next memtable on)",
+        get: |c| c.max_write_buffer_bytes.load(Relaxed).to_string(),
+        set: |c, v| set_memory_range(&c.max_write_buffer_bytes, v, 1 << 20, 1 << 30),
+    },
+    Setting {
+        name: "rocksdb-memtable-max-entries",
+        default: "131072",
+        mutable: true,
+        help: "entries at which a column family's memtable is flushed, read every timer tick: a write's insert slows as a memtable's entries outgrow the CPU caches (0: by size only)",
+        get: |c| c.memtable_max_entries.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.memtable_max_entries, v, 0, 1 << 40),
+    },
+    Setting {
         name: "rocksdb-level0-slowdown-writes-trigger",
         default: "20",
         mutable: true,
@@ -1183,7 +1205,15 @@ pub static SETTINGS: &[Setting] = &[
 ];
 
 fn set_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
-    let n = parse_u64(v)?;
+    store_in_range(a, parse_u64(v)?, min, max)
+}
+
+/// [`set_range`] for a size in memory syntax (`8mb`).
+fn set_memory_range(a: &AtomicU64, v: &str, min: u64, max: u64) -> Result<(), String> {
+    store_in_range(a, parse_memory(v)?, min, max)
+}
+
+fn store_in_range(a: &AtomicU64, n: u64, min: u64, max: u64) -> Result<(), String> {
     if n < min || n > max {
         return Err(format!(
             "argument must be between {min} and {max} inclusive"
@@ -1352,6 +1382,10 @@ impl Default for Config {
             maxmemory: AtomicU64::new(0),
             cache_maxmemory: AtomicU64::new(0),
             compact_rate_limit: AtomicU64::new(0),
+            max_write_buffer_bytes: AtomicU64::new(
+                crate::storage::options::DEFAULT_MAX_WRITE_BUFFER_BYTES,
+            ),
+            memtable_max_entries: AtomicU64::new(DEFAULT_MEMTABLE_MAX_ENTRIES),
             disk_free_min: AtomicU64::new(DISK_FREE_AUTO),
             level0_slowdown_writes_trigger: AtomicU64::new(0),
             level0_stop_writes_trigger: AtomicU64::new(0),
@@ -1488,6 +1522,7 @@ impl Config {
         Tuning {
             block_cache_bytes: split.block_cache,
             write_buffer_bytes: split.write_buffers,
+            max_write_buffer_bytes: self.max_write_buffer_bytes.load(Relaxed),
             compact_rate_limit: self.compact_rate_limit.load(Relaxed),
             stalls: self.stall_limits(),
             wal_ttl_secs: self.repl.wal_ttl_secs.load(Relaxed),

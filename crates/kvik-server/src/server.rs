@@ -279,7 +279,10 @@ impl Server {
         if lower.starts_with("latency-") {
             self.apply_latency_settings();
         }
-        if lower == "maxmemory" || lower == "cache-maxmemory" {
+        if lower == "maxmemory"
+            || lower == "cache-maxmemory"
+            || lower == "rocksdb-write-buffer-size"
+        {
             self.apply_memory_budget();
         }
         if lower.starts_with("jemalloc-") {
@@ -300,10 +303,11 @@ impl Server {
     pub fn apply_memory_budget(&self) {
         let split = self.config.memory_split();
         self.storage.cache().set_max_bytes(split.hot_cache);
-        if let Err(e) = self
-            .storage
-            .resize_memory(split.block_cache, split.write_buffers)
-        {
+        if let Err(e) = self.storage.resize_memory(
+            split.block_cache,
+            split.write_buffers,
+            self.config.max_write_buffer_bytes.load(Ordering::Relaxed),
+        ) {
             tracing::warn!(error = %e, "resizing RocksDB's memory failed");
         }
     }
@@ -433,6 +437,9 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
                 server.storage.check_stall();
+                server.storage.flush_crowded_memtables(
+                    server.config.memtable_max_entries.load(Ordering::Relaxed),
+                );
                 // A replica applies its primary's expirations and counts; it writes none. Nor
                 // does a primary whose writes FAILOVER or CLIENT PAUSE WRITE paused (as Redis).
                 let replica = server.repl.is_replica() || server.repl.failover.writes_paused();

@@ -854,6 +854,7 @@ const CF_PROPERTIES: &[(&str, &str)] = &[
     ("memtable_flush_pending", "rocksdb.mem-table-flush-pending"),
     ("immutable_memtables", "rocksdb.num-immutable-mem-table"),
     ("memtable_bytes", "rocksdb.cur-size-all-mem-tables"),
+    ("memtable_entries", "rocksdb.num-entries-active-mem-table"),
     ("estimate_num_keys", "rocksdb.estimate-num-keys"),
     ("sst_bytes", "rocksdb.total-sst-files-size"),
     ("live_data_bytes", "rocksdb.estimate-live-data-size"),
@@ -894,6 +895,8 @@ fn rocksdb_section(server: &Server, w: &mut Lines<'_>) {
         "compact_rate_limit",
         server.config.compact_rate_limit.load(Relaxed),
     );
+    // Memtables flushed for their entry count (`rocksdb-memtable-max-entries`).
+    w.field("memtable_entry_flushes", st.memtable_entry_flushes());
     for cf in crate::storage::COLUMN_FAMILIES {
         let mut line = String::new();
         for (i, (field, property)) in CF_PROPERTIES.iter().enumerate() {

@@ -34,6 +34,7 @@ pub mod health;
 mod introspect;
 pub mod locks;
 pub mod members;
+mod memtables;
 pub mod options;
 pub mod replica;
 pub mod stream;
@@ -240,6 +241,8 @@ pub struct Storage {
     /// FLUSHDB and FLUSHALL so far: a transaction whose key states were noted before one of
     /// them reads them again (see `txn`).
     flushes: AtomicU64,
+    /// Memtables flushed for their entry count (see `memtables`).
+    memtable_entry_flushes: AtomicU64,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
@@ -336,6 +339,7 @@ impl Storage {
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
             flushes: AtomicU64::new(0),
+            memtable_entry_flushes: AtomicU64::new(0),
             shared,
             wal: wal::WalGroup::default(),
             health: health::WriteHealth::default(),

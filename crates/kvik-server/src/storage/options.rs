@@ -47,8 +47,10 @@ const DATA_BLOCK_HASH_RATIO: f64 = 0.75;
 const MEMTABLE_BLOOM_RATIO: f64 = 0.02;
 /// Smallest block cache shard (see [`block_cache_shard_bits`]).
 const MIN_CACHE_SHARD_BYTES: u64 = 4 << 20;
-/// Largest memtable of one column family; the write buffer budget may make it smaller.
-const MAX_WRITE_BUFFER_BYTES: u64 = 64 << 20;
+/// Largest memtable of one column family by default (`rocksdb-write-buffer-size`, RocksDB's
+/// usual size); the write buffer budget may make it smaller, and a memtable of small entries
+/// ends earlier by its entry count (`storage::memtables`).
+pub const DEFAULT_MAX_WRITE_BUFFER_BYTES: u64 = 64 << 20;
 const MIN_WRITE_BUFFER_BYTES: u64 = 1 << 20;
 /// Rate limiter refill period and fairness: RocksDB's defaults.
 const RATE_LIMIT_REFILL_US: i64 = 100_000;
@@ -120,6 +122,8 @@ pub struct Tuning {
     pub block_cache_bytes: u64,
     /// Memtable memory of all column families together (WriteBufferManager limit).
     pub write_buffer_bytes: u64,
+    /// Largest memtable of one column family (`rocksdb-write-buffer-size`).
+    pub max_write_buffer_bytes: u64,
     /// Compaction and flush I/O limit in bytes per second; 0: none.
     pub compact_rate_limit: u64,
     pub stalls: StallLimits,
@@ -180,6 +184,7 @@ impl Default for Tuning {
         Tuning {
             block_cache_bytes: 128 << 20,
             write_buffer_bytes: 32 << 20,
+            max_write_buffer_bytes: DEFAULT_MAX_WRITE_BUFFER_BYTES,
             compact_rate_limit: 0,
             stalls: StallLimits::default(),
             wal_ttl_secs: 0,
@@ -189,9 +194,11 @@ impl Default for Tuning {
 }
 
 /// The memtable size of one column family for a total write buffer budget: half of it, so the
-/// write buffer manager can flush one while another fills, within RocksDB's usual 64 MiB.
-pub fn write_buffer_size(write_buffer_bytes: u64) -> u64 {
-    (write_buffer_bytes / 2).clamp(MIN_WRITE_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES)
+/// write buffer manager can flush one while another fills, at most `max` (the setting).
+pub fn write_buffer_size(write_buffer_bytes: u64, max: u64) -> u64 {
+    (write_buffer_bytes / 2)
+        .min(max)
+        .max(MIN_WRITE_BUFFER_BYTES)
 }
 
 /// The live WAL a restart may have to replay, for a total write buffer budget: four times the
@@ -325,7 +332,9 @@ fn table_options(shared: &Shared, role: CfRole) -> BlockBasedOptions {
 pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Options {
     let mut o = db.clone();
     o.set_block_based_table_factory(&table_options(shared, role));
-    o.set_write_buffer_size(write_buffer_size(t.write_buffer_bytes) as usize);
+    o.set_write_buffer_size(
+        write_buffer_size(t.write_buffer_bytes, t.max_write_buffer_bytes) as usize,
+    );
     if role.layout().memtable_filter {
         o.set_memtable_whole_key_filtering(true);
         o.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
@@ -346,15 +355,17 @@ impl super::Storage {
         &self.shared
     }
 
-    /// Applies a new memory split at run time (CONFIG SET maxmemory / cache-maxmemory): block
-    /// cache capacity, write buffer limit, and each column family's memtable size.
+    /// Applies a new memory split at run time (CONFIG SET maxmemory / cache-maxmemory /
+    /// rocksdb-write-buffer-size): block cache capacity, write buffer limit, and each column
+    /// family's memtable size (from its next memtable on).
     pub fn resize_memory(
         &self,
         block_cache_bytes: u64,
         write_buffer_bytes: u64,
+        max_write_buffer_bytes: u64,
     ) -> super::StorageResult<()> {
         self.shared.resize(block_cache_bytes, write_buffer_bytes);
-        let size = write_buffer_size(write_buffer_bytes).to_string();
+        let size = write_buffer_size(write_buffer_bytes, max_write_buffer_bytes).to_string();
         for cf in super::COLUMN_FAMILIES {
             self.db
                 .set_options_cf(self.cf(cf), &[("write_buffer_size", size.as_str())])?;
@@ -548,7 +559,8 @@ mod tests {
             options_file(dir.path())["CFOptions \"data\""]["level0_slowdown_writes_trigger"],
             "10"
         );
-        s.resize_memory(16 << 20, 4 << 20).unwrap();
+        s.resize_memory(16 << 20, 4 << 20, DEFAULT_MAX_WRITE_BUFFER_BYTES)
+            .unwrap();
         assert_eq!(s.shared().block_cache_capacity(), 16 << 20);
         drop(s);
         // Reopened with the defaults: the OPTIONS file follows the options given.

@@ -184,6 +184,56 @@ fn maxmemory_splits_shows_and_resizes_at_run_time() {
     assert_eq!(rocksdb_field(&mut con, "is_write_stopped"), 0);
 }
 
+/// A memtable is flushed once it holds `rocksdb-memtable-max-entries` entries, by the timer,
+/// while its bytes are far below `write_buffer_size`; with the limit at 0 it is not. Every key
+/// is there afterwards. Counters only.
+#[test]
+fn a_memtable_is_flushed_at_its_entry_limit() {
+    let s = TestServer::start_with(&["--rocksdb-memtable-max-entries", "0"]);
+    let mut con = s.client();
+    let set_many = |con: &mut Connection, from: u64| {
+        let mut pipe = redis::pipe();
+        for i in from..from + 3_000 {
+            pipe.cmd("SET").arg(format!("key:{i}")).arg("v").ignore();
+        }
+        let () = pipe.query(con).unwrap();
+    };
+
+    // Off: 3,000 small entries stay in meta's memtable through several timer ticks.
+    set_many(&mut con, 0);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(rocksdb_field(&mut con, "memtable_entry_flushes"), 0);
+    assert!(cf_field(&mut con, "meta", "memtable_entries") >= 3_000);
+
+    // On: the next tick flushes it, and the count says so.
+    let _: String = q(
+        &mut con,
+        &["CONFIG", "SET", "rocksdb-memtable-max-entries", "2000"],
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            rocksdb_field(&mut con, "memtable_entry_flushes") >= 1
+        }),
+        "no entry flush within 10 s"
+    );
+    assert!(cf_field(&mut con, "meta", "memtable_entries") < 2_000);
+    set_many(&mut con, 3_000);
+    let n: u64 = q(&mut con, &["DBSIZE"]);
+    assert_eq!(n, 6_000);
+    for i in [0, 2_999, 3_000, 5_999] {
+        let v: Option<String> = q(&mut con, &["GET", &format!("key:{i}")]);
+        assert_eq!(v.as_deref(), Some("v"), "key:{i}");
+    }
+    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-memtable-max-entries"]);
+    assert_eq!(got[1], "2000");
+    // Bad values get the setting's error, not a change.
+    let e = err(
+        &mut con,
+        &["CONFIG", "SET", "rocksdb-write-buffer-size", "1kb"],
+    );
+    assert!(e.contains("between"), "{e}");
+}
+
 /// The allocator's settings reach jemalloc at startup and on CONFIG SET: INFO reads them back
 /// from the allocator itself, not from the settings; the server runs one arena per CPU.
 #[test]

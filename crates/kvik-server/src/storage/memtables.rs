@@ -1,0 +1,107 @@
+//! A memtable is flushed once it holds `rocksdb-memtable-max-entries` entries, before its
+//! byte size would end it.
+//!
+//! Role: the timer asks every tick ([`Storage::flush_crowded_memtables`]). The cost of a write
+//! into RocksDB's memtable (a skiplist search) grows with the entries it holds, not with their
+//! bytes: a search visits nodes spread over the whole arena, and once they outgrow the CPU's
+//! caches each step is a cache miss. RocksDB ends a memtable by bytes only
+//! (`write_buffer_size`), so one size cannot serve both kinds of data: 64 MiB of small writes
+//! (a SET of a few bytes is ~60 bytes in the memtable) is a million entries, and the insert
+//! took 40% of the server's CPU under pipelined SETs; 64 MiB of 1 KB values is 64k entries,
+//! cheap to search, and a smaller byte limit only makes more L0 files for compaction.
+//! Counting entries ends the first kind early and leaves the second alone
+//! (docs/benchmarks.md section 29).
+//!
+//! A flush is asked for only while the column family has no memtable waiting to be flushed,
+//! so the request never makes writers wait for a flush (RocksDB's own limit of two memtables
+//! per column family); the next tick tries again.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+impl super::Storage {
+    /// Asks RocksDB to flush, without waiting, each column family whose active memtable holds
+    /// at least `max_entries` entries (0: never). Returns how many it asked to flush.
+    pub fn flush_crowded_memtables(&self, max_entries: u64) -> usize {
+        if max_entries == 0 {
+            return 0;
+        }
+        let mut asked = 0;
+        for name in super::COLUMN_FAMILIES {
+            let cf = self.cf(name);
+            let property = |p: &str| self.db.property_int_value_cf(cf, p).ok().flatten();
+            let crowded =
+                property("rocksdb.num-entries-active-mem-table").is_some_and(|n| n >= max_entries);
+            if !crowded || property("rocksdb.num-immutable-mem-table") != Some(0) {
+                continue;
+            }
+            let mut opts = rocksdb::FlushOptions::default();
+            opts.set_wait(false);
+            match self.db.flush_cf_opt(cf, &opts) {
+                Ok(()) => {
+                    self.memtable_entry_flushes.fetch_add(1, Relaxed);
+                    asked += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, cf = name, "flushing a crowded memtable failed")
+                }
+            }
+        }
+        asked
+    }
+
+    /// Memtables flushed for their entry count so far (INFO `kvik_memtable_entry_flushes`).
+    pub fn memtable_entry_flushes(&self) -> u64 {
+        self.memtable_entry_flushes.load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::encoding::Meta;
+    use super::super::{Batch, Storage, CF_META};
+
+    fn active_entries(s: &Storage) -> u64 {
+        s.db.property_int_value_cf(s.cf(CF_META), "rocksdb.num-entries-active-mem-table")
+            .unwrap()
+            .unwrap()
+    }
+
+    fn write_keys(s: &Storage, from: u32, n: u32) {
+        let mut b = Batch::default();
+        for i in from..from + n {
+            let meta = Meta::string(b"v".to_vec(), 0);
+            b.put_meta(s, 0, format!("key:{i}").as_bytes(), &meta);
+        }
+        s.commit(b).unwrap();
+    }
+
+    #[test]
+    fn a_memtable_past_its_entry_limit_is_flushed_and_one_below_it_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        write_keys(&s, 0, 2_000);
+        assert!(active_entries(&s) >= 2_000);
+
+        // Off, and below the limit: nothing asked.
+        assert_eq!(s.flush_crowded_memtables(0), 0);
+        assert_eq!(s.flush_crowded_memtables(10_000), 0);
+        assert_eq!(s.memtable_entry_flushes(), 0);
+        assert!(active_entries(&s) >= 2_000);
+
+        // Past the limit: meta's memtable is switched for a fresh one and flushed.
+        assert_eq!(s.flush_crowded_memtables(1_000), 1);
+        assert_eq!(s.memtable_entry_flushes(), 1);
+        assert!(
+            active_entries(&s) < 1_000,
+            "a fresh memtable after the flush"
+        );
+        s.db.flush_wal(true).unwrap();
+
+        // Every key still reads back, old memtable or SST.
+        write_keys(&s, 2_000, 10);
+        for i in [0u32, 1_999, 2_009] {
+            let meta = s.get_meta(0, format!("key:{i}").as_bytes()).unwrap();
+            assert!(meta.is_some(), "key:{i}");
+        }
+    }
+}
