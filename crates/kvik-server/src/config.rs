@@ -103,6 +103,8 @@ pub struct Config {
     pub rtc_disk_read_slow_us: AtomicU64,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
     pub rtc_backoff: AtomicBool,
+    /// `rtc-lock-wait-us` (see `cmd::ctx::io_thread_lock_wait`).
+    pub rtc_lock_wait_us: AtomicU64,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
@@ -1162,6 +1164,14 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.rtc_disk_read_slow_us, v, 0, 1_000_000),
     },
     Setting {
+        name: "rtc-lock-wait-us",
+        default: "300",
+        mutable: true,
+        help: "how long (microseconds) an I/O thread that keeps no key locked for its turn waits for a key another thread holds before it hands the command to a worker (20: as while it keeps some); longer keeps more hot-key writes on the I/O threads at some cost in tail latency",
+        get: |c| c.rtc_lock_wait_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.rtc_lock_wait_us, v, 0, 100_000),
+    },
+    Setting {
         name: "rtc-backoff",
         default: "yes",
         mutable: true,
@@ -1407,6 +1417,7 @@ impl Default for Config {
             rtc_disk_read: AtomicBool::new(true),
             rtc_disk_read_slow_us: AtomicU64::new(1000),
             rtc_backoff: AtomicBool::new(true),
+            rtc_lock_wait_us: AtomicU64::new(300),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),

@@ -6,7 +6,7 @@ use crate::cache::{CachedHash, CachedValue, FieldSet, HashFields, Hit, Known};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
-use crate::storage::locks::KeyGuard;
+use crate::storage::locks::{KeyGuard, Patience};
 use crate::storage::{Batch, Storage, View, Wait};
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -15,10 +15,25 @@ pub use crate::error::{CmdError, CmdResult, ErrorKind};
 pub use crate::reply::{Args, Reply};
 
 /// How long an I/O thread waits for a key's stripe another thread holds before it hands the
-/// command to the pool. Holders on the other I/O thread are running a command that cannot wait
-/// (a few microseconds); without any wait, 50 clients writing one hot key (XREADGROUP, XACK of
-/// one stream) collided on every other command and ended up in the pool.
-pub const IO_THREAD_LOCK_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
+/// command to the pool. Without any wait, 50 clients writing one hot key (XREADGROUP, XACK of
+/// one stream) collided on every other command and ended up in the pool. A turn keeps the
+/// stripes it wrote until its batch is written (`storage::locks::retain`), longer than 20 us:
+/// with that wait for everything, a quarter to a half of the HSETs of one hot hash went to the
+/// pool, where workers then held the stripe in turn. So a thread that keeps no stripe yet
+/// (which cannot close a cycle of waits, see `storage::locks::Patience`) waits up to
+/// `rtc-lock-wait-us`; one that keeps some, 20 us. A holder that stays long (a long script)
+/// makes every try fall back, which `rtc_backoff` stops after a window of them. Measured in
+/// docs/benchmarks.md section 29.
+pub fn io_thread_lock_wait(server: &Server) -> Patience {
+    let us = server.config.rtc_lock_wait_us.load(Ordering::Relaxed);
+    Patience {
+        keeping: IO_THREAD_LOCK_WAIT_KEEPING,
+        not_keeping: std::time::Duration::from_micros(us).max(IO_THREAD_LOCK_WAIT_KEEPING),
+    }
+}
+
+/// See [`io_thread_lock_wait`].
+pub const IO_THREAD_LOCK_WAIT_KEEPING: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// How a worker's reads use the hot cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +169,7 @@ impl<'a> Ctx<'a> {
                 let guard = storage
                     .try_lock_in_for(
                         keys.iter().map(|k| (self.db(), k.as_ref())),
-                        IO_THREAD_LOCK_WAIT,
+                        io_thread_lock_wait(self.server),
                     )
                     .ok_or(CmdError::WOULD_BLOCK)?;
                 if self.server.blocking.waits_on_any(self.session.db, keys) {

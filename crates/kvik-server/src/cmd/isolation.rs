@@ -16,6 +16,7 @@ use crate::cache::FillToken;
 use crate::reply::Args;
 use crate::server::Server;
 use crate::storage::locks::KeyGuard;
+use crate::storage::locks::Patience;
 
 /// The keys `args` names, per `entry`'s spec (allocates only for movable keys).
 fn keys<'a>(entry: &Entry, args: &'a Args) -> impl Iterator<Item = &'a [u8]> {
@@ -63,7 +64,10 @@ pub(super) fn try_lock_read_keys<'s>(
     }
     server
         .storage
-        .try_lock_in_for(keys.map(|k| (db, k)), std::time::Duration::ZERO)
+        .try_lock_in_for(
+            keys.map(|k| (db, k)),
+            Patience::uniform(std::time::Duration::ZERO),
+        )
         .map(Some)
         .ok_or(Busy)
 }

@@ -15,6 +15,8 @@
 //! A thread may also keep the stripes its guards release ([`retain`]): an I/O thread whose
 //! writes of one turn are buffered in one transaction (`txn`) holds their keys until the
 //! transaction is written ([`KeyLocks::release_retained`]), as a worker's EXEC holds its keys to the end.
+//! A bounded lock ([`KeyLocks::try_lock_in_for`]) by a thread that keeps no stripe may wait
+//! longer than one by a thread that does ([`Patience`]): only the second could close a cycle.
 
 use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
 use parking_lot::RawMutex;
@@ -30,6 +32,29 @@ const STRIPES: usize = 1 << 16;
 pub struct KeyLocks {
     stripes: Box<[RawMutex]>,
     seed: u64,
+}
+
+/// How long a bounded lock ([`KeyLocks::try_lock_in_for`]) waits for a stripe another thread
+/// holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Patience {
+    /// While this thread keeps stripes for its turn ([`retain`]): a longer wait could close a
+    /// cycle with another turn that waits for one of them.
+    pub keeping: Duration,
+    /// While it keeps none: it holds nothing another thread could be waiting for beyond the
+    /// stripes of this one lock, which every lock takes in ascending order, so no cycle runs
+    /// through it; and the holder (another I/O thread's turn, a worker's command) lets go soon.
+    pub not_keeping: Duration,
+}
+
+impl Patience {
+    /// The same wait either way.
+    pub const fn uniform(wait: Duration) -> Patience {
+        Patience {
+            keeping: wait,
+            not_keeping: wait,
+        }
+    }
 }
 
 thread_local! {
@@ -137,15 +162,15 @@ impl KeyLocks {
         self.guard(idx)
     }
 
-    /// Like [`KeyLocks::lock_in`], but waits at most `timeout` for each stripe another thread
-    /// holds, and on failure releases what it took and returns `None`. For a script that holds
-    /// its declared keys and then touches another one: waiting without a bound there could
-    /// close a cycle with a writer that locks in ascending order (the script locks out of
-    /// order), so the script gives up instead.
+    /// Like [`KeyLocks::lock_in`], but waits at most as long as `patience` says for each
+    /// stripe another thread holds, and on failure releases what it took and returns `None`.
+    /// For a script that holds its declared keys and then touches another one: waiting
+    /// without a bound there could close a cycle with a writer that locks in ascending order
+    /// (the script locks out of order), so the script gives up instead.
     pub fn try_lock_in_for<'a, 'k>(
         &'a self,
         keys: impl Iterator<Item = (u16, &'k [u8])>,
-        timeout: Duration,
+        patience: Patience,
     ) -> Option<KeyGuard<'a>> {
         let idx = self.to_take(keys);
         // The clock is read only if a stripe is taken.
@@ -155,13 +180,24 @@ impl KeyLocks {
             if stripe.try_lock() {
                 continue;
             }
-            let until = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            let wait = if self.keeps_any() {
+                patience.keeping
+            } else {
+                patience.not_keeping
+            };
+            let until = *deadline.get_or_insert_with(|| Instant::now() + wait);
             if !stripe.try_lock_until(until) {
                 self.unlock(&idx[..n]);
                 return None;
             }
         }
         Some(self.guard(idx))
+    }
+
+    /// Whether this thread keeps any stripe of these locks (see [`retain`]).
+    fn keeps_any(&self) -> bool {
+        let owner = self.id();
+        RETAINED.with(|r| r.borrow().iter().any(|&(o, _)| o == owner))
     }
 
     /// Releases every stripe of these locks this thread kept (see [`retain`]).
@@ -309,7 +345,10 @@ mod tests {
         });
         held_rx.recv().unwrap();
         let keys = [(0u16, &a[..]), (0, &b[..])];
-        let got = locks.try_lock_in_for(keys.into_iter(), Duration::from_millis(30));
+        let got = locks.try_lock_in_for(
+            keys.into_iter(),
+            Patience::uniform(Duration::from_millis(30)),
+        );
         assert!(got.is_none(), "the held stripe is not taken");
         assert!(
             free_for_others(&locks, a),
@@ -318,7 +357,10 @@ mod tests {
         HELD.with(|h| assert!(h.borrow().is_empty()));
         done_tx.send(()).unwrap();
         holder.join().unwrap();
-        let g = locks.try_lock_in_for(keys.into_iter(), Duration::from_millis(30));
+        let g = locks.try_lock_in_for(
+            keys.into_iter(),
+            Patience::uniform(Duration::from_millis(30)),
+        );
         assert!(g.is_some(), "both free now");
     }
 
@@ -360,5 +402,55 @@ mod tests {
         );
         drop(outer);
         t.join().unwrap();
+    }
+
+    /// A thread that keeps stripes for its turn waits `Patience::keeping` for a stripe another
+    /// thread holds; one that keeps none waits `Patience::not_keeping`. Outcomes only:
+    /// `keeping` is zero, `not_keeping` far longer than the holder keeps the stripe.
+    #[test]
+    fn a_thread_that_keeps_no_stripe_waits_longer() {
+        let locks = Arc::new(KeyLocks::default());
+        let patience = Patience {
+            keeping: Duration::ZERO,
+            not_keeping: Duration::from_secs(20),
+        };
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let l2 = locks.clone();
+        let holder = std::thread::spawn(move || {
+            // Holds "k" until told, then a little longer (twice).
+            for _ in 0..2 {
+                let g = l2.lock(0, &[b"k"]);
+                held_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+                drop(g);
+            }
+        });
+
+        // Keeping a stripe of its own: the short wait, and it gives up.
+        held_rx.recv().unwrap();
+        let own = (0..)
+            .map(|n| format!("own{n}").into_bytes())
+            .find(|k| locks.stripe(0, k) != locks.stripe(0, b"k"))
+            .unwrap();
+        retain(true);
+        drop(locks.lock(0, &[&own]));
+        retain(false);
+        let got = locks.try_lock_in_for([(0u16, &b"k"[..])].into_iter(), patience);
+        assert!(
+            got.is_none(),
+            "a thread keeping stripes waits the short time"
+        );
+        locks.release_retained();
+        go_tx.send(()).unwrap();
+
+        // Keeping none: it waits for the holder and gets the stripe.
+        held_rx.recv().unwrap();
+        go_tx.send(()).unwrap();
+        let got = locks.try_lock_in_for([(0u16, &b"k"[..])].into_iter(), patience);
+        assert!(got.is_some(), "waited for the holder");
+        drop(got);
+        holder.join().unwrap();
     }
 }

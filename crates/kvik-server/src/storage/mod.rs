@@ -497,14 +497,15 @@ impl Storage {
         self.locks.lock_in(keys)
     }
 
-    /// Like [`Storage::lock_in`], but gives up after `timeout` on a stripe another thread holds
-    /// (a script locking a key it did not declare; see `locks`).
+    /// Like [`Storage::lock_in`], but gives up after the wait `patience` allows on a stripe
+    /// another thread holds (an I/O thread, a script locking a key it did not declare; see
+    /// `locks`).
     pub fn try_lock_in_for<'k>(
         &self,
         keys: impl Iterator<Item = (u16, &'k [u8])>,
-        timeout: std::time::Duration,
+        patience: locks::Patience,
     ) -> Option<KeyGuard<'_>> {
-        self.locks.try_lock_in_for(keys, timeout)
+        self.locks.try_lock_in_for(keys, patience)
     }
 
     /// The metadata of `key`, expired or not; callers decide what expiry means for them.

@@ -17,13 +17,13 @@
 //! every other writer follows, so an unbounded wait could deadlock. Past the wait the command
 //! fails with [`UNDECLARED_BUSY`].
 
-use super::super::ctx::{Mode, Reply, IO_THREAD_LOCK_WAIT};
+use super::super::ctx::{Mode, Reply, IO_THREAD_LOCK_WAIT_KEEPING};
 use super::super::multi::lock_set;
 use super::super::spec::Flags;
 use super::super::{run_entry, table, try_run_entry, Entry};
 use crate::server::Server;
 use crate::session::{Queued, Session};
-use crate::storage::locks::KeyGuard;
+use crate::storage::locks::{KeyGuard, Patience};
 use crate::storage::Wait;
 use bytes::Bytes;
 use kvik_lua::{errors, Host, HostReply, LogLevel, ScriptControl};
@@ -226,7 +226,7 @@ impl<'a> ServerHost<'a> {
         }
         let storage: &'a crate::storage::Storage = &self.server.storage;
         let wait = if self.nowait.is_some() {
-            IO_THREAD_LOCK_WAIT
+            IO_THREAD_LOCK_WAIT_KEEPING
         } else {
             UNDECLARED_LOCK_WAIT
         };
@@ -234,7 +234,7 @@ impl<'a> ServerHost<'a> {
             .try_lock_in_for(
                 keys.iter()
                     .map(|(db, k)| (storage.dbs().physical(*db), &k[..])),
-                wait,
+                Patience::uniform(wait),
             )
             .ok_or(UNDECLARED_BUSY)?;
         self.guards.push(guard);

@@ -35,7 +35,7 @@ mod engines;
 mod function;
 mod host;
 
-use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Reply, IO_THREAD_LOCK_WAIT};
+use super::ctx::{io_thread_lock_wait, Args, CmdError, CmdResult, Ctx, ErrorKind, Reply};
 use super::spec::{numkeys_at_2, CommandSpec, Flags, KeySpec};
 use super::Entry;
 use crate::scripting::{Current, FUNCTIONS_RECORD};
@@ -345,7 +345,7 @@ fn run(
     let _declared = if nowait {
         let guard = server
             .storage
-            .try_lock_in_for(keys.iter().map(|k| (db, *k)), IO_THREAD_LOCK_WAIT)
+            .try_lock_in_for(keys.iter().map(|k| (db, *k)), io_thread_lock_wait(server))
             .ok_or(CmdError::WOULD_BLOCK)?;
         // Waking a blocked client is a worker's job.
         if server.blocking.waits_on_any(session.db, keys) {
