@@ -374,6 +374,15 @@ fn stream_batches(
                 if let Ok(s) = protocol::u64_at(&payload) {
                     // Echoed at once: the primary's lease runs from this stamp.
                     repl.lease.ping_received();
+                    // Unless this node was promoted or re-pointed while the thread waited for
+                    // the frame (the role is checked only at the top of the loop): a fresh echo
+                    // then would renew a primary that was failed over, frozen meanwhile and
+                    // thawed, beside the new one (split brain). Checked after the PING is
+                    // noted, under the role's lock: either the promotion comes later and its
+                    // hold counts this PING (`lease`), or no echo leaves.
+                    if !repl.current(generation) {
+                        break;
+                    }
                     stamp = Some(s);
                     send_ack(w, position.offset, stamp)?;
                     acked = Some(position.offset);
