@@ -108,6 +108,7 @@ pub struct Config {
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
+    pub cache_big_hashes: AtomicBool,
     pub cache_admission: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
@@ -1052,6 +1053,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-big-hashes",
+        default: "yes",
+        mutable: true,
+        help: "a hash with more fields than cache-max-hash-fields is cached as its meta record and its fields one by one, as reads ask for them (HGET, HMGET, HEXISTS, HSTRLEN, HLEN); a write of the hash drops them (no: every read of such a hash reads RocksDB)",
+        get: |c| if c.cache_big_hashes.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_big_hashes.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-admission",
         default: "yes",
         mutable: true,
@@ -1421,6 +1433,7 @@ impl Default for Config {
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),
+            cache_big_hashes: AtomicBool::new(true),
             cache_admission: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
@@ -1554,6 +1567,7 @@ impl Config {
             write_allocate: self.cache_write_allocate.load(Relaxed),
             absent_keys: self.cache_absent_keys.load(Relaxed),
             hash_writes: self.cache_hash_writes.load(Relaxed),
+            big_hashes: self.cache_big_hashes.load(Relaxed),
             admission: self.cache_admission.load(Relaxed),
         }
     }

@@ -4,8 +4,8 @@
 //! slots in a dense entry array, keyed by the hash of database and key) and the entries. An
 //! entry holds its key (inline when short) and its hash, so a lookup compares keys in the entry
 //! it reads anyway: one cache line for the index slot, one for the entry. It carries the key's
-//! type, its expiry and its value ([`CachedValue`]: a string, or a whole small hash with its
-//! version), plus what the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
+//! type, its expiry and its value ([`CachedValue`]: a string, a whole small hash with its
+//! version, or a big hash's meta), plus what the eviction policy needs. Memory is bounded by `cache-maxmemory`, split evenly between the
 //! shards and counted as key and value bytes plus a fixed per-entry overhead.
 //!
 //! Consistency rules (they are what every Pika cache bug broke):
@@ -27,6 +27,16 @@
 //! - Disabling empties the cache, enabling starts cold, and epochs are bumped by every write
 //!   either way, so no entry filled from a value read before a write survives.
 //! - Entries are never served past their expiry ([`Cache::get`] drops them instead).
+//! - A hash too big to cache whole is cached as its meta ([`BigHash`]) under a generation
+//!   number, and its fields one by one as entries of their own, keyed by that generation and
+//!   the field ([`Cache::get_field`]). A field is filled only if no write of the hash happened
+//!   since the reader's fill token of the *hash's* key ([`Cache::fill_field`]). A write that
+//!   knows its edits of the fields (`cmd::collection::CollWrite`, holding the hash's lock)
+//!   applies them to the cached fields ([`Cache::apply_fields`]) after its RocksDB write and
+//!   before its meta entry is served again; any other write drops the meta entry, and the
+//!   generation's fields are abandoned with it (a later read fills a new one) and evicted like
+//!   any cold entry. A reader of several fields checks the hash's token after reading them,
+//!   so it never mixes fields from before and after a write.
 //!
 //! Eviction: sampled, like Redis's approximate LRU: on overflow, look at [`SAMPLES`] random
 //! entries of the shard and evict the worst. [`Policy::Lru`] ranks by last access;
@@ -59,6 +69,25 @@ const INLINE_KEY: usize = 24;
 const STRIPES: usize = 64;
 /// LFU: initial counter of a new entry (Redis's LFU_INIT_VAL).
 const LFU_INIT: u8 = 5;
+/// The database the fields of big hashes are cached under (see [`BigHash`]): storage's
+/// internal database, whose records are never cached.
+const FIELDS: u16 = crate::storage::INTERNAL_DB;
+
+/// A big hash's field's cache key: the generation of the hash's entry (LEB128, prefix-free,
+/// so no two (generation, field) pairs share a key), then the field. Generations count fills
+/// of big hashes from 1, so they take a byte or three, and a field of 21 bytes still fits the
+/// entry's inline key (a heap key costs a lookup one more cache miss).
+fn field_key(gen: u64, field: &[u8]) -> SmallVec<[u8; 48]> {
+    let mut key = SmallVec::with_capacity(10 + field.len());
+    let mut rest = gen;
+    while rest >= 0x80 {
+        key.push((rest as u8) | 0x80);
+        rest >>= 7;
+    }
+    key.push(rest as u8);
+    key.extend_from_slice(field);
+    key
+}
 
 /// Eviction policy (`cache-policy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +121,53 @@ impl Policy {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CachedValue {
     Str(Bytes),
-    Hash(CachedHash),
+    Hash(HashValue),
+}
+
+/// A cached hash: a small one whole, or a big one as its meta. (One variant of
+/// [`CachedValue`] with the big hash boxed keeps an entry at its size: the string variant's
+/// only niche value tells one other variant apart, and an entry fits two cache lines.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HashValue {
+    Whole(CachedHash),
+    Big(Box<BigHash>),
+}
+
+const _: () = assert!(std::mem::size_of::<CachedValue>() == 32);
+
+/// A hash with more fields than `cache-max-hash-fields` (and no field TTLs), cached as its
+/// meta record (so TYPE, EXISTS, HLEN and a writer's state need no RocksDB read) and a
+/// generation, under which its fields are cached one by one (see [`Cache::get_field`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BigHash {
+    pub version: u64,
+    pub len: u64,
+    /// Unique per fill: the fields filled under it belong to this entry only.
+    pub gen: u64,
+}
+
+impl BigHash {
+    /// The hash's meta record (as stored: a hash without field TTLs), given its expiry.
+    pub fn meta(&self, expire_at_ms: u64) -> Meta {
+        Meta {
+            len: self.len,
+            ..Meta::collection(Kind::Hash, self.version, expire_at_ms)
+        }
+    }
+}
+
+/// What a write of a hash the cache holds knows of its new state, for the commit's cache
+/// update (see `storage::Batch::put_meta_with_hash`).
+#[derive(Clone, Debug)]
+pub enum HashUpdate {
+    /// A small hash's whole new field set: it replaces the cached copy.
+    Whole(HashFields),
+    /// A big hash's field edits, in order (`None`: deleted), under the generation of its
+    /// entry: applied to its cached fields ([`Cache::apply_fields`]).
+    Fields {
+        gen: u64,
+        edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    },
 }
 
 /// The fields of a hash without field TTLs, sorted by field bytes (storage order, so replies
@@ -121,7 +196,8 @@ impl CachedValue {
     fn bytes(&self) -> usize {
         match self {
             CachedValue::Str(b) => b.len(),
-            CachedValue::Hash(h) => h.fields.data_len() + 32 * h.fields.len(),
+            CachedValue::Hash(HashValue::Whole(h)) => h.fields.data_len() + 32 * h.fields.len(),
+            CachedValue::Hash(HashValue::Big(_)) => std::mem::size_of::<BigHash>(),
         }
     }
 
@@ -146,7 +222,8 @@ impl Hit {
     pub fn to_meta(&self) -> Meta {
         match &self.value {
             CachedValue::Str(b) => Meta::string(b.to_vec(), self.expire_at_ms),
-            CachedValue::Hash(h) => h.meta(self.expire_at_ms),
+            CachedValue::Hash(HashValue::Whole(h)) => h.meta(self.expire_at_ms),
+            CachedValue::Hash(HashValue::Big(h)) => h.meta(self.expire_at_ms),
         }
     }
 }
@@ -273,6 +350,9 @@ pub struct CacheSettings {
     /// A full shard admits a missed key only if it is asked for more often than the entry it
     /// would evict (`cache-admission`, see `admission`).
     pub admission: bool,
+    /// A hash too big to cache whole is cached as its meta and its fields one by one
+    /// (`cache-big-hashes`, see [`BigHash`]).
+    pub big_hashes: bool,
 }
 
 impl Default for CacheSettings {
@@ -289,6 +369,7 @@ impl Default for CacheSettings {
             absent_keys: true,
             hash_writes: true,
             admission: true,
+            big_hashes: true,
         }
     }
 }
@@ -307,6 +388,9 @@ pub struct Cache {
     absent_keys: AtomicBool,
     hash_writes: AtomicBool,
     admission: AtomicBool,
+    big_hashes: AtomicBool,
+    /// The last [`BigHash::gen`] handed out.
+    big_hash_gen: AtomicU64,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -335,6 +419,8 @@ impl Cache {
             absent_keys: AtomicBool::new(s.absent_keys),
             hash_writes: AtomicBool::new(s.hash_writes),
             admission: AtomicBool::new(s.admission),
+            big_hashes: AtomicBool::new(s.big_hashes),
+            big_hash_gen: AtomicU64::new(0),
             seed,
             stats: CacheStats::default(),
         }
@@ -384,6 +470,28 @@ impl Cache {
     /// `cache-hash-writes`: whether writes keep cached hashes (see [`Cache::held_hash`]).
     pub fn set_hash_writes(&self, on: bool) {
         self.hash_writes.store(on, Relaxed);
+    }
+
+    /// `cache-big-hashes`: whether big hashes are cached as their meta and fields (see
+    /// [`BigHash`]). Off, their entries are not served (and not filled).
+    pub fn set_big_hashes(&self, on: bool) {
+        if !self.big_hashes.swap(on, Relaxed) || on {
+            return;
+        }
+        self.clear_where(|e| {
+            e.db == FIELDS
+                || matches!(
+                    e.known,
+                    Known::Present(Hit {
+                        value: CachedValue::Hash(HashValue::Big(_)),
+                        ..
+                    })
+                )
+        });
+    }
+
+    pub fn big_hashes(&self) -> bool {
+        self.big_hashes.load(Relaxed)
     }
 
     pub fn set_admission(&self, on: bool) {
@@ -571,12 +679,76 @@ impl Cache {
         match &e.known {
             Known::Present(Hit {
                 expire_at_ms,
-                value: CachedValue::Hash(h),
+                value: CachedValue::Hash(HashValue::Whole(h)),
                 ..
             }) if !e.pending && (*expire_at_ms == 0 || *expire_at_ms > now_ms) => {
                 Some((*expire_at_ms, h.clone()))
             }
             _ => None,
+        }
+    }
+
+    /// The cached meta of big hash `key` for a writer that holds the key's lock (see
+    /// [`Cache::held`]), with its expiry: its cached fields are then current, and the writer's
+    /// edits go to them with its commit ([`HashUpdate::Fields`]). `None` unless both
+    /// `cache-hash-writes` and `cache-big-hashes` are on.
+    pub fn held_big_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, BigHash)> {
+        if !self.enabled() || !self.hash_writes() || !self.big_hashes() {
+            return None;
+        }
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let e = &s.entries[s.find(hash, db, key)?];
+        match &e.known {
+            Known::Present(Hit {
+                expire_at_ms,
+                value: CachedValue::Hash(HashValue::Big(h)),
+                ..
+            }) if !e.pending && (*expire_at_ms == 0 || *expire_at_ms > now_ms) => {
+                Some((*expire_at_ms, **h))
+            }
+            _ => None,
+        }
+    }
+
+    /// A committed write's edits of the fields of the big hash whose entry has generation
+    /// `gen`, in order; called by the commit while the writer holds the hash's lock, after the
+    /// RocksDB write and before the hash's entry is served again. A cached field takes its new
+    /// value (a deleted one is noted absent, or dropped without `cache-absent-keys`); a
+    /// written field not cached enters the cache with `cache-write-allocate`.
+    pub fn apply_fields(&self, gen: u64, edits: &[(Vec<u8>, Option<Vec<u8>>)]) {
+        let budget = self.shard_budget();
+        let max_key = self.max_key.load(Relaxed);
+        let allocate = self.write_allocate.load(Relaxed) && self.enabled();
+        for (field, value) in edits {
+            let key = field_key(gen, field);
+            let hash = self.hash(FIELDS, &key);
+            let known = match value {
+                Some(v) => Known::Present(Hit {
+                    kind: Kind::String,
+                    expire_at_ms: 0,
+                    value: CachedValue::Str(Bytes::copy_from_slice(v)),
+                }),
+                None => Known::Absent,
+            };
+            let size = entry_size(&key, &known);
+            let keep = key.len() <= max_key
+                && size <= budget / 4
+                && (value.is_some() || self.absent_keys.load(Relaxed));
+            let mut s = self.cell(hash).shard.lock();
+            match s.find(hash, FIELDS, &key) {
+                Some(i) if keep => {
+                    s.replace_at(i, known, size);
+                    while s.used > budget && s.entries.len() > 1 {
+                        self.evict_one(&mut s);
+                    }
+                }
+                Some(i) => s.remove_at(i),
+                None if keep && allocate && value.is_some() => {
+                    self.insert_evicting(&mut s, hash, FIELDS, &key, known, size, budget);
+                }
+                None => {}
+            }
         }
     }
 
@@ -608,6 +780,12 @@ impl Cache {
         }
     }
 
+    /// True if no write of the token's key was in flight when `token` was taken, and none
+    /// began or ended since.
+    pub fn unchanged_since(&self, token: &FillToken) -> bool {
+        token.epoch < WRITE_IN_FLIGHT && self.unchanged(token)
+    }
+
     /// True if no write of the token's key began or ended since `token` was taken.
     pub fn unchanged(&self, token: &FillToken) -> bool {
         Self::epoch(self.cell(token.hash), token.hash).load(Acquire) == token.epoch
@@ -636,7 +814,7 @@ impl Cache {
         expire_at_ms: u64,
         value: CachedValue,
     ) {
-        if let CachedValue::Hash(h) = &value {
+        if let CachedValue::Hash(HashValue::Whole(h)) = &value {
             if h.fields.len() > self.max_fields() {
                 return;
             }
@@ -657,26 +835,37 @@ impl Cache {
         }
     }
 
-    fn fill_known(&self, token: FillToken, db: u16, key: &[u8], known: Known) {
-        let cell = self.cell(token.hash);
+    fn fill_known(&self, token: FillToken, db: u16, key: &[u8], known: Known) -> bool {
+        self.fill_known_at(token.hash, token, db, key, known)
+    }
+
+    /// Inserts `known` as the entry of `key` in `db`, whose [`Cache::hash`] is `hash`, if no
+    /// write of the token's key began or ended since `token` was taken (the token's key is
+    /// `key` itself, or, for a big hash's field, the hash). False if not filled.
+    fn fill_known_at(
+        &self,
+        hash: u64,
+        token: FillToken,
+        db: u16,
+        key: &[u8],
+        known: Known,
+    ) -> bool {
+        let cell = self.cell(hash);
         let size = entry_size(key, &known);
         let budget = self.shard_budget();
         if size > budget / 4 {
-            return;
+            return false;
         }
         let delay = self.fill_delay_us.load(Relaxed);
         if delay > 0 {
             std::thread::sleep(std::time::Duration::from_micros(delay));
         }
         let mut s = cell.shard.lock();
-        if !self.enabled()
-            || token.epoch >= WRITE_IN_FLIGHT
-            || Self::epoch(cell, token.hash).load(Acquire) != token.epoch
-        {
-            return;
+        if !self.enabled() || token.epoch >= WRITE_IN_FLIGHT || !self.unchanged(&token) {
+            return false;
         }
-        if s.find(token.hash, db, key).is_some() {
-            return;
+        if s.find(hash, db, key).is_some() {
+            return false;
         }
         if self.admission() {
             s.sketch.fit(self.shard_share());
@@ -684,17 +873,80 @@ impl Cache {
                 // Full: the newcomer must be wanted more than the entry it would evict.
                 if let Some(v) = self.pick_victim(&mut s) {
                     let victim = s.entries[v].hash;
-                    if s.sketch.estimate(token.hash) <= s.sketch.estimate(victim) {
+                    if s.sketch.estimate(hash) <= s.sketch.estimate(victim) {
                         self.stats.rejected_fills.fetch_add(1, Relaxed);
-                        return;
+                        return false;
                     }
                     s.remove_at(v);
                     self.stats.evictions.fetch_add(1, Relaxed);
                 }
             }
         }
-        self.insert_evicting(&mut s, token.hash, db, key, known, size, budget);
+        self.insert_evicting(&mut s, hash, db, key, known, size, budget);
         self.stats.fills.fetch_add(1, Relaxed);
+        true
+    }
+
+    /// Caches big hash `key` (its meta read from RocksDB after `token` was taken; more fields
+    /// than `cache-max-hash-fields`, no field TTLs) as a [`BigHash`], unless the key was
+    /// written since or `cache-big-hashes` is off. The generation its fields are cached
+    /// under: the new entry's, or that of the entry already there for this version of the
+    /// hash; `None` if neither.
+    pub fn fill_big_hash(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta) -> Option<u64> {
+        if !self.big_hashes() || !self.admits_key(key) || meta.field_ttls {
+            return None;
+        }
+        let gen = self.big_hash_gen.fetch_add(1, Relaxed) + 1;
+        let hit = Hit {
+            kind: Kind::Hash,
+            expire_at_ms: meta.expire_at_ms,
+            value: CachedValue::Hash(HashValue::Big(Box::new(BigHash {
+                version: meta.version,
+                len: meta.len,
+                gen,
+            }))),
+        };
+        if self.fill_known(token, db, key, Known::Present(hit)) {
+            return Some(gen);
+        }
+        // Filled by another reader meanwhile (or refused): its generation, if it is current.
+        let hash = self.hash(db, key);
+        let s = self.cell(hash).shard.lock();
+        let e = &s.entries[s.find(hash, db, key)?];
+        match &e.known {
+            Known::Present(Hit {
+                value: CachedValue::Hash(HashValue::Big(h)),
+                ..
+            }) if !e.pending && h.version == meta.version && self.unchanged(&token) => Some(h.gen),
+            _ => None,
+        }
+    }
+
+    /// What the cache knows of field `field` of the big hash whose entry has generation `gen`
+    /// (its value as a string hit, or that it is absent). Counts a cache hit or miss.
+    pub fn get_field(&self, gen: u64, field: &[u8], now_ms: u64) -> Option<Known> {
+        self.get(FIELDS, &field_key(gen, field), now_ms)
+    }
+
+    /// Caches field `field` of a big hash under generation `gen`: `value` as read from
+    /// RocksDB after `token` (the *hash's* fill token) was taken, `None` if the field was not
+    /// there. Refused if the hash was written since the token.
+    pub fn fill_field(&self, token: FillToken, gen: u64, field: &[u8], value: Option<&[u8]>) {
+        let known = match value {
+            Some(v) => Known::Present(Hit {
+                kind: Kind::String,
+                expire_at_ms: 0,
+                value: CachedValue::Str(Bytes::copy_from_slice(v)),
+            }),
+            None if self.absent_keys.load(Relaxed) => Known::Absent,
+            None => return,
+        };
+        let key = field_key(gen, field);
+        if key.len() > self.max_key.load(Relaxed) {
+            return;
+        }
+        let hash = self.hash(FIELDS, &key);
+        self.fill_known_at(hash, token, FIELDS, &key, known);
     }
 
     /// A write of `key` is about to reach RocksDB: bump the key's write epoch and stop serving
@@ -809,10 +1061,16 @@ impl Cache {
         (expire_at_ms, value): (u64, CachedValue),
         budget: usize,
     ) -> Option<(Known, usize)> {
-        if let CachedValue::Hash(h) = &value {
-            if h.fields.len() > self.max_fields() || !self.hash_writes() {
-                return None;
+        match &value {
+            CachedValue::Hash(HashValue::Whole(h))
+                if h.fields.len() > self.max_fields() || !self.hash_writes() =>
+            {
+                return None
             }
+            CachedValue::Hash(HashValue::Big(_)) if !self.hash_writes() || !self.big_hashes() => {
+                return None
+            }
+            _ => {}
         }
         let known = Known::Present(Hit {
             kind: value.kind(),
@@ -823,9 +1081,10 @@ impl Cache {
         (size <= budget / 4).then_some((known, size))
     }
 
-    /// Drops every entry of database `db` (FLUSHDB) and bumps every epoch.
+    /// Drops every entry of database `db` (FLUSHDB), and the big hashes' fields of every
+    /// database, and bumps every epoch.
     pub fn clear_db(&self, db: u16) {
-        self.clear_where(|e| e == db);
+        self.clear_where(|e| e.db == db || e.db == FIELDS);
     }
 
     /// Drops every entry (FLUSHALL, disabling) and bumps every epoch.
@@ -833,7 +1092,7 @@ impl Cache {
         self.clear_where(|_| true);
     }
 
-    fn clear_where(&self, f: impl Fn(u16) -> bool) {
+    fn clear_where(&self, f: impl Fn(&Entry) -> bool) {
         for cell in self.shards.iter() {
             let mut s = cell.shard.lock();
             for e in cell.epochs.iter() {
@@ -841,7 +1100,7 @@ impl Cache {
             }
             let mut i = 0;
             while i < s.entries.len() {
-                if f(s.entries[i].db) {
+                if f(&s.entries[i]) {
                     s.remove_at(i);
                 } else {
                     i += 1;
@@ -1145,10 +1404,10 @@ mod tests {
         for (f, v) in pairs {
             fields.push(f.as_bytes(), v.as_bytes());
         }
-        CachedValue::Hash(CachedHash {
+        CachedValue::Hash(HashValue::Whole(CachedHash {
             version,
             fields: fields.into(),
-        })
+        }))
     }
 
     #[test]
@@ -1459,5 +1718,126 @@ mod tests {
         let t = c.fill_token(0, b"other");
         c.fill_absent(t, 0, b"other");
         assert_eq!(c.get(0, b"other", 1), None);
+    }
+
+    fn big_meta(version: u64, len: u64) -> Meta {
+        Meta {
+            len,
+            ..Meta::collection(Kind::Hash, version, 0)
+        }
+    }
+
+    fn field(c: &Cache, gen: u64, f: &[u8]) -> Option<Option<Vec<u8>>> {
+        match c.get_field(gen, f, 1)? {
+            Known::Absent => Some(None),
+            Known::Present(h) => Some(str_of(Some(Known::Present(h)))),
+        }
+    }
+
+    #[test]
+    fn big_hash_fields_are_filled_under_their_generation_and_abandoned_by_a_write() {
+        let c = Cache::new(CacheSettings::default());
+        let t = c.fill_token(0, b"h");
+        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)).unwrap();
+        // The meta is served as the hash's record; a second fill finds the same generation.
+        let hit = c.get(0, b"h", 1).and_then(Known::present).unwrap();
+        assert_eq!(hit.to_meta(), big_meta(7, 1000));
+        assert_eq!(c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)), Some(gen));
+        c.fill_field(t, gen, b"a", Some(b"1"));
+        c.fill_field(t, gen, b"gone", None);
+        assert_eq!(field(&c, gen, b"a"), Some(Some(b"1".to_vec())));
+        assert_eq!(field(&c, gen, b"gone"), Some(None));
+        assert_eq!(field(&c, gen, b"b"), None);
+        // A write of the hash drops its meta; a field read that raced it is not filled.
+        let raced = c.fill_token(0, b"h");
+        c.begin_write(0, b"h");
+        c.apply(0, b"h", None);
+        assert_eq!(c.get(0, b"h", 1), None);
+        c.fill_field(raced, gen, b"b", Some(b"stale"));
+        assert_eq!(field(&c, gen, b"b"), None, "a fill that raced a write");
+        // A token taken while the write is in flight fills nothing either.
+        c.begin_write(0, b"h");
+        let in_flight = c.fill_token(0, b"h");
+        c.fill_field(in_flight, gen, b"c", Some(b"stale"));
+        assert_eq!(field(&c, gen, b"c"), None, "a fill during a write");
+        c.apply(0, b"h", None);
+        // The next read fills a new generation: no field of the old one is found under it.
+        let t = c.fill_token(0, b"h");
+        let next = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1001)).unwrap();
+        assert_ne!(next, gen);
+        assert_eq!(field(&c, next, b"a"), None);
+        // Hashes with field TTLs are never cached so; switched off, nothing is, and the
+        // entries there are dropped.
+        let t = c.fill_token(0, b"ttl");
+        let ttls = Meta {
+            field_ttls: true,
+            ..big_meta(8, 1000)
+        };
+        assert_eq!(c.fill_big_hash(t, 0, b"ttl", &ttls), None);
+        c.set_big_hashes(false);
+        assert_eq!(c.get(0, b"h", 1), None);
+        let t = c.fill_token(0, b"h");
+        assert_eq!(c.fill_big_hash(t, 0, b"h", &big_meta(7, 1001)), None);
+    }
+
+    #[test]
+    fn field_keys_are_unique_per_generation_and_field() {
+        let mut seen = std::collections::HashSet::new();
+        for gen in [0u64, 1, 0x7f, 0x80, 0x81, 0x3fff, 0x4000, u64::MAX] {
+            for field in [&b""[..], b"\x00", b"\x01", b"\x80\x01", b"a"] {
+                assert!(seen.insert(field_key(gen, field)), "{gen} {field:?}");
+            }
+        }
+        assert_eq!(field_key(1, b"element:000000012345").len(), 21);
+    }
+
+    #[test]
+    fn a_write_hands_its_field_edits_to_the_cached_fields() {
+        let c = Cache::new(CacheSettings::default());
+        let t = c.fill_token(0, b"h");
+        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(3, 1000)).unwrap();
+        c.fill_field(t, gen, b"a", Some(b"1"));
+        c.fill_field(t, gen, b"b", Some(b"2"));
+        // The writer holds the lock: the cached meta and generation are current.
+        let (_, held) = c.held_big_hash(0, b"h", 1).unwrap();
+        assert_eq!(held.gen, gen);
+        c.begin_write(0, b"h");
+        let edits = vec![
+            (b"a".to_vec(), Some(b"x".to_vec())),
+            (b"b".to_vec(), None),
+            (b"c".to_vec(), Some(b"3".to_vec())),
+            (b"a".to_vec(), Some(b"y".to_vec())),
+        ];
+        c.apply_fields(gen, &edits);
+        let kept = BigHash {
+            version: 3,
+            len: 1000,
+            gen,
+        };
+        c.apply_value(
+            0,
+            b"h",
+            Some((0, CachedValue::Hash(HashValue::Big(Box::new(kept))))),
+        );
+        // The last edit of a field wins; a deleted one is known absent; a written one that
+        // was not cached is (write-allocate); the entry keeps its generation.
+        assert_eq!(field(&c, gen, b"a"), Some(Some(b"y".to_vec())));
+        assert_eq!(field(&c, gen, b"b"), Some(None));
+        assert_eq!(field(&c, gen, b"c"), Some(Some(b"3".to_vec())));
+        assert_eq!(c.held_big_hash(0, b"h", 1).map(|(_, h)| h.gen), Some(gen));
+        // Without write-allocate, an uncached field is not added; with hash writes off, the
+        // entry is dropped by the write.
+        c.set_write_allocate(false);
+        c.apply_fields(gen, &[(b"d".to_vec(), Some(b"4".to_vec()))]);
+        assert_eq!(field(&c, gen, b"d"), None);
+        c.set_hash_writes(false);
+        assert_eq!(c.held_big_hash(0, b"h", 1), None);
+        c.begin_write(0, b"h");
+        c.apply_value(
+            0,
+            b"h",
+            Some((0, CachedValue::Hash(HashValue::Big(Box::new(kept))))),
+        );
+        assert_eq!(c.get(0, b"h", 1), None);
     }
 }

@@ -10,7 +10,7 @@
 //! handler `|c, a| get(c, a)`).
 
 use super::bitmap::segments::{self, BitValue};
-use super::ctx::{string_of_hit, Ctx, DeferredLookups, HashRead};
+use super::ctx::{string_of_hit, BigHashRead, Ctx, DeferredLookups, FieldValues, HashRead};
 use crate::cache::{CachedValue, Hit, Known};
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
@@ -87,6 +87,20 @@ pub trait KeyReads<'a> {
     ) -> Result<Option<BitValue<'a>>, Self::Error>;
     /// A hash (cached whole when small); WRONGTYPE for another kind.
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
+    /// The values of `fields` of big hash `key` as [`KeyReads::read_hash`] found it: from
+    /// the hot cache, the rest from storage.
+    fn big_hash_fields<M: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        big: &BigHashRead<'a>,
+        fields: &[M],
+    ) -> Result<FieldValues, Self::Error>;
+    /// Big hash `key` read whole from storage (HGETALL, HKEYS, HVALS).
+    fn big_hash_stored(
+        &self,
+        key: &[u8],
+        big: BigHashRead<'a>,
+    ) -> Result<HashRead<'a>, Self::Error>;
 }
 
 impl<'a> KeyReads<'a> for Ctx<'a> {
@@ -121,6 +135,24 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         Ctx::read_hash(self, key)
+    }
+    fn big_hash_fields<M: AsRef<[u8]>>(
+        &self,
+        key: &[u8],
+        big: &BigHashRead<'a>,
+        fields: &[M],
+    ) -> Result<FieldValues, CmdError> {
+        big.fields(
+            self.storage(),
+            self.wait(),
+            self.db(),
+            key,
+            fields,
+            self.now_ms,
+        )
+    }
+    fn big_hash_stored(&self, key: &[u8], big: BigHashRead<'a>) -> Result<HashRead<'a>, CmdError> {
+        big.into_stored(self.storage(), self.wait(), self.db(), key, self.now_ms)
     }
 }
 
@@ -266,6 +298,25 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         }
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
-        Ok(HashRead::of_known(self.known(key)?)?)
+        let token = self.server.storage.cache().fill_token(self.db, key);
+        Ok(HashRead::of_known(self.known(key)?, token)?)
+    }
+    /// Every field from the cache, or a miss.
+    fn big_hash_fields<M: AsRef<[u8]>>(
+        &self,
+        _key: &[u8],
+        big: &BigHashRead<'a>,
+        fields: &[M],
+    ) -> Result<FieldValues, RtcError> {
+        big.cached(self.server.storage.cache(), fields, self.now_ms)
+            .ok_or(RtcError::Miss)
+    }
+    /// A miss: the whole hash is in storage.
+    fn big_hash_stored(
+        &self,
+        _key: &[u8],
+        _big: BigHashRead<'a>,
+    ) -> Result<HashRead<'a>, RtcError> {
+        Err(RtcError::Miss)
     }
 }

@@ -21,7 +21,7 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
-use crate::cache::HashFields;
+use crate::cache::{CachedValue, HashFields, HashUpdate, Hit, Known};
 use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
@@ -37,15 +37,15 @@ pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[
     put_or_delete_meta_with(batch, storage, db, key, meta, None);
 }
 
-/// [`put_or_delete_meta`] of a hash whose whole new field set the write knows (`hash`), so
-/// its cached copy is updated instead of dropped.
+/// [`put_or_delete_meta`] of a hash the cache holds, whose new state the write knows
+/// (`hash`), so its cache entry is updated instead of dropped.
 fn put_or_delete_meta_with(
     batch: &mut Batch,
     storage: &Storage,
     db: u16,
     key: &[u8],
     meta: &Meta,
-    hash: Option<HashFields>,
+    hash: Option<HashUpdate>,
 ) {
     if meta.len == 0 {
         batch.delete_meta(storage, db, key);
@@ -71,7 +71,10 @@ pub type FieldEntry = (Vec<u8>, u64);
 ///
 /// A small hash the hot cache holds whole (`cache-hash-writes`, see `Cache::held_hash`) is
 /// written without reading RocksDB: its meta record and committed fields come from the cached
-/// copy, and the commit hands the rebuilt field set to the cache, which replaces its entry.
+/// copy, and the commit hands the rebuilt field set to the cache, which replaces its entry. A
+/// big hash the cache holds as its meta (`cache-big-hashes`, see `Cache::held_big_hash`) takes
+/// its meta and the fields the cache holds from there, the others from RocksDB, and the commit
+/// hands its field edits to the cache.
 pub struct CollWrite<'s, 'k> {
     pub storage: &'s Storage,
     pub db: u16,
@@ -93,22 +96,33 @@ pub struct CollWrite<'s, 'k> {
     _guard: KeyGuard<'s>,
 }
 
-/// A cached hash being written: the committed fields and the changes staged, in order
+/// A cached hash being written: what the cache holds of it, and the changes staged, in order
 /// (`None`: deleted).
 struct HeldHash {
-    fields: HashFields,
+    cached: Held,
     edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
-impl HeldHash {
-    /// A committed field's value.
-    fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.fields.get(field)
-    }
+enum Held {
+    /// A small hash's committed fields.
+    Whole(HashFields),
+    /// The generation of a big hash's entry, under which its fields are cached.
+    Big(u64),
+}
 
-    /// The field set after the staged changes, sorted by field.
-    fn rebuilt(self) -> HashFields {
-        self.fields.edited(&self.edits).into()
+impl HeldHash {
+    /// The cache update of the commit: the field set after the staged changes, sorted by
+    /// field, if it is small enough to cache whole; the field edits of a big hash.
+    fn update(self, small: bool) -> Option<HashUpdate> {
+        match self.cached {
+            Held::Whole(fields) => {
+                small.then(|| HashUpdate::Whole(fields.edited(&self.edits).into()))
+            }
+            Held::Big(gen) => Some(HashUpdate::Fields {
+                gen,
+                edits: self.edits,
+            }),
+        }
     }
 }
 
@@ -116,13 +130,18 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     pub fn open(ctx: &Ctx<'s>, key: &'k [u8], kind: Kind) -> Result<Self, CmdError> {
         let storage = ctx.storage();
         let guard = ctx.lock_keys(&[key])?;
-        let held = match kind {
-            Kind::Hash => storage.cache().held_hash(ctx.db(), key, ctx.now_ms),
-            _ => None,
-        };
-        let meta = match &held {
-            Some((expire_at_ms, hash)) => Some(hash.meta(*expire_at_ms)),
-            None => ctx.write_collection(key, kind)?,
+        let cache = storage.cache();
+        let (held, meta) = match kind {
+            Kind::Hash => {
+                if let Some((at, hash)) = cache.held_hash(ctx.db(), key, ctx.now_ms) {
+                    (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
+                } else if let Some((at, big)) = cache.held_big_hash(ctx.db(), key, ctx.now_ms) {
+                    (Some(Held::Big(big.gen)), Some(big.meta(at)))
+                } else {
+                    (None, ctx.write_collection(key, kind)?)
+                }
+            }
+            _ => (None, ctx.write_collection(key, kind)?),
         };
         Ok(CollWrite {
             storage,
@@ -135,8 +154,8 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             ttls: HashMap::new(),
             reclaimed: HashSet::new(),
             wait: ctx.wait(),
-            held: held.map(|(_, h)| HeldHash {
-                fields: h.fields,
+            held: held.map(|cached| HeldHash {
+                cached,
                 edits: Vec::new(),
             }),
             _guard: guard,
@@ -188,14 +207,17 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let Some(coll) = self.coll() else {
             return Ok(vec![None; members.len()]);
         };
-        if let Some(held) = &self.held {
-            let found = |m: &M| held.get(m.as_ref()).map(|v| (v.to_vec(), 0));
-            return Ok(members.iter().map(found).collect());
-        }
-        let raw = self
-            .storage
-            .latest_with(self.wait)
-            .get_members(&coll.raw(), members)?;
+        let raw = match self.held.as_ref().map(|h| &h.cached) {
+            Some(Held::Whole(fields)) => {
+                let found = |m: &M| fields.get(m.as_ref()).map(|v| (v.to_vec(), 0));
+                return Ok(members.iter().map(found).collect());
+            }
+            Some(Held::Big(gen)) => self.big_hash_fields(*gen, &coll, members)?,
+            None => self
+                .storage
+                .latest_with(self.wait)
+                .get_members(&coll.raw(), members)?,
+        };
         if !self.has_field_ttls() {
             return Ok(raw.into_iter().map(|v| v.map(|v| (v, 0))).collect());
         }
@@ -233,6 +255,44 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         self.batch
             .delete_field_index(self.storage, &coll, field, at);
         self.reclaimed.insert(field.to_vec());
+    }
+
+    /// The committed values of `members` of a big hash the cache holds (generation `gen`):
+    /// from its cached fields (current: this writer holds the hash's lock), the others from
+    /// RocksDB.
+    fn big_hash_fields<M: AsRef<[u8]>>(
+        &self,
+        gen: u64,
+        coll: &Coll<'_>,
+        members: &[M],
+    ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
+        let cache = self.storage.cache();
+        let mut values = Vec::with_capacity(members.len());
+        let mut missed = Vec::new();
+        for (i, m) in members.iter().enumerate() {
+            values.push(match cache.get_field(gen, m.as_ref(), 0) {
+                Some(Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                })) => Some(v.to_vec()),
+                Some(_) => None,
+                None => {
+                    missed.push(i);
+                    None
+                }
+            });
+        }
+        if !missed.is_empty() {
+            let asked: Vec<&[u8]> = missed.iter().map(|&i| members[i].as_ref()).collect();
+            let read = self
+                .storage
+                .latest_with(self.wait)
+                .get_members(&coll.raw(), &asked)?;
+            for (i, v) in missed.into_iter().zip(read) {
+                values[i] = v;
+            }
+        }
+        Ok(values)
     }
 
     /// Stages `member` = `value` in the data CF; `is_new` adds one to the length. A hash
@@ -396,8 +456,8 @@ impl<'s, 'k> CollWrite<'s, 'k> {
                 let hash = self
                     .held
                     .take()
-                    .filter(|_| small && !meta.field_ttls)
-                    .map(HeldHash::rebuilt);
+                    .filter(|_| !meta.field_ttls)
+                    .and_then(|h| h.update(small));
                 put_or_delete_meta_with(
                     &mut self.batch,
                     self.storage,

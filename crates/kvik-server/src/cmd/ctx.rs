@@ -2,7 +2,9 @@
 //! shared server with its storage, and a reply writer. (On an I/O thread a run-to-completion
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
-use crate::cache::{CachedHash, CachedValue, FieldSet, HashFields, Hit, Known};
+use crate::cache::{
+    Cache, CachedHash, CachedValue, FieldSet, FillToken, HashFields, HashValue, Hit, Known,
+};
 use crate::server::Server;
 use crate::session::Session;
 use crate::storage::encoding::{Kind, Meta};
@@ -319,27 +321,37 @@ impl<'a> Ctx<'a> {
     /// A hash for a read that the hot cache can answer (HGET, HMGET, HGETALL ...). A small hash (at most
     /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
     /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a
-    /// write of the key raced the read (fill token). A bigger hash comes back as a [`View`] and
+    /// write of the key raced the read (fill token). A bigger hash is cached as its meta, its
+    /// fields one by one ([`HashRead::Big`]); one with field TTLs comes back as a [`View`] and
     /// its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
+        // Before the lookup: a big hash's fields read later fill the cache only if no write
+        // of the hash came after it (see `cache::BigHash`).
+        let token = cache.fill_token(self.db(), key);
         if !self.mode.skips_cache() {
             if let Some(known) = cache.get(self.db(), key, self.now_ms) {
                 self.count_lookup(known != Known::Absent);
-                return HashRead::of_known(known);
+                return HashRead::of_known(known, token);
             }
         }
-        let token = cache.fill_token(self.db(), key);
         let Some((view, meta)) = self.read_collection(key, Kind::Hash)? else {
             return Ok(HashRead::Missing);
         };
         // A hash with field TTLs is never cached: a cached copy would outlive its fields.
-        if meta.field_ttls
-            || meta.len as usize > cache.max_fields()
-            || !cache.enabled()
-            || !cache.admits_key(key)
-        {
+        if meta.field_ttls || !cache.enabled() || !cache.admits_key(key) {
             return Ok(HashRead::Stored(view, meta));
+        }
+        if meta.len as usize > cache.max_fields() {
+            return Ok(match cache.fill_big_hash(token, self.db(), key, &meta) {
+                Some(gen) => HashRead::Big(BigHashRead {
+                    meta,
+                    gen,
+                    token,
+                    view: Some(view),
+                }),
+                None => HashRead::Stored(view, meta),
+            });
         }
         let mut fields = FieldSet::with_capacity(meta.len as usize);
         let coll = crate::storage::Coll::new(self.db(), key, &meta);
@@ -358,7 +370,7 @@ impl<'a> Ctx<'a> {
             key,
             Kind::Hash,
             meta.expire_at_ms,
-            CachedValue::Hash(hash),
+            CachedValue::Hash(HashValue::Whole(hash)),
         );
         Ok(HashRead::Cached(fields))
     }
@@ -417,22 +429,125 @@ pub enum HashRead<'a> {
     Missing,
     /// The whole hash (sorted by field), from the hot cache or just read.
     Cached(HashFields),
-    /// A hash too big to cache: read its fields from this snapshot.
+    /// A hash the cache does not hold (one with field TTLs): read its fields from this
+    /// snapshot.
     Stored(View<'a>, Meta),
+    /// A hash too big to cache whole, cached as its meta: its fields are looked up in the
+    /// cache one by one ([`KeyReads::big_hash_fields`](super::cached::KeyReads)).
+    Big(BigHashRead<'a>),
+}
+
+/// A big hash as the hot cache knows it (see `cache::BigHash`): its meta, the generation its
+/// fields are cached under, and the hash's fill token, taken before the meta was found, so
+/// that fields read from RocksDB fill the cache only if no write of the hash came between.
+pub struct BigHashRead<'a> {
+    pub meta: Meta,
+    gen: u64,
+    token: FillToken,
+    /// The snapshot the meta was read from, when it was read rather than found cached.
+    view: Option<View<'a>>,
 }
 
 impl<'a> HashRead<'a> {
-    /// A cache hit read as a hash: WRONGTYPE if it is another kind.
-    pub(super) fn of_known(known: Known) -> Result<HashRead<'a>, CmdError> {
+    /// A cache hit read as a hash (`token`: the key's, taken before the lookup): WRONGTYPE if
+    /// it is another kind.
+    pub(super) fn of_known(known: Known, token: FillToken) -> Result<HashRead<'a>, CmdError> {
         let Known::Present(hit) = known else {
             return Ok(HashRead::Missing);
         };
+        let meta = hit.to_meta();
         match hit.value {
-            CachedValue::Hash(hash) => Ok(HashRead::Cached(hash.fields)),
+            CachedValue::Hash(HashValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields)),
+            CachedValue::Hash(HashValue::Big(big)) => Ok(HashRead::Big(BigHashRead {
+                meta,
+                gen: big.gen,
+                token,
+                view: None,
+            })),
             CachedValue::Str(_) => Err(CmdError::wrong_type()),
         }
     }
 }
+
+impl<'a> BigHashRead<'a> {
+    /// The values of `fields` if the cache holds every one of them (`None` for a field known
+    /// absent) and no write of the hash began or ended since the token (a write's edits
+    /// reach the cached fields one by one), else `None`.
+    pub(super) fn cached<M: AsRef<[u8]>>(
+        &self,
+        cache: &Cache,
+        fields: &[M],
+        now_ms: u64,
+    ) -> Option<FieldValues> {
+        let values: FieldValues = fields
+            .iter()
+            .map(|f| match cache.get_field(self.gen, f.as_ref(), now_ms)? {
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) => Some(Some(v)),
+                _ => Some(None),
+            })
+            .collect::<Option<_>>()?;
+        cache.unchanged_since(&self.token).then_some(values)
+    }
+
+    /// The values of `fields`, from the cache if it holds them all, else all of them from one
+    /// snapshot (the meta's, or a new one), so the reply shows one state of the hash; those
+    /// read fill the cache unless the hash was written since the token.
+    pub(super) fn fields<M: AsRef<[u8]>>(
+        &self,
+        storage: &Storage,
+        wait: Wait,
+        db: u16,
+        key: &[u8],
+        fields: &[M],
+        now_ms: u64,
+    ) -> Result<FieldValues, CmdError> {
+        let cache = storage.cache();
+        if let Some(hit) = self.cached(cache, fields, now_ms) {
+            return Ok(hit);
+        }
+        let fresh;
+        let view = match &self.view {
+            Some(v) => v,
+            None => {
+                fresh = storage.view_with(wait);
+                &fresh
+            }
+        };
+        let coll = crate::storage::Coll::new(db, key, &self.meta);
+        let values = view.get_members(&coll, fields)?;
+        for (f, v) in fields.iter().zip(&values) {
+            cache.fill_field(self.token, self.gen, f.as_ref(), v.as_deref());
+        }
+        Ok(values.into_iter().map(|v| v.map(Bytes::from)).collect())
+    }
+
+    /// The hash read again whole from a new snapshot (HGETALL, HKEYS ... of a big hash whose
+    /// meta was found cached): its meta and fields from one state.
+    pub(super) fn into_stored(
+        self,
+        storage: &'a Storage,
+        wait: Wait,
+        db: u16,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Result<HashRead<'a>, CmdError> {
+        if let Some(view) = self.view {
+            return Ok(HashRead::Stored(view, self.meta));
+        }
+        let view = storage.view_with(wait);
+        Ok(match view.get_live(db, key, now_ms)? {
+            None => HashRead::Missing,
+            Some(m) if m.kind == Kind::Hash => HashRead::Stored(view, m),
+            Some(_) => return Err(CmdError::wrong_type()),
+        })
+    }
+}
+
+/// Values of a big hash's fields, in the order asked (`None`: no such field).
+pub type FieldValues = smallvec::SmallVec<[Option<Bytes>; 2]>;
 
 /// A cache hit read as a string: WRONGTYPE if it is another kind. Shares the cached bytes.
 pub(super) fn string_of_hit(hit: Hit) -> Result<Bytes, CmdError> {

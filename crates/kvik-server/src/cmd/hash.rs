@@ -18,7 +18,6 @@ use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::Kind;
 use crate::storage::{Cf, Coll, StorageError};
 use kvik_resp::{format_human, parse_i64, Proto};
-use std::borrow::Cow;
 
 const READ: Flags = Flags::READONLY;
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
@@ -341,48 +340,78 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 // ---- Reads --------------------------------------------------------------------------------
 
+/// A field's value as a read found it: borrowed from a cached whole hash, shared with a
+/// cached field of a big hash, or read from RocksDB.
+enum FieldValue<'r> {
+    Borrowed(&'r [u8]),
+    Shared(bytes::Bytes),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for FieldValue<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FieldValue::Borrowed(v) => v,
+            FieldValue::Shared(v) => v,
+            FieldValue::Owned(v) => v,
+        }
+    }
+}
+
 /// The values of `fields` in hash `key` as `read` found it (`None`: no such field): looked up
-/// in the cached whole hash, or read from the snapshot of a hash too big to cache.
-fn field_values<'r, M: AsRef<[u8]>>(
-    db: u16,
+/// in the cached whole hash, in the cached fields of a big hash (the rest read from RocksDB),
+/// or read from the snapshot of a hash the cache does not hold.
+fn field_values<'a, 'r, C: KeyReads<'a>, M: AsRef<[u8]>>(
+    ctx: &C,
     key: &[u8],
-    read: &'r HashRead<'_>,
+    read: &'r HashRead<'a>,
     fields: &[M],
-) -> Result<Vec<Option<Cow<'r, [u8]>>>, StorageError> {
+) -> Result<Vec<Option<FieldValue<'r>>>, C::Error> {
     Ok(match read {
-        HashRead::Missing => vec![None; fields.len()],
+        HashRead::Missing => fields.iter().map(|_| None).collect(),
         HashRead::Cached(all) => fields
             .iter()
-            .map(|f| all.get(f.as_ref()).map(Cow::Borrowed))
+            .map(|f| all.get(f.as_ref()).map(FieldValue::Borrowed))
+            .collect(),
+        HashRead::Big(big) => ctx
+            .big_hash_fields(key, big, fields)?
+            .into_iter()
+            .map(|v| v.map(FieldValue::Shared))
             .collect(),
         HashRead::Stored(view, meta) => view
-            .get_members(&Coll::new(db, key, meta), fields)?
+            .get_members(&Coll::new(ctx.db(), key, meta), fields)?
             .into_iter()
-            .map(|v| v.map(Cow::Owned))
+            .map(|v| v.map(FieldValue::Owned))
             .collect(),
     })
 }
 
 /// [`field_values`] of one field (HGET, HSTRLEN, HEXISTS).
-fn field_value<'r>(
-    db: u16,
+fn field_value<'a, 'r, C: KeyReads<'a>>(
+    ctx: &C,
     key: &[u8],
-    read: &'r HashRead<'_>,
+    read: &'r HashRead<'a>,
     field: &[u8],
-) -> Result<Option<Cow<'r, [u8]>>, StorageError> {
+) -> Result<Option<FieldValue<'r>>, C::Error> {
     Ok(match read {
         HashRead::Missing => None,
-        HashRead::Cached(all) => all.get(field).map(Cow::Borrowed),
+        HashRead::Cached(all) => all.get(field).map(FieldValue::Borrowed),
+        HashRead::Big(big) => ctx
+            .big_hash_fields(key, big, &[field])?
+            .pop()
+            .flatten()
+            .map(FieldValue::Shared),
         HashRead::Stored(view, meta) => view
-            .get_member(&Coll::new(db, key, meta), field)?
-            .map(Cow::Owned),
+            .get_member(&Coll::new(ctx.db(), key, meta), field)?
+            .map(FieldValue::Owned),
     })
 }
 
 /// HGET key field.
 fn hget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let read = ctx.read_hash(&args[1])?;
-    let value = field_value(ctx.db(), &args[1], &read, &args[2])?;
+    let value = field_value(ctx, &args[1], &read, &args[2])?;
     ctx.out().bulk_or_null(value.as_deref());
     Ok(())
 }
@@ -390,7 +419,7 @@ fn hget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
 /// HMGET key field [field ...]: a value or nil per field.
 fn hmget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let read = ctx.read_hash(&args[1])?;
-    let values = field_values(ctx.db(), &args[1], &read, &args[2..])?;
+    let values = field_values(ctx, &args[1], &read, &args[2..])?;
     let out = ctx.out();
     out.array(values.len());
     for v in &values {
@@ -405,6 +434,7 @@ fn hlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let len = match ctx.read_hash(&args[1])? {
         HashRead::Missing => 0,
         HashRead::Cached(all) => all.len() as u64,
+        HashRead::Big(big) => big.meta.len,
         HashRead::Stored(_, meta) => meta.len,
     };
     ctx.out().int(len as i64);
@@ -414,7 +444,7 @@ fn hlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
 /// HSTRLEN key field: the value's length, 0 if absent.
 fn hstrlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let read = ctx.read_hash(&args[1])?;
-    let len = field_value(ctx.db(), &args[1], &read, &args[2])?.map_or(0, |v| v.len());
+    let len = field_value(ctx, &args[1], &read, &args[2])?.map_or(0, |v| v.len());
     ctx.out().int(len as i64);
     Ok(())
 }
@@ -422,7 +452,7 @@ fn hstrlen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error
 /// HEXISTS key field: 1 or 0.
 fn hexists<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let read = ctx.read_hash(&args[1])?;
-    let found = field_value(ctx.db(), &args[1], &read, &args[2])?.is_some();
+    let found = field_value(ctx, &args[1], &read, &args[2])?.is_some();
     ctx.out().int(i64::from(found));
     Ok(())
 }
@@ -459,7 +489,11 @@ impl Part {
 /// becomes an error instead of a malformed reply.
 fn list_all<'a, C: KeyReads<'a>>(ctx: &mut C, key: &[u8], part: Part) -> Result<(), C::Error> {
     let db = ctx.db();
-    let (view, meta) = match ctx.read_hash(key)? {
+    let read = match ctx.read_hash(key)? {
+        HashRead::Big(big) => ctx.big_hash_stored(key, big)?,
+        read => read,
+    };
+    let (view, meta) = match read {
         HashRead::Missing => {
             part.header(ctx.out(), 0);
             return Ok(());
@@ -473,6 +507,7 @@ fn list_all<'a, C: KeyReads<'a>>(ctx: &mut C, key: &[u8], part: Part) -> Result<
             return Ok(());
         }
         HashRead::Stored(view, meta) => (view, meta),
+        HashRead::Big(_) => unreachable!("read whole above"),
     };
     let coll = Coll::new(db, key, &meta);
     if meta.field_ttls {

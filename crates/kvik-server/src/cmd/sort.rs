@@ -13,6 +13,7 @@
 //! (BY nosort without STORE) is byte order, where Redis's is its hash table's; elements with
 //! equal ALPHA weights keep their order (Redis's quicksort leaves it unspecified).
 
+use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
@@ -350,6 +351,11 @@ fn lookup_pattern(ctx: &Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Result<Option<V
     Ok(match ctx.read_hash(&name)? {
         HashRead::Missing => None,
         HashRead::Cached(fields) => fields.get(field).map(<[u8]>::to_vec),
+        HashRead::Big(big) => ctx
+            .big_hash_fields(&name, &big, &[field])?
+            .pop()
+            .flatten()
+            .map(|v| v.to_vec()),
         HashRead::Stored(view, meta) => {
             view.get_member(&Coll::new(ctx.db(), &name, &meta), field)?
         }

@@ -44,7 +44,7 @@ pub mod txn;
 pub mod wal;
 pub mod wal_retention;
 
-use crate::cache::{Cache, CacheSettings, CachedValue};
+use crate::cache::{Cache, CacheSettings, CachedValue, HashUpdate, HashValue};
 use bytes::Bytes;
 use counts::{KeyCounts, KeyState, Tally};
 use encoding::{
@@ -215,9 +215,10 @@ impl Default for Batch {
 struct CacheEffect {
     raw_key: Vec<u8>,
     put: Option<Bytes>,
-    /// For a put of a hash: its whole new field set, when the write knows it (rebuilt from
-    /// the cached copy), so the cache entry is updated rather than dropped.
-    hash: Option<crate::cache::HashFields>,
+    /// For a put of a hash the cache holds: its whole new field set (a small hash rebuilt from
+    /// the cached copy) or its field edits (a big hash), so the cache entry is updated rather
+    /// than dropped.
+    hash: Option<HashUpdate>,
     /// Written by a quiet batch (see [`Batch::quiet`]; a transaction mixes both kinds).
     quiet: bool,
 }
@@ -624,6 +625,10 @@ impl Storage {
             // A put that did not decode, or whose whole value is not known, is treated as a
             // delete: the entry is dropped.
             let value = put.and_then(|(meta, v)| cached_value(&meta, v, e.hash.as_ref()));
+            if let (Some(_), Some(HashUpdate::Fields { gen, edits })) = (&value, &e.hash) {
+                // Before the entry is served again: a reader of it then finds the new values.
+                self.cache.apply_fields(*gen, edits);
+            }
             self.cache.apply_value(db, key, value);
         }
         for o in observers.iter() {
@@ -999,20 +1004,26 @@ impl Storage {
 /// expiry: a string's value; a hash's fields if the write gave them (`hash`) and they agree
 /// with the record (no field TTLs, same length); nothing for anything else (the entry is
 /// dropped).
-fn cached_value(
-    meta: &Meta,
-    raw: &Bytes,
-    hash: Option<&crate::cache::HashFields>,
-) -> Option<(u64, CachedValue)> {
+fn cached_value(meta: &Meta, raw: &Bytes, hash: Option<&HashUpdate>) -> Option<(u64, CachedValue)> {
     let value = match meta.kind {
         Kind::String => CachedValue::Str(raw.slice(META_HEADER_LEN..)),
-        Kind::Hash => {
-            let fields = hash.filter(|f| !meta.field_ttls && f.len() as u64 == meta.len)?;
-            CachedValue::Hash(crate::cache::CachedHash {
-                version: meta.version,
-                fields: fields.clone(),
-            })
-        }
+        Kind::Hash if meta.field_ttls => return None,
+        Kind::Hash => match hash? {
+            HashUpdate::Whole(fields) if fields.len() as u64 == meta.len => {
+                CachedValue::Hash(HashValue::Whole(crate::cache::CachedHash {
+                    version: meta.version,
+                    fields: fields.clone(),
+                }))
+            }
+            HashUpdate::Whole(_) => return None,
+            HashUpdate::Fields { gen, .. } => {
+                CachedValue::Hash(HashValue::Big(Box::new(crate::cache::BigHash {
+                    version: meta.version,
+                    len: meta.len,
+                    gen: *gen,
+                })))
+            }
+        },
         _ => return None,
     };
     Some((meta.expire_at_ms, value))
@@ -1069,15 +1080,15 @@ impl Batch {
         self.put_meta_with_hash(storage, db, key, meta, None);
     }
 
-    /// [`Batch::put_meta`] of a hash whose whole new field set (sorted by field) the write
-    /// knows: on commit, a cached entry of `key` is replaced with it instead of dropped.
+    /// [`Batch::put_meta`] of a hash the cache holds, whose new state the write knows (see
+    /// [`HashUpdate`]): on commit, the cached entry of `key` is updated instead of dropped.
     pub fn put_meta_with_hash(
         &mut self,
         storage: &Storage,
         db: u16,
         key: &[u8],
         meta: &Meta,
-        hash: Option<crate::cache::HashFields>,
+        hash: Option<HashUpdate>,
     ) {
         let raw_key = meta_key(db, key);
         let value = Bytes::from(meta.encode());

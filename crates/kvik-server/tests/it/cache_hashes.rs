@@ -79,7 +79,15 @@ fn hash_reads_are_served_from_the_cache_with_the_same_replies() {
                 stat(&mut c, "rtc_commands") - rtc,
             );
             match (key, round) {
-                ("big", _) => assert_eq!(hits, 0, "a hash over the limit is not cached"),
+                // A hash over the limit is cached as its meta and its fields one by one
+                // (`cache-big-hashes`): in the second round the field reads and HLEN are
+                // answered on the I/O thread; HGETALL, HKEYS and HVALS read storage.
+                ("big", 1) => {
+                    // The meta per command, and each field asked for: HMGET 1 + 4, HEXISTS
+                    // and HSTRLEN 2 x 2 each, HGET 2, HLEN, HGETALL, HKEYS, HVALS 1 each.
+                    assert_eq!(hits, 19, "big: the meta and every field cached");
+                    assert_eq!(rtc, cmds.len() as u64, "big: on the I/O thread");
+                }
                 (_, 1) => {
                     assert_eq!(hits, cmds.len() as u64, "{key}: every read a cache hit");
                     assert_eq!(rtc, cmds.len() as u64, "{key}: on the I/O thread");
@@ -170,12 +178,14 @@ fn hash_writes_update_the_cached_copy() {
     // A failed write (not an integer) changes neither.
     assert!(err(&mut c, &["HINCRBY", "h", "a", "1"]).contains("not an integer"));
     assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]), "y");
-    // Growing past cache-max-hash-fields drops the copy; reads stay right, from storage.
+    // Growing past cache-max-hash-fields drops the copy; reads stay right, from storage; the
+    // next read caches the hash as its meta (cache-big-hashes), which HLEN then finds.
     assert_eq!(q::<i64>(&mut c, &["HSET", "h", "e", "5"]), 1);
     let hits = stat(&mut c, "cache_hits");
     assert_eq!(hgetall(&mut c, "h").len(), 5);
+    assert_eq!(stat(&mut c, "cache_hits"), hits, "too big to cache whole");
     assert_eq!(q::<i64>(&mut c, &["HLEN", "h"]), 5);
-    assert_eq!(stat(&mut c, "cache_hits"), hits, "too big to cache");
+    assert_eq!(stat(&mut c, "cache_hits"), hits + 1, "its meta cached");
     // Shrunk again, it is cached again by the next read; deleting every field deletes the key.
     assert_eq!(q::<i64>(&mut c, &["HDEL", "h", "a", "b", "c"]), 3);
     hgetall(&mut c, "h");
@@ -237,8 +247,41 @@ fn hashes_with_field_ttls_are_never_served_stale() {
 /// back and forth.
 #[test]
 fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
+    // Key 2 spans 8 fields, more than the limit of 6: cached as its meta, read whole.
+    concurrent_writes_and_reads("6", [4, 4, 8], hgetall);
+}
+
+/// HMGET of every field the writers below use, as a map of those present.
+fn hmget_all(c: &mut Connection, key: &str) -> BTreeMap<String, String> {
+    let mut names: Vec<String> = (0..12).map(|i| format!("f{i}")).collect();
+    names.extend(["ver".to_string(), "ctr".to_string()]);
+    let mut cmd = redis::cmd("HMGET");
+    cmd.arg(key).arg(&names);
+    let values: Vec<Option<String>> = cmd.query(c).unwrap();
+    names
+        .into_iter()
+        .zip(values)
+        .filter_map(|(n, v)| Some((n, v?)))
+        .collect()
+}
+
+#[test]
+fn concurrent_writes_and_reads_of_big_hash_fields_are_never_stale() {
+    // Every hash over the limit of 4: cached as its meta, its fields one by one, and read
+    // by HMGET (every field of one state, or a newer one, never a mix).
+    concurrent_writes_and_reads("4", [6, 9, 12], hmget_all);
+}
+
+/// Writers (one per key: HSET, HDEL, HINCRBY, and DEL now and then) against readers that
+/// read whole hashes with `read`, each read checked against the writer's log of states: a
+/// state at or after the last write acknowledged before the read began.
+fn concurrent_writes_and_reads(
+    max_fields: &str,
+    widths: [u64; 3],
+    read: fn(&mut Connection, &str) -> BTreeMap<String, String>,
+) {
     const KEYS: usize = 3;
-    let s = TestServer::start_with(&["--cache-max-hash-fields", "6"]);
+    let s = TestServer::start_with(&["--cache-max-hash-fields", max_fields]);
     type States = Vec<BTreeMap<String, String>>;
     let logs: Arc<Vec<Mutex<States>>> = Arc::new(
         (0..KEYS)
@@ -254,8 +297,7 @@ fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
         let mut c = s.client();
         threads.push(std::thread::spawn(move || {
             let key = format!("h{k}");
-            // Key 2 spans 8 fields, more than the limit of 6.
-            let width = if k == 2 { 8 } else { 4 };
+            let width = widths[k];
             let mut state = BTreeMap::new();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
@@ -263,6 +305,11 @@ fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
                 let f = format!("f{}", n % width);
                 let g = format!("f{}", (n * 7 + 3) % width);
                 let cmd: Vec<String> = match n % 4 {
+                    // Now and then the hash is deleted (its next write makes a new one).
+                    _ if n.is_multiple_of(37) => {
+                        state.clear();
+                        vec!["DEL".into(), key.clone()]
+                    }
                     0 | 1 => {
                         state.insert(f.clone(), n.to_string());
                         state.insert("ver".into(), n.to_string());
@@ -302,7 +349,7 @@ fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
                 let k = (reads as usize + r) % KEYS;
                 let key = format!("h{k}");
                 let floor = done[k].load(Ordering::SeqCst).max(seen[k]);
-                let got = hgetall(&mut c, &key);
+                let got = read(&mut c, &key);
                 let log = logs[k].lock().unwrap();
                 let Some(i) = (floor..log.len()).find(|&i| log[i] == got) else {
                     let recent = &log[floor.saturating_sub(2)..];
@@ -327,7 +374,116 @@ fn concurrent_writes_and_reads_of_cached_hashes_are_never_stale() {
     let mut c = s.client();
     for k in 0..KEYS {
         let want = logs[k].lock().unwrap().last().unwrap().clone();
-        assert_eq!(hgetall(&mut c, &format!("h{k}")), want);
+        assert_eq!(read(&mut c, &format!("h{k}")), want);
     }
     assert!(stat(&mut c, "cache_hits") > 0);
+}
+
+/// The field reads of a hash over `cache-max-hash-fields`, as replies.
+fn field_reads(c: &mut Connection, key: &str) -> Vec<Value> {
+    let cmds: &[&[&str]] = &[
+        &["HGET", key, "f1"],
+        &["HGET", key, "nope"],
+        &["HMGET", key, "f1", "f2", "nope", "f3"],
+        &["HEXISTS", key, "f2"],
+        &["HSTRLEN", key, "f3"],
+        &["HLEN", key],
+        &["TYPE", key],
+    ];
+    cmds.iter().map(|cmd| qv(c, cmd)).collect()
+}
+
+#[test]
+fn big_hash_fields_follow_every_write() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    let fill = |c: &mut Connection, key: &str| {
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(key);
+        for i in 0..10 {
+            cmd.arg(format!("f{i}")).arg(format!("v{i}"));
+        }
+        let _: i64 = cmd.query(c).unwrap();
+    };
+    fill(&mut c, "big");
+    // Each write, then the reads: twice with the cache (a fill, then hits), compared with
+    // the same reads with big hashes not cached (`cache-big-hashes no` also drops them).
+    let writes: &[&[&str]] = &[
+        &["HSET", "big", "f1", "new"],
+        &["HDEL", "big", "f2"],
+        &["HINCRBY", "big", "f3", "0"],
+        &["HSET", "big", "f3", "7"],
+        &["HINCRBY", "big", "f3", "5"],
+        &["HSETNX", "big", "f2", "back"],
+        &["HMSET", "big", "f1", "a", "f2", "b"],
+        &["HINCRBYFLOAT", "big", "f3", "0.5"],
+        &["DEL", "big"],
+        &[
+            "HSET", "big", "f1", "re", "a", "1", "b", "2", "c", "3", "d", "4",
+        ],
+        &["RENAME", "big", "moved"],
+        &[
+            "HSET", "big", "f1", "1", "f2", "2", "f3", "3", "x", "", "y", "",
+        ],
+        &["HEXPIRE", "big", "100", "FIELDS", "1", "f3"],
+        &["HPERSIST", "big", "FIELDS", "1", "f3"],
+        &["HDEL", "big", "x", "y"],
+        &["SET", "big", "string"],
+    ];
+    let mut hits_seen = false;
+    for w in writes {
+        // Failed writes too (HINCRBY of "v3").
+        let _ = run(&mut c, &w.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        if *w == ["SET", "big", "string"] {
+            assert!(err(&mut c, &["HGET", "big", "f1"]).contains("WRONGTYPE"));
+            break;
+        }
+        let first = field_reads(&mut c, "big");
+        let hits = stat(&mut c, "cache_hits");
+        let second = field_reads(&mut c, "big");
+        hits_seen |= stat(&mut c, "cache_hits") > hits + 1;
+        q::<String>(&mut c, &["CONFIG", "SET", "cache-big-hashes", "no"]);
+        let stored = field_reads(&mut c, "big");
+        q::<String>(&mut c, &["CONFIG", "SET", "cache-big-hashes", "yes"]);
+        assert_eq!(first, stored, "after {w:?}: the first reads");
+        assert_eq!(second, stored, "after {w:?}: the reads from the cache");
+        // The renamed hash reads as it was.
+        if w[0] == "RENAME" {
+            assert_eq!(q::<String>(&mut c, &["HGET", "moved", "f1"]), "re");
+        }
+    }
+    assert!(hits_seen, "the fields were served from the cache");
+    // A write keeps the cached meta and fields (it hands its edits to them): the reads after
+    // it are hits, and a field it wrote is cached by the write.
+    fill(&mut c, "kept");
+    assert_eq!(q::<String>(&mut c, &["HGET", "kept", "f5"]), "v5");
+    q::<i64>(&mut c, &["HSET", "kept", "f1", "one", "new", "n"]);
+    q::<i64>(&mut c, &["HDEL", "kept", "f2"]);
+    let hits = stat(&mut c, "cache_hits");
+    assert_eq!(q::<String>(&mut c, &["HGET", "kept", "f5"]), "v5");
+    assert_eq!(q::<String>(&mut c, &["HGET", "kept", "f1"]), "one");
+    assert_eq!(q::<String>(&mut c, &["HGET", "kept", "new"]), "n");
+    assert_eq!(qv(&mut c, &["HGET", "kept", "f2"]), Value::Nil);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "kept"]), 10);
+    // The meta five times, f5, f1 and new: f2, deleted while not cached, is read once.
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        hits + 8,
+        "the meta and the fields, hits"
+    );
+    // A big hash that expires is not served past its expiry.
+    fill(&mut c, "t");
+    q::<i64>(&mut c, &["PEXPIRE", "t", "200"]);
+    assert_eq!(q::<String>(&mut c, &["HGET", "t", "f1"]), "v1");
+    assert_eq!(q::<String>(&mut c, &["HGET", "t", "f1"]), "v1");
+    std::thread::sleep(Duration::from_millis(250));
+    assert_eq!(qv(&mut c, &["HGET", "t", "f1"]), Value::Nil);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "t"]), 0);
+    // FLUSHALL drops the cached fields with the hash.
+    fill(&mut c, "u");
+    assert_eq!(q::<String>(&mut c, &["HGET", "u", "f1"]), "v1");
+    q::<String>(&mut c, &["FLUSHALL"]);
+    assert_eq!(qv(&mut c, &["HGET", "u", "f1"]), Value::Nil);
+    q::<i64>(&mut c, &["HSET", "u", "f1", "after"]);
+    assert_eq!(q::<String>(&mut c, &["HGET", "u", "f1"]), "after");
 }
