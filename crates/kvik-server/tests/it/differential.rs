@@ -774,7 +774,18 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn random_sequences_match_redis() {
-    let server = TestServer::start();
+    sequences_match_redis(&[]);
+}
+
+/// The same sequences with hashes of more than two fields cached as their meta and their
+/// fields one by one (`cache-big-hashes`), the path a hash of more than 512 takes by default.
+#[test]
+fn random_sequences_match_redis_with_hashes_cached_by_field() {
+    sequences_match_redis(&["--cache-max-hash-fields", "2"]);
+}
+
+fn sequences_match_redis(server_args: &[&str]) {
+    let server = TestServer::start_with(server_args);
     let redis = RedisServer::start(&[]);
     let mut kvik = Peer::connect(server.port);
     let mut real = Peer::connect(redis.port);
