@@ -14,6 +14,11 @@
 #     bench/builds.sh OLD NEW -- -t set --dist uniform --duration 6s
 #
 # With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
+# PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read).
+# OLD_ARGS / NEW_ARGS: server arguments of one build only: one binary against itself with a
+# setting switched (SERVER_ARGS go to both):
+#   PREP="-t hset -n 100000 -r 100000 --dist seq -P 16" OLD_ARGS="--cache-big-hashes no" \
+#     bench/builds.sh BIN BIN -- -n 800000 -P 16 HGET myhash element:__rand_int__
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/builds.sh ...
 source "$(dirname "$0")/lib.sh"
 
@@ -27,6 +32,10 @@ ROUNDS=${ROUNDS:-3}
 LOAD=${LOAD:-0}
 SIZE=${SIZE:-100}
 read -r -a server_args <<<"${SERVER_ARGS:-}"
+read -r -a build_args_0 <<<"${OLD_ARGS:-}"
+read -r -a build_args_1 <<<"${NEW_ARGS:-}"
+read -r -a prep_args <<<"${PREP:-}"
+[ ${#prep_args[@]} -gt 0 ] && ensure_kvik_bench
 args=("$@")
 has() { case " ${args[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 has -c || args=(-c 50 "${args[@]}")
@@ -41,6 +50,8 @@ fi
 tck=$(getconf CLK_TCK)
 echo "load before: $(uptime | sed 's/.*load average: //')"
 [ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B; server args: ${server_args[*]}"
+[ ${#prep_args[@]} -gt 0 ] && echo "each server first: kvik-bench ${prep_args[*]}"
+[ -n "${OLD_ARGS:-}${NEW_ARGS:-}" ] && echo "old: ${OLD_ARGS:-}; new: ${NEW_ARGS:-}"
 echo "command: $tool ${args[*]}; $ROUNDS rounds alternating old new"
 echo "| round | build | rps | server CPU us/request |"
 echo "|---|---|---|---|"
@@ -61,8 +72,14 @@ for round in $(seq 1 "$ROUNDS"); do
   for i in 0 1; do
     label=$([ "$i" = 0 ] && echo old || echo new)
     port=$(free_port)
-    KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i" "${server_args[@]}"
+    extra=()
+    if [ "$i" = 0 ]; then extra=("${build_args_0[@]}"); else extra=("${build_args_1[@]}"); fi
+    KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i" "${server_args[@]}" "${extra[@]}"
     pid=${PIDS[-1]}
+    if [ ${#prep_args[@]} -gt 0 ]; then
+      "$KVIK_BENCH" -p "$port" -q "${prep_args[@]}" >/dev/null 2>&1
+      settle "$port"
+    fi
     run_args=("${args[@]}")
     if [ -n "${SCRIPT:-}" ]; then
       sha=$(redis-cli -p "$port" SCRIPT LOAD "$SCRIPT")

@@ -711,6 +711,17 @@ impl Cache {
         }
     }
 
+    /// A generation for a big hash a write adds to the cache (`cache-write-allocate`): the
+    /// writer read its meta from RocksDB and holds its lock, and no field is cached under it
+    /// yet. `None` if writes do not add big hashes.
+    pub fn new_big_hash_gen(&self, key: &[u8]) -> Option<u64> {
+        (self.write_allocate.load(Relaxed)
+            && self.hash_writes()
+            && self.big_hashes()
+            && self.admits_key(key))
+        .then(|| self.big_hash_gen.fetch_add(1, Relaxed) + 1)
+    }
+
     /// A committed write's edits of the fields of the big hash whose entry has generation
     /// `gen`, in order; called by the commit while the writer holds the hash's lock, after the
     /// RocksDB write and before the hash's entry is served again. A cached field takes its new
@@ -1034,9 +1045,15 @@ impl Cache {
         match found {
             Some(i) => s.remove_at(i),
             // Write-allocate: a written string is likely read next; cache it (with its state,
-            // which also spares its next write a RocksDB read, see `cached_expiry`).
-            None if matches!(put, Some((_, CachedValue::Str(_))))
-                && self.write_allocate.load(Relaxed)
+            // which also spares its next write a RocksDB read, see `cached_expiry`). So is a
+            // big hash's meta, under the fresh generation its write's edits were cached with.
+            None if matches!(
+                put,
+                Some((
+                    _,
+                    CachedValue::Str(_) | CachedValue::Hash(HashValue::Big(_))
+                ))
+            ) && self.write_allocate.load(Relaxed)
                 && key.len() <= self.max_key.load(Relaxed) =>
             {
                 if !self.enabled() {

@@ -108,6 +108,9 @@ enum Held {
     Whole(HashFields),
     /// The generation of a big hash's entry, under which its fields are cached.
     Big(u64),
+    /// A big hash the cache does not hold: the commit adds it under this fresh generation,
+    /// with the fields it wrote (`cache-write-allocate`).
+    New(u64),
 }
 
 impl HeldHash {
@@ -119,6 +122,10 @@ impl HeldHash {
                 small.then(|| HashUpdate::Whole(fields.edited(&self.edits).into()))
             }
             Held::Big(gen) => Some(HashUpdate::Fields {
+                gen,
+                edits: self.edits,
+            }),
+            Held::New(gen) => (!small).then_some(HashUpdate::Fields {
                 gen,
                 edits: self.edits,
             }),
@@ -138,7 +145,12 @@ impl<'s, 'k> CollWrite<'s, 'k> {
                 } else if let Some((at, big)) = cache.held_big_hash(ctx.db(), key, ctx.now_ms) {
                     (Some(Held::Big(big.gen)), Some(big.meta(at)))
                 } else {
-                    (None, ctx.write_collection(key, kind)?)
+                    let meta = ctx.write_collection(key, kind)?;
+                    let big = meta
+                        .as_ref()
+                        .filter(|m| !m.field_ttls && m.len as usize > cache.max_fields());
+                    let held = big.and_then(|_| cache.new_big_hash_gen(key)).map(Held::New);
+                    (held, meta)
                 }
             }
             _ => (None, ctx.write_collection(key, kind)?),
@@ -213,7 +225,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
                 return Ok(members.iter().map(found).collect());
             }
             Some(Held::Big(gen)) => self.big_hash_fields(*gen, &coll, members)?,
-            None => self
+            Some(Held::New(_)) | None => self
                 .storage
                 .latest_with(self.wait)
                 .get_members(&coll.raw(), members)?,

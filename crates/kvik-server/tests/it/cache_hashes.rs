@@ -471,6 +471,17 @@ fn big_hash_fields_follow_every_write() {
         hits + 8,
         "the meta and the fields, hits"
     );
+    // A big hash only written is added by its writes (cache-write-allocate): its meta and the
+    // fields written.
+    fill(&mut c, "written");
+    q::<i64>(&mut c, &["HSET", "written", "f1", "w"]);
+    let before = stat(&mut c, "cache_hits");
+    assert_eq!(q::<String>(&mut c, &["HGET", "written", "f1"]), "w");
+    assert_eq!(
+        stat(&mut c, "cache_hits"),
+        before + 2,
+        "its meta and the field written"
+    );
     // A big hash that expires is not served past its expiry.
     fill(&mut c, "t");
     q::<i64>(&mut c, &["PEXPIRE", "t", "200"]);
