@@ -667,9 +667,11 @@ impl Cache {
         (!e.pending && (at == 0 || at > now_ms)).then(|| e.known.clone())
     }
 
-    /// The cached copy of hash `key` for a writer that holds the key's lock (see
-    /// [`Cache::held`]), with its expiry.
-    pub fn held_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, CachedHash)> {
+    /// The cached hash `key` for a writer that holds the key's lock (see [`Cache::held`]),
+    /// with its expiry: a small hash whole, or a big hash's meta (its cached fields are then
+    /// current, and the writer's edits go to them with its commit, [`HashUpdate::Fields`]).
+    /// `None` unless `cache-hash-writes` is on, and for a big hash `cache-big-hashes`.
+    pub fn held_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, HashValue)> {
         if !self.enabled() || !self.hash_writes() {
             return None;
         }
@@ -679,33 +681,13 @@ impl Cache {
         match &e.known {
             Known::Present(Hit {
                 expire_at_ms,
-                value: CachedValue::Hash(HashValue::Whole(h)),
+                value: CachedValue::Hash(h),
                 ..
-            }) if !e.pending && (*expire_at_ms == 0 || *expire_at_ms > now_ms) => {
+            }) if !e.pending
+                && (*expire_at_ms == 0 || *expire_at_ms > now_ms)
+                && (matches!(h, HashValue::Whole(_)) || self.big_hashes()) =>
+            {
                 Some((*expire_at_ms, h.clone()))
-            }
-            _ => None,
-        }
-    }
-
-    /// The cached meta of big hash `key` for a writer that holds the key's lock (see
-    /// [`Cache::held`]), with its expiry: its cached fields are then current, and the writer's
-    /// edits go to them with its commit ([`HashUpdate::Fields`]). `None` unless both
-    /// `cache-hash-writes` and `cache-big-hashes` are on.
-    pub fn held_big_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, BigHash)> {
-        if !self.enabled() || !self.hash_writes() || !self.big_hashes() {
-            return None;
-        }
-        let hash = self.hash(db, key);
-        let s = self.cell(hash).shard.lock();
-        let e = &s.entries[s.find(hash, db, key)?];
-        match &e.known {
-            Known::Present(Hit {
-                expire_at_ms,
-                value: CachedValue::Hash(HashValue::Big(h)),
-                ..
-            }) if !e.pending && (*expire_at_ms == 0 || *expire_at_ms > now_ms) => {
-                Some((*expire_at_ms, **h))
             }
             _ => None,
         }
@@ -1435,7 +1417,9 @@ mod tests {
         });
         let t = c.fill_token(0, b"h");
         c.fill_value(t, 0, b"h", Kind::Hash, 0, hash(7, &[("a", "1")]));
-        let (at, held) = c.held_hash(0, b"h", 1).expect("cached");
+        let Some((at, HashValue::Whole(held))) = c.held_hash(0, b"h", 1) else {
+            panic!("cached whole");
+        };
         assert_eq!((at, held.version, held.fields.len()), (0, 7, 1));
         c.begin_write(0, b"h");
         assert!(
@@ -1808,6 +1792,14 @@ mod tests {
         assert_eq!(field_key(1, b"element:000000012345").len(), 21);
     }
 
+    /// The generation of big hash `h` as its writer finds it.
+    fn big_gen(c: &Cache) -> Option<u64> {
+        match c.held_hash(0, b"h", 1)? {
+            (_, HashValue::Big(h)) => Some(h.gen),
+            _ => None,
+        }
+    }
+
     #[test]
     fn a_write_hands_its_field_edits_to_the_cached_fields() {
         let c = Cache::new(CacheSettings::default());
@@ -1816,8 +1808,7 @@ mod tests {
         c.fill_field(t, gen, b"a", Some(b"1"));
         c.fill_field(t, gen, b"b", Some(b"2"));
         // The writer holds the lock: the cached meta and generation are current.
-        let (_, held) = c.held_big_hash(0, b"h", 1).unwrap();
-        assert_eq!(held.gen, gen);
+        assert_eq!(big_gen(&c), Some(gen));
         c.begin_write(0, b"h");
         let edits = vec![
             (b"a".to_vec(), Some(b"x".to_vec())),
@@ -1841,14 +1832,14 @@ mod tests {
         assert_eq!(field(&c, gen, b"a"), Some(Some(b"y".to_vec())));
         assert_eq!(field(&c, gen, b"b"), Some(None));
         assert_eq!(field(&c, gen, b"c"), Some(Some(b"3".to_vec())));
-        assert_eq!(c.held_big_hash(0, b"h", 1).map(|(_, h)| h.gen), Some(gen));
+        assert_eq!(big_gen(&c), Some(gen));
         // Without write-allocate, an uncached field is not added; with hash writes off, the
         // entry is dropped by the write.
         c.set_write_allocate(false);
         c.apply_fields(gen, &[(b"d".to_vec(), Some(b"4".to_vec()))]);
         assert_eq!(field(&c, gen, b"d"), None);
         c.set_hash_writes(false);
-        assert_eq!(c.held_big_hash(0, b"h", 1), None);
+        assert_eq!(c.held_hash(0, b"h", 1), None);
         c.begin_write(0, b"h");
         c.apply_value(
             0,

@@ -21,7 +21,7 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
-use crate::cache::{CachedValue, HashFields, HashUpdate, Hit, Known};
+use crate::cache::{CachedValue, HashFields, HashUpdate, HashValue, Hit, Known};
 use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
@@ -72,7 +72,7 @@ pub type FieldEntry = (Vec<u8>, u64);
 /// A small hash the hot cache holds whole (`cache-hash-writes`, see `Cache::held_hash`) is
 /// written without reading RocksDB: its meta record and committed fields come from the cached
 /// copy, and the commit hands the rebuilt field set to the cache, which replaces its entry. A
-/// big hash the cache holds as its meta (`cache-big-hashes`, see `Cache::held_big_hash`) takes
+/// big hash the cache holds as its meta (`cache-big-hashes`, same method) takes
 /// its meta and the fields the cache holds from there, the others from RocksDB, and the commit
 /// hands its field edits to the cache.
 pub struct CollWrite<'s, 'k> {
@@ -140,9 +140,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let cache = storage.cache();
         let (held, meta) = match kind {
             Kind::Hash => {
-                if let Some((at, hash)) = cache.held_hash(ctx.db(), key, ctx.now_ms) {
+                let held = cache.held_hash(ctx.db(), key, ctx.now_ms);
+                if let Some((at, HashValue::Whole(hash))) = held {
                     (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
-                } else if let Some((at, big)) = cache.held_big_hash(ctx.db(), key, ctx.now_ms) {
+                } else if let Some((at, HashValue::Big(big))) = held {
                     (Some(Held::Big(big.gen)), Some(big.meta(at)))
                 } else {
                     let meta = ctx.write_collection(key, kind)?;
