@@ -455,11 +455,10 @@ impl<'a> HashRead<'a> {
         let Known::Present(hit) = known else {
             return Ok(HashRead::Missing);
         };
-        let meta = hit.to_meta();
         match hit.value {
             CachedValue::Hash(HashValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields)),
             CachedValue::Hash(HashValue::Big(big)) => Ok(HashRead::Big(BigHashRead {
-                meta,
+                meta: big.meta(hit.expire_at_ms),
                 gen: big.gen,
                 token,
                 view: None,
