@@ -492,8 +492,9 @@ impl<'a> BigHashRead<'a> {
     }
 
     /// The values of `fields`, from the cache if it holds them all, else all of them from one
-    /// snapshot (the meta's, or a new one), so the reply shows one state of the hash; those
-    /// read fill the cache unless the hash was written since the token.
+    /// state of the hash: the meta's snapshot, or the latest state (one point read, or one
+    /// MultiGet, which reads all its keys at one sequence number: no snapshot to take and
+    /// release); those read fill the cache unless the hash was written since the token.
     pub(super) fn fields<M: AsRef<[u8]>>(
         &self,
         storage: &Storage,
@@ -511,7 +512,7 @@ impl<'a> BigHashRead<'a> {
         let view = match &self.view {
             Some(v) => v,
             None => {
-                fresh = storage.view_with(wait);
+                fresh = storage.latest_with(wait);
                 &fresh
             }
         };
