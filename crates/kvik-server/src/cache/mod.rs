@@ -1533,7 +1533,9 @@ mod tests {
         }
         // (A one-off whose sketch counters all collide with hot keys' may still get in.)
         assert!(kept[0] >= 45, "with admission: {kept:?}");
-        assert!(kept[1] < 10, "without admission: {kept:?}");
+        // Eviction samples, so without admission a few hot keys escape it by chance: 0-11
+        // of 50 over 300 runs (a bound of 10 failed about one run in 150).
+        assert!(kept[1] < 20, "without admission: {kept:?}");
     }
 
     #[test]
