@@ -57,6 +57,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/pubsub.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/replication.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/io_poll.sh
+	$(BENCH_LOCK) env ROUNDS=1 N=200000 bash bench/hot_key.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -72,6 +73,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/pubsub.sh
 	$(BENCH_LOCK) bash bench/replication.sh
 	$(BENCH_LOCK) bash bench/io_poll.sh
+	$(BENCH_LOCK) bash bench/hot_key.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -105,6 +105,9 @@ pub struct Config {
     pub rtc_backoff: AtomicBool,
     /// `rtc-lock-wait-us` (see `cmd::ctx::io_thread_lock_wait`).
     pub rtc_lock_wait_us: AtomicU64,
+    /// `rtc-lock-retries`: turns an I/O thread tries a command again whose key another thread
+    /// held, before the pool runs it (`net::io_thread`, `Conn::retry`).
+    pub rtc_lock_retries: AtomicU64,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
@@ -1179,9 +1182,17 @@ pub static SETTINGS: &[Setting] = &[
         name: "rtc-lock-wait-us",
         default: "300",
         mutable: true,
-        help: "how long (microseconds) an I/O thread that keeps no key locked for its turn waits for a key another thread holds before it hands the command to a worker (20: as while it keeps some); longer keeps more hot-key writes on the I/O threads at some cost in tail latency",
+        help: "how long (microseconds) an I/O thread that keeps no key locked for its turn waits for a key another thread holds before it puts the command off to a later turn (rtc-lock-retries) or hands it to a worker (20: as while it keeps some); longer keeps more hot-key writes on the I/O threads at some cost in tail latency",
         get: |c| c.rtc_lock_wait_us.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.rtc_lock_wait_us, v, 0, 100_000),
+    },
+    Setting {
+        name: "rtc-lock-retries",
+        default: "8",
+        mutable: true,
+        help: "how many later turns an I/O thread tries a command again whose key another thread held past rtc-lock-wait-us (the holder, another I/O thread's turn, lets go within a turn), before it hands the command and the rest of its pipeline to a worker (0: at once, as before)",
+        get: |c| c.rtc_lock_retries.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.rtc_lock_retries, v, 0, 1_000),
     },
     Setting {
         name: "rtc-backoff",
@@ -1430,6 +1441,7 @@ impl Default for Config {
             rtc_disk_read_slow_us: AtomicU64::new(1000),
             rtc_backoff: AtomicBool::new(true),
             rtc_lock_wait_us: AtomicU64::new(300),
+            rtc_lock_retries: AtomicU64::new(8),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),

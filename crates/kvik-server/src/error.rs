@@ -46,13 +46,26 @@ pub enum ErrorKind {
     /// (a lock, a disk read, a write stall): it stopped before any effect and runs in the pool
     /// instead. Never sent to a client.
     WouldBlock,
+    /// [`ErrorKind::WouldBlock`] because another thread holds a key the command needs (past
+    /// the I/O thread's wait, `cmd::ctx::io_thread_lock_wait`): the holder lets go within a
+    /// turn, so the I/O thread tries the command again on its next turn before it hands it to
+    /// the pool (`rtc-lock-retries`). Never sent to a client.
+    KeyBusy,
 }
 
 impl ErrorKind {
+    /// The command stopped before any effect because it would wait: [`ErrorKind::WouldBlock`]
+    /// or [`ErrorKind::KeyBusy`].
+    pub const fn waits(self) -> bool {
+        matches!(self, ErrorKind::WouldBlock | ErrorKind::KeyBusy)
+    }
+
     /// The code written on the wire before the message.
     pub const fn prefix(self) -> &'static str {
         match self {
-            ErrorKind::Err | ErrorKind::Storage | ErrorKind::WouldBlock => "ERR",
+            ErrorKind::Err | ErrorKind::Storage | ErrorKind::WouldBlock | ErrorKind::KeyBusy => {
+                "ERR"
+            }
             ErrorKind::WrongType => "WRONGTYPE",
             ErrorKind::Moved => "MOVED",
             ErrorKind::Ask => "ASK",
@@ -150,6 +163,8 @@ impl CmdError {
     /// A storage failure (logged here, once).
     /// See [`ErrorKind::WouldBlock`].
     pub const WOULD_BLOCK: CmdError = CmdError::new(ErrorKind::WouldBlock, "would block");
+    /// See [`ErrorKind::KeyBusy`].
+    pub const KEY_BUSY: CmdError = CmdError::new(ErrorKind::KeyBusy, "key busy");
 
     pub fn storage(e: impl fmt::Display) -> CmdError {
         tracing::error!(error = %e, "storage error");

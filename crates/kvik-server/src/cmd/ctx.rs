@@ -16,8 +16,9 @@ use std::sync::atomic::Ordering;
 pub use crate::error::{CmdError, CmdResult, ErrorKind};
 pub use crate::reply::{Args, Reply};
 
-/// How long an I/O thread waits for a key's stripe another thread holds before it hands the
-/// command to the pool. Without any wait, 50 clients writing one hot key (XREADGROUP, XACK of
+/// How long an I/O thread waits for a key's stripe another thread holds before it puts the
+/// command off to a later turn (`rtc-lock-retries`, see `net::io_thread`) or hands it to the
+/// pool. Without any wait, 50 clients writing one hot key (XREADGROUP, XACK of
 /// one stream) collided on every other command and ended up in the pool. A turn keeps the
 /// stripes it wrote until its batch is written (`storage::locks::retain`), longer than 20 us:
 /// with that wait for everything, a quarter to a half of the HSETs of one hot hash went to the
@@ -154,8 +155,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Locks `keys` of the session's database for a read-modify-write (see `storage::locks`).
-    /// On an I/O thread a stripe another thread holds ends the command with WouldBlock, and so
-    /// does a key a client is blocked on: a write to it may make it ready, and serving blocked
+    /// On an I/O thread a stripe another thread holds ends the command with KeyBusy (tried
+    /// again on a later turn), and one a client is blocked on with WouldBlock: a write to it may make it ready, and serving blocked
     /// clients is a worker's job (`blocked::serve`). Holding the stripes makes that answer
     /// stable until the commit, since a client blocks holding its keys' stripes too. While
     /// RocksDB stalls writes, every write goes to a worker: the turn's batch would make the
@@ -173,7 +174,7 @@ impl<'a> Ctx<'a> {
                         keys.iter().map(|k| (self.db(), k.as_ref())),
                         io_thread_lock_wait(self.server),
                     )
-                    .ok_or(CmdError::WOULD_BLOCK)?;
+                    .ok_or(CmdError::KEY_BUSY)?;
                 if self.server.blocking.waits_on_any(self.session.db, keys) {
                     return Err(CmdError::WOULD_BLOCK);
                 }

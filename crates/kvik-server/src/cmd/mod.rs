@@ -278,6 +278,9 @@ pub enum Outcome {
     /// The cache did not hold what the command reads. Nothing happened (no reply, no stats);
     /// run it in the pool with [`Mode::SkipCache`].
     Missed,
+    /// Another thread holds one of its keys (another I/O thread's turn, a worker's command).
+    /// Nothing happened; try it again on a later turn (`rtc-lock-retries`), else in the pool.
+    Contended,
 }
 
 /// Runs one command on a worker and appends its reply to `out`. `mode` is [`Mode::SkipCache`]
@@ -440,7 +443,7 @@ fn execute_cached_entry(
     };
     let db = Ctx::physical_db(server, session);
     let Some(check) = isolation::RtcRead::begin(server, db, entry, args) else {
-        return Outcome::NotServed; // a write of its keys is in progress
+        return Outcome::Contended; // a write of its keys is in progress
     };
     track_reads(server, session, entry, args);
     let mark = out.buf.len();
@@ -449,7 +452,7 @@ fn execute_cached_entry(
     let lookups = ctx.into_lookups();
     if !check.still_whole(server) {
         out.buf.truncate(mark);
-        return Outcome::NotServed;
+        return Outcome::Contended;
     }
     session.client.last_cmd.store(entry.id, Ordering::Relaxed);
     let result = match result {
@@ -496,22 +499,27 @@ fn run_here(
             .fetch_add(1, Ordering::Relaxed);
         return would_block;
     }
-    let fall_back = |server: &Server| {
+    // `contended`: another thread holds one of its keys (tried again on a later turn).
+    let fall_back = |server: &Server, contended: bool| {
         server.stats.rtc_fallbacks.fetch_add(1, Ordering::Relaxed);
         if backoff {
             rtc_backoff::record(entry.id, true);
         }
-        would_block
+        if contended {
+            Outcome::Contended
+        } else {
+            would_block
+        }
     };
     let db = Ctx::physical_db(server, session);
     let (_reading, check) = if entry.spec.rtc_nowait_read || entry.spec.rtc_storage {
         let Some(check) = isolation::RtcRead::begin_stored(server, db, entry, args) else {
-            return fall_back(server); // a writer holds one of its keys
+            return fall_back(server, true); // a writer holds one of its keys
         };
         (None, Some(check))
     } else {
         let Ok(reading) = isolation::try_lock_read_keys(server, db, entry, args) else {
-            return fall_back(server);
+            return fall_back(server, true);
         };
         (reading, None)
     };
@@ -531,9 +539,11 @@ fn run_here(
                 .fetch_add(1, Ordering::Relaxed);
         }
     }
-    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
-        out.buf.truncate(mark);
-        return fall_back(server);
+    if let Err(e) = &result {
+        if e.kind.waits() {
+            out.buf.truncate(mark);
+            return fall_back(server, e.kind == ErrorKind::KeyBusy);
+        }
     }
     if backoff {
         rtc_backoff::record(entry.id, false);
@@ -568,7 +578,7 @@ fn run_keyless(
         cache_asked: false,
     };
     let result = call_handler(server, session, out, entry, args, mode, None, start);
-    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+    if matches!(&result, Err(e) if e.kind.waits()) {
         debug_assert!(false, "{} would wait on an I/O thread", entry.full_name);
         out.buf.truncate(mark);
         return Outcome::NotServed;
@@ -828,7 +838,7 @@ pub(crate) fn try_run_entry(
         cache_asked: false,
     };
     let result = call_handler(server, session, out, entry, args, mode, None, start);
-    if matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+    if matches!(&result, Err(e) if e.kind.waits()) {
         out.buf.truncate(mark);
         return false;
     }
@@ -871,9 +881,9 @@ fn call_handler(
     };
     let mut result = (entry.spec.handler)(&mut ctx, args);
     if check.is_some_and(|c| !c.still_whole(server)) {
-        result = Err(CmdError::WOULD_BLOCK);
+        result = Err(CmdError::KEY_BUSY);
     }
-    if !matches!(&result, Err(e) if e.kind == ErrorKind::WouldBlock) {
+    if !matches!(&result, Err(e) if e.kind.waits()) {
         ctx.deferred_lookups.publish(&server.stats);
     }
     result

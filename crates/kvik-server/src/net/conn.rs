@@ -67,6 +67,12 @@ pub struct Conn {
     /// Commands parsed but not yet run: the tail of a job that stopped early because its
     /// replies passed [`OUTPUT_BACKPRESSURE`]. They run, in order, before anything new is parsed.
     pub leftover: Vec<Vec<Bytes>>,
+    /// Commands parsed but not yet run because the first one found a key another thread held
+    /// ([`crate::cmd::Outcome::Contended`]): the I/O thread runs them on its next turn, once
+    /// its own turn has let its keys go, before anything new is parsed.
+    pub retry: Vec<Vec<Bytes>>,
+    /// Turns in a row the head of `retry` was put off (bounded by `rtc-lock-retries`).
+    pub retries: u32,
     /// Argument vectors of commands answered on the I/O thread, for the next requests.
     pub spare: SpareArgs,
     /// When the output buffer first exceeded the soft limit.
@@ -93,6 +99,8 @@ impl Conn {
             throttled: false,
             pending_error: None,
             leftover: Vec::new(),
+            retry: Vec::new(),
+            retries: 0,
             spare: SpareArgs::default(),
             soft_limit_since: None,
             wake: None,

@@ -13,6 +13,13 @@
 //! turn that served requests, the thread polls a little longer without sleeping
 //! ([`IoThread::poll_spinning`]), so the next request under load costs no wake-up.
 //!
+//! A command whose key another thread holds past the thread's short wait (another I/O thread's
+//! turn keeps the keys it wrote until its batch is written) is not handed to the pool at once:
+//! it and the rest of its run wait in [`Conn::retry`] for this thread's next turn, after this
+//! turn's batch let its own keys go (`rtc-lock-retries` turns, then the pool). A worker runs
+//! each write as its own commit and would queue behind the same key, so under one hot key
+//! written from both I/O threads the pool was slower and set the tail.
+//!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
 //!
@@ -64,6 +71,8 @@ pub struct IoThread {
     next_owner: usize,
     /// Connections to drive again without waiting for an event (see the module doc).
     again: Vec<Token>,
+    /// Connections whose [`Conn::retry`] runs on the next turn.
+    retry_next: Vec<Token>,
     /// Where every socket read of this thread lands before it is appended to a query buffer.
     scratch: Box<[u8]>,
     /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
@@ -185,6 +194,7 @@ impl IoThread {
             next_token: 0,
             next_owner: 0,
             again: Vec::new(),
+            retry_next: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
             by_id: HashMap::new(),
@@ -203,9 +213,10 @@ impl IoThread {
         let server = self.server.clone();
         let mut busy = false;
         loop {
-            let found = busy && self.again.is_empty() && self.poll_spinning(&mut events);
+            let waiting = !self.again.is_empty() || !self.retry_next.is_empty();
+            let found = busy && !waiting && self.poll_spinning(&mut events);
             if !found {
-                let timeout = if self.again.is_empty() {
+                let timeout = if !waiting {
                     Duration::from_millis(100)
                 } else {
                     Duration::ZERO
@@ -219,6 +230,11 @@ impl IoThread {
             }
             busy = !events.is_empty();
             let turn = TurnWrites::begin(&server);
+            // First, while this turn keeps no key locked (the longer wait applies).
+            for t in std::mem::take(&mut self.retry_next) {
+                self.drive(t);
+                self.turn_failed |= !TurnWrites::settle(&server, true);
+            }
             for event in events.iter() {
                 match event.token() {
                     WAKER => {}
@@ -534,7 +550,7 @@ impl IoThread {
                 conn.throttled = true; // write_out drives it again once the client reads
                 break;
             }
-            if !conn.leftover.is_empty() {
+            if conn.retry.is_empty() && !conn.leftover.is_empty() {
                 if cmd::still_paused(&server, conn.session.as_mut().expect("not in pool")) {
                     if !self.held.contains(&token) {
                         self.held.push(token);
@@ -556,7 +572,11 @@ impl IoThread {
             // Before AUTH succeeds, one request at a time: the pre-authentication limits must
             // apply only to requests that really arrive before authentication, as in Redis.
             let max_run = if session.authenticated { MAX_RUN } else { 1 };
-            let mut run = conn.parse_run(&limits, max_run);
+            let mut run = if conn.retry.is_empty() {
+                conn.parse_run(&limits, max_run)
+            } else {
+                std::mem::take(&mut conn.retry)
+            };
             if !run.is_empty() {
                 // Pushes (pub/sub, tracking invalidations) queued before these commands were
                 // read go out before their replies, as in Redis.
@@ -567,6 +587,7 @@ impl IoThread {
                 // Run-to-completion: answer the leading cache hits here; the first command that
                 // is not an rtc hit, and everything after it, goes to the pool in order.
                 let mut first_mode = Mode::Normal;
+                let mut contended = false;
                 if server.config.rtc_read.load(Relaxed) || server.config.rtc_write.load(Relaxed) {
                     let session = conn.session.as_mut().expect("not in pool");
                     let mut reply = Reply {
@@ -580,6 +601,10 @@ impl IoThread {
                             Outcome::NotServed => break,
                             Outcome::Missed => {
                                 first_mode = Mode::SkipCache;
+                                break;
+                            }
+                            Outcome::Contended => {
+                                contended = true;
                                 break;
                             }
                         }
@@ -597,6 +622,17 @@ impl IoThread {
                     for args in run.drain(..served) {
                         conn.spare.give_args(args);
                     }
+                    if served > 0 {
+                        conn.retries = 0;
+                    }
+                    let limit = server.config.rtc_lock_retries.load(Relaxed);
+                    if contended && u64::from(conn.retries) < limit {
+                        conn.retries += 1;
+                        server.stats.rtc_lock_retries.fetch_add(1, Relaxed);
+                        conn.retry = run;
+                        self.retry_next.push(token);
+                        break;
+                    }
                     if run.is_empty() {
                         conn.spare.give_run(run);
                         continue;
@@ -609,6 +645,7 @@ impl IoThread {
                         continue;
                     }
                 }
+                conn.retries = 0;
                 let session = conn.session.take().expect("not in pool");
                 self.turn_failed |= !TurnWrites::settle(&server, false);
                 submit_run(&server, &self.pool, home, token, session, run, first_mode);

@@ -40,6 +40,9 @@ pub struct Stats {
     pub rtc_commands: AtomicU64,
     /// Run-to-completion tries on an I/O thread that would have waited and went to the pool.
     pub rtc_fallbacks: AtomicU64,
+    /// Of those, the ones put off to the I/O thread's next turn (a key another thread held;
+    /// `rtc-lock-retries`) instead of going to the pool.
+    pub rtc_lock_retries: AtomicU64,
     /// Commands sent to the pool untried because their tries kept falling back
     /// (`cmd::rtc_backoff`).
     pub rtc_backoff_skips: AtomicU64,
@@ -81,6 +84,7 @@ impl Stats {
             net_output_bytes: AtomicU64::new(0),
             rtc_commands: AtomicU64::new(0),
             rtc_fallbacks: AtomicU64::new(0),
+            rtc_lock_retries: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
             rtc_disk_gate_closes: AtomicU64::new(0),
             rtc_script_budget_aborts: AtomicU64::new(0),
@@ -172,6 +176,7 @@ impl Stats {
             &self.net_output_bytes,
             &self.rtc_commands,
             &self.rtc_fallbacks,
+            &self.rtc_lock_retries,
             &self.rtc_backoff_skips,
             &self.rtc_disk_gate_closes,
             &self.rtc_script_budget_aborts,

@@ -25,6 +25,7 @@ mod family_rtc;
 mod group_commit;
 mod hash_field_expiry;
 mod hashes;
+mod hot_keys;
 mod io_poll;
 mod keycount;
 mod keys;

@@ -346,7 +346,7 @@ fn run(
         let guard = server
             .storage
             .try_lock_in_for(keys.iter().map(|k| (db, *k)), io_thread_lock_wait(server))
-            .ok_or(CmdError::WOULD_BLOCK)?;
+            .ok_or(CmdError::KEY_BUSY)?;
         // Waking a blocked client is a worker's job.
         if server.blocking.waits_on_any(session.db, keys) {
             return Err(CmdError::WOULD_BLOCK);
@@ -427,7 +427,7 @@ fn run(
         // I/O thread, a write that would stall: the pool runs it again).
         out.buf.truncate(reply_start);
         let e = CmdError::from(e);
-        if e.kind == ErrorKind::WouldBlock {
+        if e.kind.waits() {
             return Err(e);
         }
         out.error(&e);

@@ -1,0 +1,143 @@
+//! One key written by many connections at once (`rtc-lock-retries`): a command whose key
+//! another thread holds is tried again on the I/O thread's next turns, then handed to a worker;
+//! either way every write happens once, each connection's commands keep their order, and the
+//! retries are counted in INFO (`rtc_lock_retries`).
+
+use crate::common::*;
+use redis::Connection;
+use std::time::{Duration, Instant};
+
+/// A script that increments KEYS[1], then keeps running (holding the key's lock on a worker,
+/// once past the I/O thread's budget) for ARGV[1] milliseconds.
+const HOLD: &str = "redis.call('incr', KEYS[1]) \
+    local t = redis.call('time') local start = t[1] * 1000 + t[2] / 1000 \
+    repeat t = redis.call('time') until t[1] * 1000 + t[2] / 1000 - start >= tonumber(ARGV[1]) \
+    return 1";
+
+/// Starts HOLD on `key` for `ms` from a connection of its own, and returns once a worker runs
+/// it (the I/O thread's try ended at its budget: `rtc_script_budget_aborts` went up). Each
+/// call's script differs by a comment: an I/O thread sends a script it saw run long straight
+/// to the pool, which would not count an abort.
+fn hold_on_a_worker(s: &TestServer, key: &str, ms: u64) -> std::thread::JoinHandle<()> {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let script = format!("{HOLD} -- {call}");
+    let mut watcher = s.client();
+    let aborts = stat(&mut watcher, "rtc_script_budget_aborts");
+    let mut holder = s.client();
+    let key = key.to_string();
+    let held = std::thread::spawn(move || {
+        let _: i64 = redis::cmd("EVAL")
+            .arg(script)
+            .arg(1)
+            .arg(&key)
+            .arg(ms)
+            .query(&mut holder)
+            .unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stat(&mut watcher, "rtc_script_budget_aborts") == aborts {
+        assert!(
+            Instant::now() < deadline,
+            "the script never left the I/O thread"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20)); // the worker has taken the key by now
+    held
+}
+
+/// A write of a key a worker holds is tried again on `rtc-lock-retries` later turns (counted
+/// exactly), then runs on a worker after the holder; with the setting at 0 it goes to the
+/// worker at once.
+#[test]
+fn a_write_of_a_held_key_is_tried_again_on_later_turns_then_by_a_worker() {
+    let s = TestServer::start_with(&["--io-threads", "2"]);
+    let mut c = s.client();
+    for (retries, expect) in [(8u64, 2i64), (3, 4), (0, 6)] {
+        let _: () = q(
+            &mut c,
+            &["CONFIG", "SET", "rtc-lock-retries", &retries.to_string()],
+        );
+        let before = stat(&mut c, "rtc_lock_retries");
+        let held = hold_on_a_worker(&s, "k", 400);
+        let mut writer = s.client();
+        let n: i64 = q(&mut writer, &["INCR", "k"]);
+        held.join().unwrap();
+        assert_eq!(n, expect, "the INCR ran after the holder's");
+        assert_eq!(
+            stat(&mut c, "rtc_lock_retries") - before,
+            retries,
+            "tries again with rtc-lock-retries {retries}"
+        );
+    }
+}
+
+/// Connections pipelining writes and reads of one hot key and one hot hash, while a worker
+/// holds the key for a while (so runs wait in the I/O threads' retries, and some reach the
+/// pool): every INCR reply is distinct, each connection's are increasing, and each
+/// connection reads back its own last write, as sequential execution would return.
+#[test]
+fn pipelined_writers_of_one_key_lose_nothing_and_keep_their_order() {
+    let s = TestServer::start_with(&["--io-threads", "2"]);
+    let mut c = s.client();
+    let before = stat(&mut c, "rtc_lock_retries");
+    const CONNS: usize = 12;
+    const ROUNDS: usize = 40;
+    const DEPTH: usize = 8;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(CONNS + 1));
+    let writers: Vec<_> = (0..CONNS)
+        .map(|w| {
+            let mut con: Connection = s.client();
+            let go = go.clone();
+            std::thread::spawn(move || {
+                go.wait();
+                let mut seen = Vec::new();
+                for r in 0..ROUNDS {
+                    let mut p = redis::pipe();
+                    for d in 0..DEPTH {
+                        let v = format!("{w}-{r}-{d}");
+                        p.cmd("INCR").arg("hot");
+                        p.cmd("HSET").arg("h").arg(format!("f{w}")).arg(&v);
+                        p.cmd("HGET").arg("h").arg(format!("f{w}"));
+                    }
+                    let replies: Vec<redis::Value> = p.query(&mut con).unwrap();
+                    for (d, triple) in replies.chunks(3).enumerate() {
+                        let redis::Value::Int(n) = triple[0] else {
+                            panic!("INCR replied {:?}", triple[0]);
+                        };
+                        seen.push(n);
+                        let v = format!("{w}-{r}-{d}");
+                        assert_eq!(
+                            triple[2],
+                            redis::Value::BulkString(v.into_bytes()),
+                            "connection {w} read back another write than its last"
+                        );
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    let held = hold_on_a_worker(&s, "hot", 200);
+    go.wait();
+    let mut all = Vec::new();
+    for w in writers {
+        let seen = w.join().unwrap();
+        assert!(
+            seen.windows(2).all(|p| p[0] < p[1]),
+            "one connection's INCRs out of order"
+        );
+        all.extend(seen);
+    }
+    held.join().unwrap();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), CONNS * ROUNDS * DEPTH, "two INCRs got one value");
+    let total: i64 = q(&mut c, &["GET", "hot"]);
+    assert_eq!(total as usize, CONNS * ROUNDS * DEPTH + 1);
+    assert!(
+        stat(&mut c, "rtc_lock_retries") > before,
+        "no command waited in a retry"
+    );
+}
