@@ -47,8 +47,8 @@ pub enum ErrorKind {
     /// instead. Never sent to a client.
     WouldBlock,
     /// [`ErrorKind::WouldBlock`] because another thread holds a key the command needs (past
-    /// the I/O thread's wait, `cmd::ctx::io_thread_lock_wait`): the holder lets go within a
-    /// turn, so the I/O thread tries the command again on its next turn before it hands it to
+    /// the I/O thread's wait, `cmd::ctx::io_thread_lock_wait`), or wrote one while a read
+    /// without its lock ran (`cmd::isolation::RtcRead`): the holder lets go within a turn, so the I/O thread tries the command again on its next turn before it hands it to
     /// the pool (`rtc-lock-retries`). Never sent to a client.
     KeyBusy,
 }

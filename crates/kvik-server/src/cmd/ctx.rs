@@ -156,8 +156,8 @@ impl<'a> Ctx<'a> {
 
     /// Locks `keys` of the session's database for a read-modify-write (see `storage::locks`).
     /// On an I/O thread a stripe another thread holds ends the command with KeyBusy (tried
-    /// again on a later turn), and one a client is blocked on with WouldBlock: a write to it may make it ready, and serving blocked
-    /// clients is a worker's job (`blocked::serve`). Holding the stripes makes that answer
+    /// again on a later turn), and a key a client is blocked on with WouldBlock: a write to it
+    /// may make it ready, and serving blocked clients is a worker's job (`blocked::serve`). Holding the stripes makes that answer
     /// stable until the commit, since a client blocks holding its keys' stripes too. While
     /// RocksDB stalls writes, every write goes to a worker: the turn's batch would make the
     /// I/O thread wait out the stall, its other clients with it (`storage::health`).
