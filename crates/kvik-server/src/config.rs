@@ -112,6 +112,9 @@ pub struct Config {
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
     pub cache_big_hashes: AtomicBool,
+    /// `cache-prefetch`: before an I/O thread runs a pipelined run, it asks the CPU for the
+    /// hot-cache lines its keys will read (`Cache::prefetch`).
+    pub cache_prefetch: AtomicBool,
     pub cache_admission: AtomicBool,
     pub wal_flush_hold: AtomicBool,
     /// `cluster-*` settings (see `crate::cluster`).
@@ -1078,6 +1081,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-prefetch",
+        default: "yes",
+        mutable: true,
+        help: "before an I/O thread runs the commands of a pipelined read, it asks the CPU for the hot-cache lines their keys will read, all at once, so their memory latencies overlap; no: each lookup waits for its own",
+        get: |c| if c.cache_prefetch.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_prefetch.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-fill-delay-us",
         default: "0",
         mutable: true,
@@ -1447,6 +1461,7 @@ impl Default for Config {
             cache_hash_writes: AtomicBool::new(true),
             cache_big_hashes: AtomicBool::new(true),
             cache_admission: AtomicBool::new(true),
+            cache_prefetch: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
             cluster: Default::default(),
             pubsub: Default::default(),

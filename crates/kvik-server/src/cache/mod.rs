@@ -45,6 +45,7 @@
 
 mod admission;
 mod fields;
+mod index;
 #[cfg(test)]
 mod sim;
 
@@ -53,20 +54,24 @@ pub use fields::FieldSet;
 use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
 use bytes::Bytes;
-use hashbrown::HashTable;
+use index::{Index, SlotsAt};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::Arc;
 
 /// Entries examined per eviction.
 pub const SAMPLES: usize = 5;
-/// Bytes counted per entry on top of its key and value: the entry, its index slot and the
-/// index's spare capacity, rounded up.
-pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + 8;
+/// Bytes counted per entry on top of its key and value: the entry, its index slot (8 bytes)
+/// and the index's spare capacity (a quarter to five eighths of the slots), rounded up.
+pub const ENTRY_OVERHEAD: usize = std::mem::size_of::<Entry>() + 16;
 /// Keys up to this length live inside their entry (most keys do); longer ones on the heap.
 const INLINE_KEY: usize = 24;
 /// Write-epoch stripes per shard.
 const STRIPES: usize = 64;
+/// Keys one [`Cache::prefetch`] hints at (the first of a longer run): each brings three or
+/// four lines, and more lines than the L1 cache holds would push out the first before use.
+const PREFETCH_KEYS: usize = 64;
 /// LFU: initial counter of a new entry (Redis's LFU_INIT_VAL).
 const LFU_INIT: u8 = 5;
 /// The database the fields of big hashes are cached under (see [`BigHash`]): storage's
@@ -254,6 +259,15 @@ impl Known {
     }
 }
 
+/// A key a pipelined run will look up ([`Cache::prefetch`]), and the fields of it a hash read
+/// will look up if it is a big hash cached field by field.
+#[derive(Clone, Copy, Debug)]
+pub struct Prefetch<'a> {
+    pub db: u16,
+    pub key: &'a [u8],
+    pub fields: &'a [Bytes],
+}
+
 /// The write epoch of a key, read before a RocksDB read that may fill the cache.
 #[derive(Clone, Copy, Debug)]
 pub struct FillToken {
@@ -267,21 +281,22 @@ struct Entry {
     db: u16,
     key: SmallVec<[u8; INLINE_KEY]>,
     known: Known,
-    size: usize,
+    /// Bytes counted for it (at most a quarter of a shard's budget, see [`Cache::cacheable`]).
+    size: u32,
     /// Shard clock at the last access.
     tick: u32,
     /// LFU counter.
     freq: u8,
     /// Unix seconds (coarse) of the last access (OBJECT IDLETIME).
-    last_s: u64,
+    last_s: u32,
     /// A write of this key is between its RocksDB write and its cache update: not served.
     pending: bool,
 }
 
 #[derive(Default)]
 struct Shard {
-    /// Entry hash -> index into `entries` (see [`Shard::find`]).
-    index: HashTable<u32>,
+    /// Entry hash -> position in `entries` (see [`Shard::find`]).
+    index: Index,
     entries: Vec<Entry>,
     used: usize,
     clock: u32,
@@ -301,6 +316,8 @@ const WRITE_IN_FLIGHT: u64 = 1 << 40;
 struct ShardCell {
     shard: Mutex<Shard>,
     epochs: [AtomicU64; STRIPES],
+    /// Where the shard's index slots are, for [`Cache::prefetch`] without the lock.
+    slots_at: Arc<SlotsAt>,
 }
 
 /// Counters for INFO.
@@ -401,12 +418,16 @@ impl Cache {
         let seed = rand::random::<u64>() | 1;
         Cache {
             shards: (0..n)
-                .map(|i| ShardCell {
-                    shard: Mutex::new(Shard {
+                .map(|i| {
+                    let shard = Shard {
                         rng: seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                         ..Default::default()
-                    }),
-                    epochs: std::array::from_fn(|_| AtomicU64::new(0)),
+                    };
+                    ShardCell {
+                        slots_at: shard.index.slots_at(),
+                        shard: Mutex::new(shard),
+                        epochs: std::array::from_fn(|_| AtomicU64::new(0)),
+                    }
                 })
                 .collect(),
             enabled: AtomicBool::new(s.enabled),
@@ -620,7 +641,7 @@ impl Cache {
                         e.freq = lfu_incr(e.freq, draw);
                     }
                     e.tick = clock;
-                    e.last_s = crate::clock::coarse_secs();
+                    e.last_s = crate::clock::coarse_secs() as u32;
                     Some(f(&e.known))
                 }
             }
@@ -632,6 +653,88 @@ impl Cache {
         };
         counter.fetch_add(1, Relaxed);
         found
+    }
+
+    /// Asks the CPU for the cache lines that looking up `keys` will read, all keys at once, so
+    /// their memory latencies overlap instead of adding up (a pipelined run's lookups otherwise
+    /// wait for three or four misses each, one after the other: slot, entry, value). Passes
+    /// that each hint at what the previous one brought the address of: the keys' index slots
+    /// (no lock), the entries the slots name, a string's value; for a big hash, the same three
+    /// for the cached fields named in its [`Prefetch::fields`]. Changes and counts nothing; a
+    /// key not cached costs its slot line.
+    pub fn prefetch(&self, keys: &[Prefetch<'_>]) {
+        if !self.enabled() || keys.is_empty() {
+            return;
+        }
+        let keys = &keys[..keys.len().min(PREFETCH_KEYS)];
+        let lookups: SmallVec<[(u64, u16, &[u8]); PREFETCH_KEYS]> = keys
+            .iter()
+            .map(|k| (self.hash(k.db, k.key), k.db, k.key))
+            .collect();
+        let mut field_keys: SmallVec<[SmallVec<[u8; 48]>; PREFETCH_KEYS]> = SmallVec::new();
+        self.prefetch_lookups(&lookups, |i, known| match known {
+            Known::Present(Hit {
+                value: CachedValue::Str(v),
+                ..
+            }) => index::prefetch(v.as_ptr()),
+            Known::Present(Hit {
+                value: CachedValue::Hash(HashValue::Big(b)),
+                ..
+            }) => {
+                let room = PREFETCH_KEYS - field_keys.len();
+                field_keys.extend(
+                    keys[i]
+                        .fields
+                        .iter()
+                        .take(room)
+                        .map(|f| field_key(b.gen, f)),
+                );
+            }
+            _ => {}
+        });
+        if field_keys.is_empty() {
+            return;
+        }
+        let lookups: SmallVec<[(u64, u16, &[u8]); PREFETCH_KEYS]> = field_keys
+            .iter()
+            .map(|k| (self.hash(FIELDS, k), FIELDS, &k[..]))
+            .collect();
+        self.prefetch_lookups(&lookups, |_, known| {
+            if let Known::Present(Hit {
+                value: CachedValue::Str(v),
+                ..
+            }) = known
+            {
+                index::prefetch(v.as_ptr());
+            }
+        });
+    }
+
+    /// [`Cache::prefetch`]'s passes over `(hash, db, key)` lookups: slots, then entries, then
+    /// `found` with each lookup's cached entry (under its shard's lock: it may only hint).
+    fn prefetch_lookups(
+        &self,
+        lookups: &[(u64, u16, &[u8])],
+        mut found: impl FnMut(usize, &Known),
+    ) {
+        for &(hash, _, _) in lookups {
+            self.cell(hash).slots_at.prefetch(hash);
+        }
+        for &(hash, _, _) in lookups {
+            let s = self.cell(hash).shard.lock();
+            s.index.candidates(hash, |i| {
+                // An entry may span three lines; the lookup reads its first and last.
+                let at = s.entries.as_ptr().wrapping_add(i);
+                index::prefetch(at);
+                index::prefetch(at.wrapping_add(1).cast::<u8>().wrapping_sub(1));
+            });
+        }
+        for (n, &(hash, db, key)) in lookups.iter().enumerate() {
+            let s = self.cell(hash).shard.lock();
+            if let Some(i) = s.find(hash, db, key) {
+                found(n, &s.entries[i].known);
+            }
+        }
     }
 
     /// Whether `key` exists and its expiry, if the cache holds it and no write of it is in
@@ -756,7 +859,10 @@ impl Cache {
         let s = self.cell(hash).shard.lock();
         let e = &s.entries[s.find(hash, db, key)?];
         let decay = decay_period(s.entries.len());
-        Some((lfu_decayed(e.freq, e.tick, s.clock, decay), e.last_s))
+        Some((
+            lfu_decayed(e.freq, e.tick, s.clock, decay),
+            u64::from(e.last_s),
+        ))
     }
 
     /// Whether the cache may hold `key` at all (enabled, key short enough).
@@ -1188,31 +1294,25 @@ impl Shard {
     /// The entry of `key` in `db`, whose [`Cache::hash`] is `hash`.
     fn find(&self, hash: u64, db: u16, key: &[u8]) -> Option<usize> {
         let entries = &self.entries;
-        self.index
-            .find(index_hash(hash), |&i| {
-                let e = &entries[i as usize];
-                e.hash == hash && e.db == db && e.key[..] == *key
-            })
-            .map(|&i| i as usize)
+        self.index.find(hash, |i| {
+            let e = &entries[i];
+            e.hash == hash && e.db == db && e.key[..] == *key
+        })
     }
 
     /// Adds an entry for a key [`Shard::find`] does not hold.
     fn insert(&mut self, hash: u64, db: u16, key: &[u8], known: Known, size: usize) {
-        let i = self.entries.len() as u32;
-        let entries = &self.entries;
-        self.index.insert_unique(index_hash(hash), i, |&j| {
-            index_hash(entries[j as usize].hash)
-        });
+        self.index.insert(hash, self.entries.len());
         self.clock = self.clock.wrapping_add(1);
         self.entries.push(Entry {
             hash,
             db,
             key: SmallVec::from_slice(key),
             known,
-            size,
+            size: size as u32,
             tick: self.clock,
             freq: LFU_INIT,
-            last_s: crate::clock::coarse_secs(),
+            last_s: crate::clock::coarse_secs() as u32,
             pending: false,
         });
         self.used += size;
@@ -1223,10 +1323,10 @@ impl Shard {
     fn replace_at(&mut self, i: usize, known: Known, size: usize) {
         self.clock = self.clock.wrapping_add(1);
         let e = &mut self.entries[i];
-        let old = std::mem::replace(&mut e.size, size);
+        let old = std::mem::replace(&mut e.size, size as u32) as usize;
         e.known = known;
         e.tick = self.clock;
-        e.last_s = crate::clock::coarse_secs();
+        e.last_s = crate::clock::coarse_secs() as u32;
         e.pending = false;
         self.used = self.used - old + size;
     }
@@ -1235,27 +1335,12 @@ impl Shard {
     fn remove_at(&mut self, i: usize) {
         let last = self.entries.len() - 1;
         let e = self.entries.swap_remove(i);
-        self.used -= e.size;
-        if let Ok(slot) = self
-            .index
-            .find_entry(index_hash(e.hash), |&j| j as usize == i)
-        {
-            slot.remove();
-        }
+        self.used -= e.size as usize;
+        self.index.remove(e.hash, i);
         if i < last {
-            let moved = index_hash(self.entries[i].hash);
-            if let Some(slot) = self.index.find_mut(moved, |&j| j as usize == last) {
-                *slot = i as u32;
-            }
+            self.index.repoint(self.entries[i].hash, last, i);
         }
     }
-}
-
-/// The index's hash of an entry hash. The shard was picked by the entry hash's low bits (a
-/// remainder), so within a shard they are alike; the table's bucket comes from low bits, so it
-/// takes them from the other half.
-fn index_hash(hash: u64) -> u64 {
-    hash.rotate_left(32)
 }
 
 fn entry_size(key: &[u8], known: &Known) -> usize {
@@ -1800,6 +1885,63 @@ mod tests {
             (_, HashValue::Big(h)) => Some(h.gen),
             _ => None,
         }
+    }
+
+    /// Prefetching is only a hint: over strings, an expired entry, an absent key, a big hash
+    /// and its fields (cached, absent, not cached) and a key not cached, it changes no entry
+    /// and counts no lookup.
+    #[test]
+    fn prefetch_changes_and_counts_nothing() {
+        let c = Cache::new(CacheSettings::default());
+        for (key, expire) in [(&b"k"[..], 0), (b"old", 5)] {
+            let t = c.fill_token(0, key);
+            c.fill(
+                t,
+                0,
+                key,
+                &Meta {
+                    expire_at_ms: expire,
+                    ..s("v")
+                },
+                1,
+            );
+        }
+        let t = c.fill_token(0, b"none");
+        c.fill_absent(t, 0, b"none");
+        let t = c.fill_token(0, b"h");
+        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)).unwrap();
+        c.fill_field(t, gen, b"a", Some(b"1"));
+        c.fill_field(t, gen, b"gone", None);
+        let entries = c.entries();
+        let fields = [
+            Bytes::from_static(b"a"),
+            Bytes::from_static(b"gone"),
+            Bytes::from_static(b"b"),
+        ];
+        let keys: Vec<Prefetch> = [&b"k"[..], b"old", b"none", b"h", b"never"]
+            .into_iter()
+            .map(|key| Prefetch {
+                db: 0,
+                key,
+                fields: &fields,
+            })
+            .collect();
+        for _ in 0..3 {
+            c.prefetch(&keys);
+        }
+        assert_eq!(
+            c.entries(),
+            entries,
+            "the expired entry stays until a lookup drops it"
+        );
+        assert_eq!(c.stats.hits.load(Relaxed), 0);
+        assert_eq!(c.stats.misses.load(Relaxed), 0);
+        assert_eq!(str_of(c.get(0, b"k", 10)), Some(b"v".to_vec()));
+        assert_eq!(c.get(0, b"old", 10), None, "expired");
+        assert_eq!(c.get(0, b"none", 10), Some(Known::Absent));
+        assert_eq!(field(&c, gen, b"a"), Some(Some(b"1".to_vec())));
+        assert_eq!(field(&c, gen, b"gone"), Some(None));
+        assert_eq!(field(&c, gen, b"b"), None);
     }
 
     #[test]

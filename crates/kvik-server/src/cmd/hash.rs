@@ -67,12 +67,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hget", 3, READ_FAST, KeySpec::ONE, |c, a| hget(c, a))
         .rtc(|c, a| hget(c, a))
+        .fields_at(2)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the value of a field in a hash.", "2.0.0", "O(1)"),
     CommandSpec::new("hmget", -3, READ_FAST, KeySpec::ONE, |c, a| hmget(c, a))
         .rtc(|c, a| hmget(c, a))
+        .fields_at(2)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
@@ -112,6 +114,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns the number of fields in a hash.", "2.0.0", "O(1)"),
     CommandSpec::new("hstrlen", 3, READ_FAST, KeySpec::ONE, |c, a| hstrlen(c, a))
         .rtc(|c, a| hstrlen(c, a))
+        .fields_at(2)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
@@ -122,6 +125,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hexists", 3, READ_FAST, KeySpec::ONE, |c, a| hexists(c, a))
         .rtc(|c, a| hexists(c, a))
+        .fields_at(2)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")

@@ -391,6 +391,40 @@ pub fn execute_cached(
     outcome
 }
 
+/// Before an I/O thread runs a pipelined `run` with [`execute_cached`]: asks the CPU for the
+/// hot-cache lines the keys of its cached reads and writes will look up, all at once
+/// ([`crate::cache::Cache::prefetch`], `cache-prefetch`). Keys (and a hash read's fields)
+/// come from each command's spec; a command that is not the cache's (or moves its keys) adds
+/// none.
+pub fn prefetch_run(server: &Server, session: &Session, run: &[Vec<bytes::Bytes>]) {
+    if run.len() < 2 || !server.config.cache_prefetch.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut keys: smallvec::SmallVec<[crate::cache::Prefetch<'_>; 32]> = smallvec::SmallVec::new();
+    for args in run {
+        let Some(entry) = table().lookup(&args[0]) else {
+            continue;
+        };
+        let spec = &entry.spec;
+        if (spec.rtc.is_none() && !spec.rtc_write) || spec.keys_fn.is_some() {
+            continue;
+        }
+        let fields = args
+            .get(usize::from(spec.fields_at).max(1)..)
+            .unwrap_or_default();
+        keys.extend(
+            spec.keys
+                .positions(args.len())
+                .map(|i| crate::cache::Prefetch {
+                    db: session.db,
+                    key: &args[i],
+                    fields: if spec.fields_at > 0 { fields } else { &[] },
+                }),
+        );
+    }
+    server.storage.cache().prefetch(&keys);
+}
+
 /// [`execute_cached`] once the entry is resolved.
 fn execute_cached_entry(
     server: &Server,

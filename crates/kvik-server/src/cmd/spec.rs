@@ -275,6 +275,10 @@ pub struct CommandSpec {
     pub keys_fn: Option<KeysFn>,
     /// How the command changes the hot cache; every write declares one (see [`CacheEffect`]).
     pub cache: CacheEffect,
+    /// For a hash read answered from a big hash's cached fields (HGET, HMGET, HEXISTS,
+    /// HSTRLEN): where its field arguments start, so a pipelined run can prefetch their
+    /// entries (`cmd::prefetch_run`); 0 for every other command.
+    pub fields_at: u8,
     /// Run to completion: the handler that answers the command on the I/O thread when the hot
     /// cache holds every key it reads (read-only and cheap; see [`super::cached`]).
     pub rtc: Option<RtcHandler>,
@@ -353,6 +357,7 @@ impl CommandSpec {
             keys,
             keys_fn: None,
             cache: CacheEffect::None,
+            fields_at: 0,
             rtc: None,
             rtc_write: false,
             rtc_nowait_read: false,
@@ -409,6 +414,11 @@ impl CommandSpec {
     }
     pub const fn cache(mut self, cache: CacheEffect) -> CommandSpec {
         self.cache = cache;
+        self
+    }
+    /// The field arguments start at `at` (see [`CommandSpec::fields_at`]).
+    pub const fn fields_at(mut self, at: u8) -> CommandSpec {
+        self.fields_at = at;
         self
     }
     /// Makes the command run-to-completion with `handler` (see [`CommandSpec::rtc`]).

@@ -595,6 +595,7 @@ impl IoThread {
                         proto: session.proto,
                     };
                     let mut served = 0;
+                    cmd::prefetch_run(&server, session, &run);
                     for args in &run {
                         match cmd::execute_cached(&server, session, &mut reply, args) {
                             Outcome::Done => served += 1,

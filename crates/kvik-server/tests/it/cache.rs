@@ -557,20 +557,10 @@ fn command(args: &[String]) -> redis::Cmd {
     c
 }
 
-/// Pipelined runs mixing reads and writes of the same keys (the I/O thread answers the leading
-/// cache hits, the pool the rest) return, in order, what the same commands return one at a time.
-#[test]
-fn a_pipelined_mixed_run_matches_sequential_execution() {
-    let script = mixed_script(600);
-    let sequential: Vec<Value> = {
-        let s = TestServer::start();
-        let mut c = s.client();
-        script
-            .iter()
-            .map(|cmd| command(cmd).query(&mut c).unwrap())
-            .collect()
-    };
-    let s = TestServer::start();
+/// Runs `script` in pipelines of 9 on a server started with `args`; returns the replies and
+/// the server's cache lookups (hits, misses) and `rtc_commands`.
+fn run_pipelined(args: &[&str], script: &[Vec<String>]) -> (Vec<Value>, [u64; 3]) {
+    let s = TestServer::start_with(args);
     let mut c = s.client();
     let mut pipelined: Vec<Value> = Vec::new();
     for (i, chunk) in script.chunks(9).enumerate() {
@@ -582,14 +572,45 @@ fn a_pipelined_mixed_run_matches_sequential_execution() {
         assert_eq!(replies.len(), chunk.len(), "chunk {i}");
         pipelined.extend(replies);
     }
-    for (i, (a, b)) in sequential.iter().zip(&pipelined).enumerate() {
-        assert_eq!(a, b, "command {i}: {:?}", script[i]);
+    let counts = ["cache_hits", "cache_misses", "rtc_commands"].map(|k| stat(&mut c, k));
+    (pipelined, counts)
+}
+
+/// Pipelined runs mixing reads and writes of the same keys (the I/O thread answers the leading
+/// cache hits, the pool the rest) return, in order, what the same commands return one at a time;
+/// with the run's keys prefetched or not (`cache-prefetch`), its hash small or cached field by
+/// field. Prefetching counts no lookup: the counters match too.
+#[test]
+fn a_pipelined_mixed_run_matches_sequential_execution() {
+    let script = mixed_script(600);
+    let sequential: Vec<Value> = {
+        let s = TestServer::start();
+        let mut c = s.client();
+        script
+            .iter()
+            .map(|cmd| command(cmd).query(&mut c).unwrap())
+            .collect()
+    };
+    for hash in [
+        &["--cache-max-hash-fields", "128"][..],
+        &["--cache-max-hash-fields", "1"],
+    ] {
+        let mut counts = Vec::new();
+        for prefetch in ["yes", "no"] {
+            let args = [hash, &["--cache-prefetch", prefetch][..]].concat();
+            let (pipelined, c) = run_pipelined(&args, &script);
+            for (i, (a, b)) in sequential.iter().zip(&pipelined).enumerate() {
+                assert_eq!(a, b, "{args:?}, command {i}: {:?}", script[i]);
+            }
+            assert_eq!(sequential.len(), pipelined.len());
+            assert!(c[2] > 0, "{args:?}: no command ran to completion");
+            counts.push(c);
+        }
+        assert_eq!(
+            counts[0], counts[1],
+            "{hash:?}: hits, misses, rtc with and without prefetching"
+        );
     }
-    assert_eq!(sequential.len(), pipelined.len());
-    assert!(
-        stat(&mut c, "rtc_commands") > 0,
-        "no command ran to completion"
-    );
 }
 
 /// Reads every key of `keys` in one pipeline; returns how many of them the I/O thread answered
