@@ -71,7 +71,7 @@ const INLINE_KEY: usize = 24;
 const STRIPES: usize = 64;
 /// Keys one [`Cache::prefetch`] hints at (the first of a longer run): each brings three or
 /// four lines, and more lines than the L1 cache holds would push out the first before use.
-const PREFETCH_KEYS: usize = 64;
+pub const PREFETCH_KEYS: usize = 64;
 /// LFU: initial counter of a new entry (Redis's LFU_INIT_VAL).
 const LFU_INIT: u8 = 5;
 /// The database the fields of big hashes are cached under (see [`BigHash`]): storage's

@@ -391,38 +391,63 @@ pub fn execute_cached(
     outcome
 }
 
-/// Before an I/O thread runs a pipelined `run` with [`execute_cached`]: asks the CPU for the
-/// hot-cache lines the keys of its cached reads and writes will look up, all at once
-/// ([`crate::cache::Cache::prefetch`], `cache-prefetch`). Keys (and a hash read's fields)
-/// come from each command's spec; a command that is not the cache's (or moves its keys) adds
-/// none.
-pub fn prefetch_run(server: &Server, session: &Session, run: &[Vec<bytes::Bytes>]) {
-    if run.len() < 2 || !server.config.cache_prefetch.load(Ordering::Relaxed) {
-        return;
+/// Before an I/O thread runs a `run` (pipelined commands, or one with many keys) with
+/// [`execute_cached`]: asks the CPU for the hot-cache lines the keys of its first cached reads
+/// and writes will look up, all at once ([`crate::cache::Cache::prefetch`], `cache-prefetch`).
+/// Returns how many commands that covered (see [`prefetch_window`]); the caller prefetches the
+/// next ones when it reaches them.
+pub fn prefetch_run(server: &Server, session: &Session, run: &[Vec<bytes::Bytes>]) -> usize {
+    if !server.config.cache_prefetch.load(Ordering::Relaxed) {
+        return run.len();
     }
-    let mut keys: smallvec::SmallVec<[crate::cache::Prefetch<'_>; 32]> = smallvec::SmallVec::new();
+    let mut keys = smallvec::SmallVec::new();
+    let covered = prefetch_window(session.db, run, &mut keys);
+    // One key alone has nothing to overlap with.
+    if keys.len() > 1 {
+        server.storage.cache().prefetch(&keys);
+    }
+    covered
+}
+
+/// The keys (and a hash read's fields) the first commands of `run` will look up in the hot
+/// cache, as many commands as fit [`crate::cache::PREFETCH_KEYS`] keys (at least one), and
+/// how many commands that is. From each command's spec: the commands the cache answers or
+/// writes on the I/O thread, by their key positions and `fields_at`; any other command (or one
+/// that moves its keys) adds none.
+fn prefetch_window<'a>(
+    db: u16,
+    run: &'a [Vec<bytes::Bytes>],
+    keys: &mut smallvec::SmallVec<[crate::cache::Prefetch<'a>; crate::cache::PREFETCH_KEYS]>,
+) -> usize {
+    let mut covered = 0;
     for args in run {
-        let Some(entry) = table().lookup(&args[0]) else {
-            continue;
-        };
-        let spec = &entry.spec;
-        if (spec.rtc.is_none() && !spec.rtc_write) || spec.keys_fn.is_some() {
-            continue;
+        let spec = match table().lookup(&args[0]) {
+            Some(entry) if entry.spec.keys_fn.is_none() => Some(&entry.spec),
+            _ => None,
         }
-        let fields = args
-            .get(usize::from(spec.fields_at).max(1)..)
-            .unwrap_or_default();
-        keys.extend(
-            spec.keys
-                .positions(args.len())
-                .map(|i| crate::cache::Prefetch {
-                    db: session.db,
-                    key: &args[i],
-                    fields: if spec.fields_at > 0 { fields } else { &[] },
-                }),
-        );
+        .filter(|spec| spec.rtc.is_some() || spec.rtc_write);
+        if let Some(spec) = spec {
+            let n = spec.keys.positions(args.len()).count();
+            if covered > 0 && keys.len() + n > crate::cache::PREFETCH_KEYS {
+                break;
+            }
+            let fields = match spec.fields_at {
+                0 => &[][..],
+                at => args.get(usize::from(at)..).unwrap_or_default(),
+            };
+            keys.extend(
+                spec.keys
+                    .positions(args.len())
+                    .map(|i| crate::cache::Prefetch {
+                        db,
+                        key: &args[i],
+                        fields,
+                    }),
+            );
+        }
+        covered += 1;
     }
-    server.storage.cache().prefetch(&keys);
+    covered
 }
 
 /// [`execute_cached`] once the entry is resolved.
@@ -1063,6 +1088,15 @@ mod tests {
         let mut rtc = 0;
         for e in t.entries.iter() {
             let (s, name) = (e.spec, &e.full_name);
+            // Fields to prefetch: a cached hash read of one key, its fields after it.
+            if s.fields_at > 0 {
+                assert!(s.rtc.is_some() && s.group == "hash", "{name}: fields_at");
+                assert_eq!(
+                    (s.keys, s.fields_at),
+                    (super::spec::KeySpec::ONE, 2),
+                    "{name}"
+                );
+            }
             if s.rtc.is_some() {
                 rtc += 1;
                 // Answered on an I/O thread from the cache: reads only, cheap, keys known.
@@ -1166,6 +1200,62 @@ mod tests {
             missing.is_empty(),
             "write commands without keyspace events: {missing:?}"
         );
+    }
+
+    fn run_of(cmds: &[&str]) -> Vec<Vec<bytes::Bytes>> {
+        cmds.iter()
+            .map(|c| {
+                c.split(' ')
+                    .map(|a| bytes::Bytes::copy_from_slice(a.as_bytes()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A run's prefetch window: the cache's commands by their key specs (a hash read with its
+    /// fields), no other command's arguments, and windows of at most PREFETCH_KEYS keys.
+    #[test]
+    fn prefetch_windows_follow_the_specs() {
+        let run = run_of(&[
+            "GET a",
+            "PING x",
+            "SET b 1",
+            "HMGET h f1 f2",
+            "EVAL s 1 k",
+            "MGET c d e",
+        ]);
+        let mut keys = smallvec::SmallVec::new();
+        assert_eq!(prefetch_window(3, &run, &mut keys), 6);
+        let got: Vec<(u16, &[u8], usize)> =
+            keys.iter().map(|k| (k.db, k.key, k.fields.len())).collect();
+        let want: Vec<(u16, &[u8], usize)> = vec![
+            (3, b"a", 0),
+            (3, b"b", 0),
+            (3, b"h", 2),
+            (3, b"c", 0),
+            (3, b"d", 0),
+            (3, b"e", 0),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(&keys[2].fields[1][..], b"f2");
+        // Ten MGETs of ten keys: six fit a window, then the next six, then the rest.
+        let mget = format!("MGET{}", " k".repeat(10));
+        let run = run_of(&vec![mget.as_str(); 16]);
+        let mut starts = vec![0];
+        while *starts.last().unwrap() < run.len() {
+            let at = *starts.last().unwrap();
+            let mut keys = smallvec::SmallVec::new();
+            let n = prefetch_window(0, &run[at..], &mut keys);
+            assert!(n >= 1 && keys.len() <= crate::cache::PREFETCH_KEYS);
+            starts.push(at + n);
+        }
+        assert_eq!(starts, [0, 6, 12, 16]);
+        // One command with more keys than a window still covers itself.
+        let big = format!("MGET{}", " k".repeat(100));
+        let run = run_of(&[&big, "GET a"]);
+        let mut keys = smallvec::SmallVec::new();
+        assert_eq!(prefetch_window(0, &run, &mut keys), 1);
+        assert_eq!(keys.len(), 100);
     }
 
     #[test]

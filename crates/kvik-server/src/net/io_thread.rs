@@ -594,9 +594,11 @@ impl IoThread {
                         buf: std::mem::take(&mut self.rtc_buf),
                         proto: session.proto,
                     };
-                    let mut served = 0;
-                    cmd::prefetch_run(&server, session, &run);
-                    for args in &run {
+                    let (mut served, mut prefetched) = (0, 0);
+                    for (i, args) in run.iter().enumerate() {
+                        if i == prefetched {
+                            prefetched = i + cmd::prefetch_run(&server, session, &run[i..]);
+                        }
                         match cmd::execute_cached(&server, session, &mut reply, args) {
                             Outcome::Done => served += 1,
                             Outcome::NotServed => break,
