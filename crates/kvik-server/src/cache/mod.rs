@@ -259,13 +259,25 @@ impl Known {
     }
 }
 
-/// A key a pipelined run will look up ([`Cache::prefetch`]), and the fields of it a hash read
-/// will look up if it is a big hash cached field by field.
+/// A key a pipelined run will look up ([`Cache::prefetch`]), and the fields of it a hash
+/// command will look up if it is a big hash cached field by field: every `field_step`th of
+/// `fields`.
 #[derive(Clone, Copy, Debug)]
 pub struct Prefetch<'a> {
     pub db: u16,
     pub key: &'a [u8],
+    /// The command reads the key's value (a read), not only its entry (a write's state).
+    pub value: bool,
     pub fields: &'a [Bytes],
+    pub field_step: usize,
+}
+
+/// One key of a [`Cache::prefetch`], hashed, and whether its entry is read further.
+struct Lookup<'a> {
+    hash: u64,
+    db: u16,
+    key: &'a [u8],
+    whole: bool,
 }
 
 /// The write epoch of a key, read before a RocksDB read that may fill the cache.
@@ -659,20 +671,35 @@ impl Cache {
     /// their memory latencies overlap instead of adding up (a pipelined run's lookups otherwise
     /// wait for three or four misses each, one after the other: slot, entry, value). Passes
     /// that each hint at what the previous one brought the address of: the keys' index slots
-    /// (no lock), the entries the slots name, a string's value; for a big hash, the same three
-    /// for the cached fields named in its [`Prefetch::fields`]. Changes and counts nothing; a
-    /// key not cached costs its slot line.
+    /// (no lock), the entries the slots name, then for a key read whole ([`Prefetch::value`])
+    /// a string's value, and for a big hash the same three for the cached fields named in
+    /// [`Prefetch::fields`]. Each key once: a hot key repeated through a run would take its
+    /// shard's lock once per copy, a line both I/O threads pull back and forth. Changes and
+    /// counts nothing; a key not cached costs its slot line.
     pub fn prefetch(&self, keys: &[Prefetch<'_>]) {
         if !self.enabled() || keys.is_empty() {
             return;
         }
         let keys = &keys[..keys.len().min(PREFETCH_KEYS)];
-        let lookups: SmallVec<[(u64, u16, &[u8]); PREFETCH_KEYS]> = keys
-            .iter()
-            .map(|k| (self.hash(k.db, k.key), k.db, k.key))
+        let hashes: SmallVec<[u64; PREFETCH_KEYS]> =
+            keys.iter().map(|k| self.hash(k.db, k.key)).collect();
+        let copies = |hash: u64| {
+            keys.iter()
+                .zip(&hashes)
+                .filter(move |&(_, &h)| h == hash)
+                .map(|(k, _)| k)
+        };
+        let lookups: SmallVec<[Lookup; PREFETCH_KEYS]> = (0..keys.len())
+            .filter(|&i| !hashes[..i].contains(&hashes[i]))
+            .map(|i| Lookup {
+                hash: hashes[i],
+                db: keys[i].db,
+                key: keys[i].key,
+                whole: copies(hashes[i]).any(|k| k.value || !k.fields.is_empty()),
+            })
             .collect();
         let mut field_keys: SmallVec<[SmallVec<[u8; 48]>; PREFETCH_KEYS]> = SmallVec::new();
-        self.prefetch_lookups(&lookups, |i, known| match known {
+        self.prefetch_lookups(&lookups, |hash, known| match known {
             Known::Present(Hit {
                 value: CachedValue::Str(v),
                 ..
@@ -681,23 +708,25 @@ impl Cache {
                 value: CachedValue::Hash(HashValue::Big(b)),
                 ..
             }) => {
-                let room = PREFETCH_KEYS - field_keys.len();
-                field_keys.extend(
-                    keys[i]
-                        .fields
-                        .iter()
-                        .take(room)
-                        .map(|f| field_key(b.gen, f)),
-                );
+                for k in copies(hash) {
+                    let room = PREFETCH_KEYS - field_keys.len();
+                    let fields = k.fields.iter().step_by(k.field_step.max(1)).take(room);
+                    field_keys.extend(fields.map(|f| field_key(b.gen, f)));
+                }
             }
             _ => {}
         });
         if field_keys.is_empty() {
             return;
         }
-        let lookups: SmallVec<[(u64, u16, &[u8]); PREFETCH_KEYS]> = field_keys
+        let lookups: SmallVec<[Lookup; PREFETCH_KEYS]> = field_keys
             .iter()
-            .map(|k| (self.hash(FIELDS, k), FIELDS, &k[..]))
+            .map(|k| Lookup {
+                hash: self.hash(FIELDS, k),
+                db: FIELDS,
+                key: k,
+                whole: true,
+            })
             .collect();
         self.prefetch_lookups(&lookups, |_, known| {
             if let Known::Present(Hit {
@@ -710,29 +739,25 @@ impl Cache {
         });
     }
 
-    /// [`Cache::prefetch`]'s passes over `(hash, db, key)` lookups: slots, then entries, then
-    /// `found` with each lookup's cached entry (under its shard's lock: it may only hint).
-    fn prefetch_lookups(
-        &self,
-        lookups: &[(u64, u16, &[u8])],
-        mut found: impl FnMut(usize, &Known),
-    ) {
-        for &(hash, _, _) in lookups {
-            self.cell(hash).slots_at.prefetch(hash);
+    /// [`Cache::prefetch`]'s passes over `lookups`: slots, then entries, then `found` with the
+    /// cached entry of each lookup read whole (under its shard's lock: it may only hint).
+    fn prefetch_lookups(&self, lookups: &[Lookup<'_>], mut found: impl FnMut(u64, &Known)) {
+        for l in lookups {
+            self.cell(l.hash).slots_at.prefetch(l.hash);
         }
-        for &(hash, _, _) in lookups {
-            let s = self.cell(hash).shard.lock();
-            s.index.candidates(hash, |i| {
+        for l in lookups {
+            let s = self.cell(l.hash).shard.lock();
+            s.index.candidates(l.hash, |i| {
                 // An entry may span three lines; the lookup reads its first and last.
                 let at = s.entries.as_ptr().wrapping_add(i);
                 index::prefetch(at);
                 index::prefetch(at.wrapping_add(1).cast::<u8>().wrapping_sub(1));
             });
         }
-        for (n, &(hash, db, key)) in lookups.iter().enumerate() {
-            let s = self.cell(hash).shard.lock();
-            if let Some(i) = s.find(hash, db, key) {
-                found(n, &s.entries[i].known);
+        for l in lookups.iter().filter(|l| l.whole) {
+            let s = self.cell(l.hash).shard.lock();
+            if let Some(i) = s.find(l.hash, l.db, l.key) {
+                found(l.hash, &s.entries[i].known);
             }
         }
     }
@@ -1923,7 +1948,9 @@ mod tests {
             .map(|key| Prefetch {
                 db: 0,
                 key,
+                value: true,
                 fields: &fields,
+                field_step: 1,
             })
             .collect();
         for _ in 0..3 {

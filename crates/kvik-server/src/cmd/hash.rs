@@ -14,7 +14,7 @@
 use super::cached::KeyReads;
 use super::collection::{self, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE};
 use super::ctx::{Args, CmdError, CmdResult, Ctx, HashRead, Reply};
-use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
+use super::spec::{CacheEffect, Class, CommandSpec, FieldArgs, Flags, KeySpec};
 use crate::storage::encoding::Kind;
 use crate::storage::{Cf, Coll, StorageError};
 use kvik_resp::{format_human, parse_i64, Proto};
@@ -33,6 +33,7 @@ const ALL_FIELDS: &str = "O(N) where N is the size of the hash.";
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("hset", -4, WRITE_OOM_FAST, KeySpec::ONE, hset)
         .rtc_write()
+        .fields(FieldArgs::PAIRS)
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -45,6 +46,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hmset", -4, WRITE_OOM_FAST, KeySpec::ONE, hmset)
         .rtc_write()
+        .fields(FieldArgs::PAIRS)
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -56,6 +58,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hsetnx", 4, WRITE_OOM_FAST, KeySpec::ONE, hsetnx)
         .rtc_write()
+        .fields(FieldArgs::PAIRS)
         .event(Class::Hash, "hset")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -67,14 +70,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hget", 3, READ_FAST, KeySpec::ONE, |c, a| hget(c, a))
         .rtc(|c, a| hget(c, a))
-        .fields_at(2)
+        .fields(FieldArgs::ALL)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
         .doc("Returns the value of a field in a hash.", "2.0.0", "O(1)"),
     CommandSpec::new("hmget", -3, READ_FAST, KeySpec::ONE, |c, a| hmget(c, a))
         .rtc(|c, a| hmget(c, a))
-        .fields_at(2)
+        .fields(FieldArgs::ALL)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
@@ -95,6 +98,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hdel", -3, WRITE_FAST, KeySpec::ONE, hdel)
         .rtc_write()
+        .fields(FieldArgs::ALL)
         .event(Class::Hash, "hdel")
         .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
@@ -114,7 +118,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns the number of fields in a hash.", "2.0.0", "O(1)"),
     CommandSpec::new("hstrlen", 3, READ_FAST, KeySpec::ONE, |c, a| hstrlen(c, a))
         .rtc(|c, a| hstrlen(c, a))
-        .fields_at(2)
+        .fields(FieldArgs::ALL)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
@@ -125,7 +129,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ),
     CommandSpec::new("hexists", 3, READ_FAST, KeySpec::ONE, |c, a| hexists(c, a))
         .rtc(|c, a| hexists(c, a))
-        .fields_at(2)
+        .fields(FieldArgs::ALL)
         .rtc_storage()
         .acl(ACL_READ_FAST)
         .group("hash")
@@ -148,6 +152,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("Returns all values in a hash.", "2.0.0", ALL_FIELDS),
     CommandSpec::new("hincrby", 4, WRITE_OOM_FAST, KeySpec::ONE, hincrby)
         .rtc_write()
+        .fields(FieldArgs::PAIRS)
         .event(Class::Hash, "hincrby")
         .cache(CacheEffect::Invalidate)
         .acl(ACL_WRITE_FAST)
@@ -166,6 +171,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         hincrbyfloat,
     )
     .rtc_write()
+    .fields(FieldArgs::PAIRS)
     .event(Class::Hash, "hincrbyfloat")
     .cache(CacheEffect::Invalidate)
     .acl(ACL_WRITE_FAST)

@@ -412,7 +412,7 @@ pub fn prefetch_run(server: &Server, session: &Session, run: &[Vec<bytes::Bytes>
 /// The keys (and a hash read's fields) the first commands of `run` will look up in the hot
 /// cache, as many commands as fit [`crate::cache::PREFETCH_KEYS`] keys (at least one), and
 /// how many commands that is. From each command's spec: the commands the cache answers or
-/// writes on the I/O thread, by their key positions and `fields_at`; any other command (or one
+/// writes on the I/O thread, by their key positions and `fields`; any other command (or one
 /// that moves its keys) adds none.
 fn prefetch_window<'a>(
     db: u16,
@@ -431,17 +431,20 @@ fn prefetch_window<'a>(
             if covered > 0 && keys.len() + n > crate::cache::PREFETCH_KEYS {
                 break;
             }
-            let fields = match spec.fields_at {
+            let fields = match spec.fields.at {
                 0 => &[][..],
                 at => args.get(usize::from(at)..).unwrap_or_default(),
             };
+            let field_step = usize::from(spec.fields.step);
             keys.extend(
                 spec.keys
                     .positions(args.len())
                     .map(|i| crate::cache::Prefetch {
                         db,
                         key: &args[i],
+                        value: spec.rtc.is_some(),
                         fields,
+                        field_step,
                     }),
             );
         }
@@ -1088,14 +1091,16 @@ mod tests {
         let mut rtc = 0;
         for e in t.entries.iter() {
             let (s, name) = (e.spec, &e.full_name);
-            // Fields to prefetch: a cached hash read of one key, its fields after it.
-            if s.fields_at > 0 {
-                assert!(s.rtc.is_some() && s.group == "hash", "{name}: fields_at");
-                assert_eq!(
-                    (s.keys, s.fields_at),
-                    (super::spec::KeySpec::ONE, 2),
-                    "{name}"
+            // Fields to prefetch: a hash command of one key on the I/O thread, its fields
+            // after the key.
+            if s.fields != super::spec::FieldArgs::NONE {
+                assert!(
+                    s.rtc.is_some() || s.rtc_write,
+                    "{name}: fields, not on the I/O thread"
                 );
+                assert_eq!(s.group, "hash", "{name}");
+                assert_eq!(s.keys, super::spec::KeySpec::ONE, "{name}");
+                assert!(s.fields.at == 2 && s.fields.step > 0, "{name}");
             }
             if s.rtc.is_some() {
                 rtc += 1;
@@ -1221,20 +1226,24 @@ mod tests {
             "PING x",
             "SET b 1",
             "HMGET h f1 f2",
+            "HSET g f1 v1 f2 v2",
             "EVAL s 1 k",
             "MGET c d e",
         ]);
         let mut keys = smallvec::SmallVec::new();
-        assert_eq!(prefetch_window(3, &run, &mut keys), 6);
-        let got: Vec<(u16, &[u8], usize)> =
-            keys.iter().map(|k| (k.db, k.key, k.fields.len())).collect();
-        let want: Vec<(u16, &[u8], usize)> = vec![
-            (3, b"a", 0),
-            (3, b"b", 0),
-            (3, b"h", 2),
-            (3, b"c", 0),
-            (3, b"d", 0),
-            (3, b"e", 0),
+        assert_eq!(prefetch_window(3, &run, &mut keys), 7);
+        let got: Vec<(u16, &[u8], usize, usize)> = keys
+            .iter()
+            .map(|k| (k.db, k.key, k.fields.len(), k.field_step))
+            .collect();
+        let want: Vec<(u16, &[u8], usize, usize)> = vec![
+            (3, b"a", 0, 1),
+            (3, b"b", 0, 1),
+            (3, b"h", 2, 1),
+            (3, b"g", 4, 2),
+            (3, b"c", 0, 1),
+            (3, b"d", 0, 1),
+            (3, b"e", 0, 1),
         ];
         assert_eq!(got, want);
         assert_eq!(&keys[2].fields[1][..], b"f2");

@@ -114,6 +114,21 @@ pub enum CacheEffect {
     Remap,
 }
 
+/// Where a hash command's field arguments are: every `step`th argument from `at` on (0: none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldArgs {
+    pub at: u8,
+    pub step: u8,
+}
+
+impl FieldArgs {
+    pub const NONE: FieldArgs = FieldArgs { at: 0, step: 1 };
+    /// `HMGET key field ...`, `HDEL key field ...`.
+    pub const ALL: FieldArgs = FieldArgs { at: 2, step: 1 };
+    /// `HSET key field value ...`, `HINCRBY key field increment`.
+    pub const PAIRS: FieldArgs = FieldArgs { at: 2, step: 2 };
+}
+
 /// Where the keys are in the argument vector, as Redis's legacy (first, last, step) triple:
 /// `last` < 0 counts from the end; `first` = 0 means no keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -275,10 +290,11 @@ pub struct CommandSpec {
     pub keys_fn: Option<KeysFn>,
     /// How the command changes the hot cache; every write declares one (see [`CacheEffect`]).
     pub cache: CacheEffect,
-    /// For a hash read answered from a big hash's cached fields (HGET, HMGET, HEXISTS,
-    /// HSTRLEN): where its field arguments start, so a pipelined run can prefetch their
-    /// entries (`cmd::prefetch_run`); 0 for every other command.
-    pub fields_at: u8,
+    /// For a hash command that looks its fields up among a big hash's cached fields (the
+    /// reads HGET, HMGET, HEXISTS, HSTRLEN; the writes, for the fields' old values and their
+    /// update): where its field arguments are, so a run can prefetch their entries
+    /// (`cmd::prefetch_run`); [`FieldArgs::NONE`] for every other command.
+    pub fields: FieldArgs,
     /// Run to completion: the handler that answers the command on the I/O thread when the hot
     /// cache holds every key it reads (read-only and cheap; see [`super::cached`]).
     pub rtc: Option<RtcHandler>,
@@ -357,7 +373,7 @@ impl CommandSpec {
             keys,
             keys_fn: None,
             cache: CacheEffect::None,
-            fields_at: 0,
+            fields: FieldArgs::NONE,
             rtc: None,
             rtc_write: false,
             rtc_nowait_read: false,
@@ -416,9 +432,9 @@ impl CommandSpec {
         self.cache = cache;
         self
     }
-    /// The field arguments start at `at` (see [`CommandSpec::fields_at`]).
-    pub const fn fields_at(mut self, at: u8) -> CommandSpec {
-        self.fields_at = at;
+    /// Where its hash field arguments are (see [`CommandSpec::fields`]).
+    pub const fn fields(mut self, fields: FieldArgs) -> CommandSpec {
+        self.fields = fields;
         self
     }
     /// Makes the command run-to-completion with `handler` (see [`CommandSpec::rtc`]).
