@@ -1052,6 +1052,17 @@ impl Cache {
         self.get(FIELDS, &field_key(gen, field), now_ms)
     }
 
+    /// [`Cache::get_field`] handed to `f` under the shard's lock (see [`Cache::get_with`]).
+    pub fn get_field_with<R>(
+        &self,
+        gen: u64,
+        field: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(&Known) -> R,
+    ) -> Option<R> {
+        self.get_with(FIELDS, &field_key(gen, field), now_ms, f)
+    }
+
     /// Caches field `field` of a big hash under generation `gen`: `value` as read from
     /// RocksDB after `token` (the *hash's* fill token) was taken, `None` if the field was not
     /// there. Refused if the hash was written since the token.

@@ -211,14 +211,22 @@ impl<'a> CacheCtx<'a> {
     /// What the cache knows of `key` (counted as a keyspace hit or miss, as Redis counts the
     /// lookup), or [`RtcError::Miss`] if it does not hold the key.
     fn known(&self, key: &[u8]) -> Result<Known, RtcError> {
-        let known = self
+        self.known_with(key, Known::clone)
+    }
+
+    /// [`CacheCtx::known`] handed to `f` under the cache shard's lock instead of cloned (see
+    /// `Cache::get_with`).
+    fn known_with<R>(&self, key: &[u8], f: impl FnOnce(&Known) -> R) -> Result<R, RtcError> {
+        let (found, r) = self
             .server
             .storage
             .cache()
-            .get(self.db, key, self.now_ms)
+            .get_with(self.db, key, self.now_ms, |known| {
+                (*known != Known::Absent, f(known))
+            })
             .ok_or(RtcError::Miss)?;
-        self.lookups.count(known != Known::Absent);
-        Ok(known)
+        self.lookups.count(found);
+        Ok(r)
     }
 }
 
@@ -299,7 +307,7 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     }
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, RtcError> {
         let token = self.server.storage.cache().fill_token(self.db, key);
-        Ok(HashRead::of_known(self.known(key)?, token)?)
+        Ok(self.known_with(key, |known| HashRead::of_known(known, token))??)
     }
     /// Every field from the cache, or a miss.
     fn big_hash_fields<M: AsRef<[u8]>>(

@@ -283,17 +283,17 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let mut values = Vec::with_capacity(members.len());
         let mut missed = Vec::new();
         for (i, m) in members.iter().enumerate() {
-            values.push(match cache.get_field(gen, m.as_ref(), 0) {
-                Some(Known::Present(Hit {
+            let cached = cache.get_field_with(gen, m.as_ref(), 0, |known| match known {
+                Known::Present(Hit {
                     value: CachedValue::Str(v),
                     ..
-                })) => Some(v.to_vec()),
-                Some(_) => None,
-                None => {
-                    missed.push(i);
-                    None
-                }
+                }) => Some(v.to_vec()),
+                _ => None,
             });
+            values.push(cached.unwrap_or_else(|| {
+                missed.push(i);
+                None
+            }));
         }
         if !missed.is_empty() {
             let asked: Vec<&[u8]> = missed.iter().map(|&i| members[i].as_ref()).collect();

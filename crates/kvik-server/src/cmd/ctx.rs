@@ -331,9 +331,12 @@ impl<'a> Ctx<'a> {
         // of the hash came after it (see `cache::BigHash`).
         let token = cache.fill_token(self.db(), key);
         if !self.mode.skips_cache() {
-            if let Some(known) = cache.get(self.db(), key, self.now_ms) {
-                self.count_lookup(known != Known::Absent);
-                return HashRead::of_known(known, token);
+            let read = cache.get_with(self.db(), key, self.now_ms, |known| {
+                (*known != Known::Absent, HashRead::of_known(known, token))
+            });
+            if let Some((found, read)) = read {
+                self.count_lookup(found);
+                return read;
             }
         }
         let Some((view, meta)) = self.read_collection(key, Kind::Hash)? else {
@@ -451,13 +454,15 @@ pub struct BigHashRead<'a> {
 
 impl<'a> HashRead<'a> {
     /// A cache hit read as a hash (`token`: the key's, taken before the lookup): WRONGTYPE if
-    /// it is another kind.
-    pub(super) fn of_known(known: Known, token: FillToken) -> Result<HashRead<'a>, CmdError> {
+    /// it is another kind. Takes from the entry only what the read needs (under the cache
+    /// shard's lock, see `Cache::get_with`): a small hash's fields (shared, not copied), a big
+    /// hash's meta and generation, without cloning the entry's boxed big hash.
+    pub(super) fn of_known(known: &Known, token: FillToken) -> Result<HashRead<'a>, CmdError> {
         let Known::Present(hit) = known else {
             return Ok(HashRead::Missing);
         };
-        match hit.value {
-            CachedValue::Hash(HashValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields)),
+        match &hit.value {
+            CachedValue::Hash(HashValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields.clone())),
             CachedValue::Hash(HashValue::Big(big)) => Ok(HashRead::Big(BigHashRead {
                 meta: big.meta(hit.expire_at_ms),
                 gen: big.gen,
@@ -481,12 +486,14 @@ impl<'a> BigHashRead<'a> {
     ) -> Option<FieldValues> {
         let values: FieldValues = fields
             .iter()
-            .map(|f| match cache.get_field(self.gen, f.as_ref(), now_ms)? {
-                Known::Present(Hit {
-                    value: CachedValue::Str(v),
-                    ..
-                }) => Some(Some(v)),
-                _ => Some(None),
+            .map(|f| {
+                cache.get_field_with(self.gen, f.as_ref(), now_ms, |known| match known {
+                    Known::Present(Hit {
+                        value: CachedValue::Str(v),
+                        ..
+                    }) => Some(FieldBytes::of(v)),
+                    _ => None,
+                })
             })
             .collect::<Option<_>>()?;
         cache.unchanged_since(&self.token).then_some(values)
@@ -522,7 +529,10 @@ impl<'a> BigHashRead<'a> {
         for (f, v) in fields.iter().zip(&values) {
             cache.fill_field(self.token, self.gen, f.as_ref(), v.as_deref());
         }
-        Ok(values.into_iter().map(|v| v.map(Bytes::from)).collect())
+        Ok(values
+            .into_iter()
+            .map(|v| v.map(|v| FieldBytes::Shared(Bytes::from(v))))
+            .collect())
     }
 
     /// The hash read again whole from a new snapshot (HGETALL, HKEYS ... of a big hash whose
@@ -548,7 +558,37 @@ impl<'a> BigHashRead<'a> {
 }
 
 /// Values of a big hash's fields, in the order asked (`None`: no such field).
-pub type FieldValues = smallvec::SmallVec<[Option<Bytes>; 2]>;
+pub type FieldValues = smallvec::SmallVec<[Option<FieldBytes>; 2]>;
+
+/// A big hash's field value as a read took it from the cache: copied when small (a copy of a
+/// few bytes costs less than sharing, whose count is two atomic operations on a line of its
+/// own, a cache miss per read), else shared.
+pub enum FieldBytes {
+    Small(smallvec::SmallVec<[u8; FieldBytes::SMALL]>),
+    Shared(Bytes),
+}
+
+impl FieldBytes {
+    const SMALL: usize = 24;
+
+    pub fn of(v: &Bytes) -> FieldBytes {
+        if v.len() <= Self::SMALL {
+            FieldBytes::Small(smallvec::SmallVec::from_slice(v))
+        } else {
+            FieldBytes::Shared(v.clone())
+        }
+    }
+}
+
+impl std::ops::Deref for FieldBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FieldBytes::Small(v) => v,
+            FieldBytes::Shared(v) => v,
+        }
+    }
+}
 
 /// A cache hit read as a string: WRONGTYPE if it is another kind. Shares the cached bytes.
 pub(super) fn string_of_hit(hit: Hit) -> Result<Bytes, CmdError> {

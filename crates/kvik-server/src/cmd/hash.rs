@@ -354,7 +354,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// cached field of a big hash, or read from RocksDB.
 enum FieldValue<'r> {
     Borrowed(&'r [u8]),
-    Shared(bytes::Bytes),
+    Shared(super::ctx::FieldBytes),
     Owned(Vec<u8>),
 }
 
