@@ -1049,7 +1049,7 @@ impl Cache {
     /// What the cache knows of field `field` of the big hash whose entry has generation `gen`
     /// (its value as a string hit, or that it is absent). Counts a cache hit or miss.
     pub fn get_field(&self, gen: u64, field: &[u8], now_ms: u64) -> Option<Known> {
-        self.get(FIELDS, &field_key(gen, field), now_ms)
+        self.get_field_with(gen, field, now_ms, Known::clone)
     }
 
     /// [`Cache::get_field`] handed to `f` under the shard's lock (see [`Cache::get_with`]).
