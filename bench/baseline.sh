@@ -2,9 +2,10 @@
 # Scenario 1 (issue 3): GET, SET, MGET (10 keys), HSET and HGET at -c 50, without and with
 # -P 16, measured with kvik-bench against kvik, redis-server with appendonly yes +
 # appendfsync everysec (the durable peer) and redis-server without persistence. All three are
-# started here on free ports and filled with the same keys (a warm-up), then run alternately
-# (kvik, redis-aof, redis, kvik, ...) for ROUNDS rounds; prints medians and the ratios
-# kvik/redis-aof and kvik/redis, and draws docs/benchmarks/baseline.svg.
+# started here on free ports and filled with the same keys (a warm-up), then each test run
+# alternately (kvik, redis-aof, redis, kvik, ...) for ROUNDS rounds; prints medians, the ratios
+# kvik/redis-aof and kvik/redis, and each server's CPU time per request (utime + stime from
+# /proc over its runs, background threads included), and draws docs/benchmarks/baseline.svg.
 #
 #   bench/baseline.sh                       # full: 3 rounds, N=200000 (x4 with -P 16)
 #   QUICK=1 bench/baseline.sh               # quick (make bench): 3 rounds, N=30000
@@ -25,12 +26,15 @@ TESTS=${TESTS:-set,get,mget,hset,hget}
 PLOT=${PLOT:-docs/benchmarks/baseline.svg}
 RESULTS=$BENCH_TMP/results.csv
 
-declare -A PORT
+declare -A PORT PID
 SIDES=(kvik redis-aof redis)
 for side in "${SIDES[@]}"; do PORT[$side]=$(free_port); done
 start_kvik "${PORT[kvik]}" kvik
+PID[kvik]=${PIDS[-1]}
 start_redis "${PORT[redis-aof]}" redis-aof --appendonly yes --appendfsync everysec
+PID[redis-aof]=${PIDS[-1]}
 start_redis "${PORT[redis]}" redis
+PID[redis]=${PIDS[-1]}
 
 # Warm-up: every key of the keyspace and every hash field exists on every side, and each side
 # has served some traffic, before anything is measured.
@@ -48,9 +52,11 @@ for pipeline in 1 16; do
   n=$N
   [ "$pipeline" = 16 ] && n=$((N * 4))
   for round in $(seq 1 "$ROUNDS"); do
-    for side in "${SIDES[@]}"; do
-      KB_SUFFIX=" -P $pipeline" run_kb "${PORT[$side]}" "$side" -t "$TESTS" -n "$n" \
-        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline"
+    for test in ${TESTS//,/ }; do
+      for side in "${SIDES[@]}"; do
+        KB_SUFFIX=" -P $pipeline" KB_PID=${PID[$side]} run_kb "${PORT[$side]}" "$side" \
+          -t "$test" -n "$n" -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline"
+      done
     done
   done
 done

@@ -66,7 +66,6 @@ settle() {
   done
   echo "still compacting after a minute; measuring anyway" >&2
 }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 commands() { redis-cli -p "$1" INFO stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'; }
 for round in $(seq 1 "$ROUNDS"); do
   for i in 0 1; do

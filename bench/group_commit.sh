@@ -32,8 +32,6 @@ HZ=$(getconf CLK_TCK)
 ROWS=$BENCH_TMP/rows.csv
 : >"$ROWS"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 # one port pid label fsync pipeline: one redis-benchmark run per test, appending
 # "fsync,label,test,pipeline,rps,cpu_us_per_req" rows.
 one() {

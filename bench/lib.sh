@@ -151,17 +151,27 @@ ensure_kvik_bench() {
   fi
 }
 
+# cpu_ticks pid: the process's CPU time so far (utime + stime, in clock ticks).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # run_kb port label [kvik-bench args...]: one kvik-bench run; test names get $KB_SUFFIX
-# appended (e.g. " -P 16").
+# appended (e.g. " -P 16"). With KB_PID set (the server's pid), each test also gets the
+# server's CPU time per request over the run (run one test per call for that to mean it).
 run_kb() {
   local port=$1 label=$2; shift 2
-  "$KVIK_BENCH" -p "$port" --json "$@" 2>>"$BENCH_TMP/kvik-bench.err" |
-    python3 -c '
+  local t0=0 t1=0
+  [ -n "${KB_PID:-}" ] && t0=$(cpu_ticks "$KB_PID")
+  "$KVIK_BENCH" -p "$port" --json "$@" 2>>"$BENCH_TMP/kvik-bench.err" >"$BENCH_TMP/run.json"
+  [ -n "${KB_PID:-}" ] && t1=$(cpu_ticks "$KB_PID")
+  python3 -c '
 import json, sys
-label, jsonl, csvpath, suffix = sys.argv[1:5]
-doc = json.load(sys.stdin)
+label, jsonl, csvpath, suffix, ticks, hz = sys.argv[1:7]
+doc = json.load(open(sys.argv[7]))
+requests = sum(t["requests"] for t in doc["tests"])
 for t in doc["tests"]:
     t["name"] += suffix
+    if float(ticks) > 0 and requests:
+        t["cpu_us_per_req"] = float(ticks) / float(hz) * 1e6 / requests
 with open(jsonl, "a") as f:
     f.write(json.dumps({"label": label, "doc": doc}) + "\n")
 with open(csvpath, "a") as f:
@@ -169,7 +179,8 @@ with open(csvpath, "a") as f:
         l = t["latency_ms"]
         row = [label, t["name"], t["rps"]] + [l[k] for k in ("avg", "p50", "p95", "p99", "max")]
         f.write(",".join(str(x) for x in row) + "\n")
-' "$label" "$RESULTS_JSONL" "$RESULTS" "${KB_SUFFIX:-}"
+' "$label" "$RESULTS_JSONL" "$RESULTS" "${KB_SUFFIX:-}" "$((t1 - t0))" "$(getconf CLK_TCK)" \
+    "$BENCH_TMP/run.json"
 }
 
 # summarize_kb title plot.svg side1 side2 ...: medians of every run in $RESULTS_JSONL as a
@@ -207,12 +218,18 @@ for name in order:
              "errors": sum(t["errors"] for t in ts)}
         for k in ("p50", "p95", "p99", "p99_9", "max"):
             m[k] = statistics.median(t["latency_ms"][k] for t in ts)
+        cpu = [t["cpu_us_per_req"] for t in ts if "cpu_us_per_req" in t]
+        if cpu:
+            m["cpu_us_per_req"] = statistics.median(cpu)
         med[(l, name)] = m
         rows.append(m)
 first, others = labels[0], labels[1:]
+# The server's CPU per request, when the script measured it (KB_PID).
+cpu_cols = [l for l in labels if any("cpu_us_per_req" in m for m in rows if m["side"] == l)]
 print("| test | " + " | ".join(f"{l} rps (p50/p99/p99.9 ms)" for l in labels) + " | "
-      + " | ".join(f"{first}/{o}" for o in others) + " |")
-print("|---" * (1 + len(labels) + len(others)) + "|")
+      + " | ".join(f"{first}/{o}" for o in others)
+      + "".join(f" | {l} CPU us/req" for l in cpu_cols) + " |")
+print("|---" * (1 + len(labels) + len(others) + len(cpu_cols)) + "|")
 for name in order:
     cells = []
     for l in labels:
@@ -228,7 +245,12 @@ for name in order:
     for o in others:
         a, b = med.get((first, name)), med.get((o, name))
         ratios.append(f"{a['rps'] / b['rps']:.2f}" if isinstance(a, dict) and isinstance(b, dict) and b["rps"] else "n/a")
-    print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    cpus = []
+    for l in cpu_cols:
+        m = med.get((l, name))
+        cpus.append(f"{m['cpu_us_per_req']:.2f}" if isinstance(m, dict) and "cpu_us_per_req" in m else "-")
+    print(f"| {name} | " + " | ".join(cells) + " | " + " | ".join(ratios)
+          + "".join(f" | {c}" for c in cpus) + " |")
 json.dump({"title": title, "sides": labels, "rows": rows}, open(out, "w"), indent=1)
 PY
   if [ "$plot" != "-" ]; then
