@@ -293,7 +293,7 @@ struct Entry {
     db: u16,
     key: SmallVec<[u8; INLINE_KEY]>,
     known: Known,
-    /// Bytes counted for it (at most a quarter of a shard's budget, see [`Cache::cacheable`]).
+    /// Bytes counted for it (see [`fits`]: at most a quarter of a shard's budget, and a `u32`).
     size: u32,
     /// Shard clock at the last access.
     tick: u32,
@@ -854,7 +854,7 @@ impl Cache {
             };
             let size = entry_size(&key, &known);
             let keep = key.len() <= max_key
-                && size <= budget / 4
+                && fits(size, budget)
                 && (value.is_some() || self.absent_keys.load(Relaxed));
             let mut s = self.cell(hash).shard.lock();
             match s.find(hash, FIELDS, &key) {
@@ -977,7 +977,7 @@ impl Cache {
         let cell = self.cell(hash);
         let size = entry_size(key, &known);
         let budget = self.shard_budget();
-        if size > budget / 4 {
+        if !fits(size, budget) {
             return false;
         }
         let delay = self.fill_delay_us.load(Relaxed);
@@ -1219,7 +1219,7 @@ impl Cache {
             value,
         });
         let size = entry_size(key, &known);
-        (size <= budget / 4).then_some((known, size))
+        fits(size, budget).then_some((known, size))
     }
 
     /// Drops every entry of database `db` (FLUSHDB), and the big hashes' fields of every
@@ -1377,6 +1377,12 @@ impl Shard {
             self.index.repoint(self.entries[i].hash, last, i);
         }
     }
+}
+
+/// Whether an entry of `size` bytes may be cached in a shard of `budget` bytes: at most a
+/// quarter of it (one value never empties a shard), and within the entry's `u32` size.
+fn fits(size: usize, budget: usize) -> bool {
+    size <= budget / 4 && u32::try_from(size).is_ok()
 }
 
 fn entry_size(key: &[u8], known: &Known) -> usize {
