@@ -315,6 +315,10 @@ enum Op {
     Move(u16, u8, u16, u8),
     /// Two puts of one key in one batch (EXEC).
     Twice(u16, u8, u8, u8),
+    /// Many writes of a few keys (a put with its expiry, or a delete) in one batch, or in one
+    /// transaction of a batch each (an I/O thread's turn): past a handful of keys the commit
+    /// finds each key's state by hashing.
+    Many(u16, Vec<(u8, Option<u8>)>, bool),
     FlushDb(u16),
     FlushAll,
     Expire,
@@ -332,7 +336,13 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (db.clone(), key.clone()).prop_map(|(d, k)| Op::Del(d, k)),
         2 => (db.clone(), key.clone(), db.clone(), key.clone())
             .prop_map(|(a, k, b, j)| Op::Move(a, k, b, j)),
-        2 => (db.clone(), key.clone(), exp.clone(), exp).prop_map(|(d, k, a, b)| Op::Twice(d, k, a, b)),
+        2 => (db.clone(), key.clone(), exp.clone(), exp.clone()).prop_map(|(d, k, a, b)| Op::Twice(d, k, a, b)),
+        2 => (
+            db.clone(),
+            proptest::collection::vec((0u8..24, proptest::option::of(exp)), 9..40),
+            any::<bool>()
+        )
+            .prop_map(|(d, writes, txn)| Op::Many(d, writes, txn)),
         1 => db.prop_map(Op::FlushDb),
         1 => Just(Op::FlushAll),
         2 => Just(Op::Expire),
@@ -371,6 +381,27 @@ fn run_ops(dir: &Path, ops: &[Op]) {
                 batch.put_meta(&s, db, &k(key), &string(expiry(e1, now)));
                 batch.put_meta(&s, db, &k(key), &string(expiry(e2, now)));
                 s.commit(batch).unwrap();
+            }
+            Op::Many(db, ref writes, txn) => {
+                let write = |batch: &mut Batch, key: u8, e: Option<u8>| match e {
+                    Some(e) => batch.put_meta(&s, db, &k(key), &string(expiry(e, now))),
+                    None => batch.delete_meta(&s, db, &k(key)),
+                };
+                if txn {
+                    let t = s.begin_txn();
+                    for &(key, e) in writes {
+                        let mut batch = Batch::default();
+                        write(&mut batch, key, e);
+                        s.commit(batch).unwrap();
+                    }
+                    t.commit().unwrap();
+                } else {
+                    let mut batch = Batch::default();
+                    for &(key, e) in writes {
+                        write(&mut batch, key, e);
+                    }
+                    s.commit(batch).unwrap();
+                }
             }
             Op::FlushDb(db) => s.flush_db(db).unwrap(),
             Op::FlushAll => s.flush_all().unwrap(),
