@@ -18,9 +18,12 @@
 //! A bounded lock ([`KeyLocks::try_lock_in_for`]) by a thread that keeps no stripe may wait
 //! longer than one by a thread that does ([`Patience`]): only the second could close a cycle.
 
+use crate::fast_hash::FastHash;
 use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
 use parking_lot::RawMutex;
+use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 /// Number of stripes; a power of two well above the number of worker threads.
@@ -58,10 +61,11 @@ impl Patience {
 }
 
 thread_local! {
-    /// Stripes this thread holds, as (address of the owning [`KeyLocks`]' stripes, index).
-    /// Short: a thread holds the stripes of one command (or one EXEC, or one turn's retained
-    /// writes) at a time.
-    static HELD: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    /// Stripes this thread holds, as (address of the owning [`KeyLocks`]' stripes, index): the
+    /// stripes of one command, one EXEC, or one turn's retained writes (hundreds), which every
+    /// lock and every read on the I/O thread asks about, so a set rather than a list.
+    static HELD: RefCell<HashSet<(usize, usize), FastHash>> =
+        const { RefCell::new(HashSet::with_hasher(FastHash)) };
     /// Whether guards dropped now keep their stripes ([`retain`]).
     static RETAIN: Cell<bool> = const { Cell::new(false) };
     /// The stripes kept (still locked, and still in `HELD`).
@@ -74,11 +78,14 @@ pub fn retain(on: bool) {
     RETAIN.with(|r| r.set(on));
 }
 
+/// Stripe indexes of one lock: a command's few keys fit without an allocation.
+type Stripes = SmallVec<[usize; 4]>;
+
 /// Held stripes; dropping it releases the ones it acquired (not those an outer guard of the same
 /// thread already held). Not `Send`: it must be dropped on the thread that locked.
 pub struct KeyGuard<'a> {
     locks: &'a KeyLocks,
-    acquired: Vec<usize>,
+    acquired: Stripes,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -101,8 +108,8 @@ impl KeyLocks {
     }
 
     /// The stripes of `keys` this thread does not hold yet, in ascending order, once each.
-    fn to_take<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> Vec<usize> {
-        let mut idx: Vec<usize> = keys.map(|(db, k)| self.stripe(db, k)).collect();
+    fn to_take<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> Stripes {
+        let mut idx: Stripes = keys.map(|(db, k)| self.stripe(db, k)).collect();
         idx.sort_unstable();
         idx.dedup();
         let owner = self.id();
@@ -116,7 +123,7 @@ impl KeyLocks {
     }
 
     /// The guard of stripes just taken (recorded as held by this thread).
-    fn guard(&self, acquired: Vec<usize>) -> KeyGuard<'_> {
+    fn guard(&self, acquired: Stripes) -> KeyGuard<'_> {
         if !acquired.is_empty() {
             let owner = self.id();
             HELD.with(|held| {
@@ -222,8 +229,10 @@ impl KeyLocks {
             return;
         }
         HELD.with(|held| {
-            held.borrow_mut()
-                .retain(|&(o, i)| !(o == owner && kept.contains(&i)))
+            let mut held = held.borrow_mut();
+            for &i in &kept {
+                held.remove(&(owner, i));
+            }
         });
         self.unlock(&kept);
     }
@@ -243,8 +252,10 @@ impl Drop for KeyGuard<'_> {
             return;
         }
         HELD.with(|held| {
-            held.borrow_mut()
-                .retain(|(o, i)| !(*o == owner && self.acquired.contains(i)))
+            let mut held = held.borrow_mut();
+            for &i in &self.acquired {
+                held.remove(&(owner, i));
+            }
         });
         self.locks.unlock(&self.acquired);
     }

@@ -56,6 +56,7 @@ pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
 use options::{CfRole, Tuning};
 use parking_lot::{Mutex, RwLock};
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, ReadOptions, WriteOptions, DB};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -681,7 +682,7 @@ impl Storage {
         // Each key's state before the batch: as a transaction noted it, or from the hot cache
         // when it holds the key (the writer holds the key's lock, so the entry is current),
         // else from RocksDB.
-        let mut states = KeyStates::with_capacity(batch.effects.len());
+        let mut states = KeyList::with_capacity(batch.effects.len());
         let mut unknown: Vec<usize> = Vec::new();
         for e in &batch.effects {
             if states.position(&e.raw_key).is_some() {
@@ -1028,27 +1029,29 @@ fn cached_value(meta: &Meta, raw: &Bytes, hash: Option<&HashUpdate>) -> Option<(
     Some((meta.expire_at_ms, value))
 }
 
-/// The distinct keys a batch writes, each with its state, found by key: by a scan for the few
-/// keys of one command, by a hash table for the hundreds of an I/O thread's turn (a scan
-/// there was quadratic: a tenth of the server's CPU under SET -P 16).
-struct KeyStates<'a> {
-    list: Vec<(&'a [u8], KeyState)>,
+/// Distinct keys in the order first seen, each with a value (a batch's keys and their states,
+/// say), found by key: by a scan for the few keys of one command, by a hash table for the
+/// hundreds of an I/O thread's turn or the thousands of one MSET (a scan there is quadratic:
+/// it took a tenth of the server's CPU under SET -P 16).
+pub(crate) struct KeyList<'a, V> {
+    pub list: SmallVec<[(&'a [u8], V); 4]>,
     index: Option<HashMap<&'a [u8], usize, FastHash>>,
 }
 
-impl<'a> KeyStates<'a> {
+impl<'a, V> KeyList<'a, V> {
     /// Up to this many keys a scan beats hashing them.
     const SCAN_UPTO: usize = 8;
 
-    fn with_capacity(keys: usize) -> KeyStates<'a> {
-        KeyStates {
-            list: Vec::with_capacity(keys),
+    /// For up to `keys` keys (more still work).
+    pub fn with_capacity(keys: usize) -> KeyList<'a, V> {
+        KeyList {
+            list: SmallVec::with_capacity(keys),
             index: (keys > Self::SCAN_UPTO)
                 .then(|| HashMap::with_capacity_and_hasher(keys, FastHash)),
         }
     }
 
-    fn position(&self, key: &[u8]) -> Option<usize> {
+    pub fn position(&self, key: &[u8]) -> Option<usize> {
         match &self.index {
             Some(index) => index.get(key).copied(),
             None => self.list.iter().position(|(k, _)| *k == key),
@@ -1056,12 +1059,17 @@ impl<'a> KeyStates<'a> {
     }
 
     /// Adds a key not in the list yet; returns its position.
-    fn push(&mut self, key: &'a [u8], state: KeyState) -> usize {
+    pub fn push(&mut self, key: &'a [u8], value: V) -> usize {
         let at = self.list.len();
+        if self.index.is_none() && at == Self::SCAN_UPTO {
+            let mut index = HashMap::with_capacity_and_hasher(2 * at, FastHash);
+            index.extend(self.list.iter().enumerate().map(|(i, (k, _))| (*k, i)));
+            self.index = Some(index);
+        }
         if let Some(index) = &mut self.index {
             index.insert(key, at);
         }
-        self.list.push((key, state));
+        self.list.push((key, value));
         at
     }
 }

@@ -25,12 +25,15 @@
 
 use super::counts::KeyState;
 use super::encoding::decode_meta_key;
-use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
+use super::{
+    Batch, CacheEffect, KeyList, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE,
+};
 use crate::cache::HashUpdate;
 use crate::fast_hash::FastHash;
 use bytes::Bytes;
 use hashbrown::HashTable;
 use rocksdb::{DBRawIteratorWithThreadMode, DB};
+use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -308,17 +311,20 @@ impl Storage {
             return self.write_batch(batch, wait, None);
         }
         let log = batch.log.take().unwrap_or_default();
-        let new_keys: Vec<usize> = with_open(self, |open| {
-            let mut seen: Vec<&[u8]> = Vec::new();
+        // Most batches are one command's one key: no allocation for these lists then.
+        let new_keys: SmallVec<[usize; 4]> = with_open(self, |open| {
+            let mut seen = KeyList::with_capacity(batch.effects.len());
             batch
                 .effects
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| {
                     let k = e.raw_key.as_slice();
-                    let fresh = !seen.contains(&k) && open.prior.state_of(k).is_none();
-                    seen.push(k);
-                    fresh
+                    if seen.position(k).is_some() {
+                        return false;
+                    }
+                    seen.push(k, ());
+                    open.prior.state_of(k).is_none()
                 })
                 .map(|(i, _)| i)
                 .collect()
@@ -330,7 +336,7 @@ impl Storage {
         // Replies that acknowledge this write wait for the transaction's write and its
         // group commit (an I/O thread holds the output of its turn until then).
         self.wal.hold_here();
-        let mut states = Vec::with_capacity(new_keys.len());
+        let mut states: SmallVec<[(Vec<u8>, KeyState); 4]> = SmallVec::new();
         for &i in &new_keys {
             let raw = &batch.effects[i].raw_key;
             let cached =

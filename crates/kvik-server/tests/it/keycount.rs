@@ -330,3 +330,41 @@ fn compaction_keeps_counts_exact() {
     }));
     assert_eq!(assert_exact(&mut c, 1), vec![(204, 69)]);
 }
+
+/// One command or transaction of thousands of keys, some repeated: each key counts once (a
+/// commit finds the keys' states by hashing past a few keys, see `storage::KeyList`).
+#[test]
+fn commands_of_thousands_of_keys_count_each_key_once() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    // MSET of 20,000 pairs over 15,000 distinct keys (the last 5,000 repeat the first).
+    let mut mset = redis::cmd("MSET");
+    for i in 0..20_000 {
+        mset.arg(format!("k{}", i % 15_000)).arg(i);
+    }
+    mset.query::<()>(&mut c).unwrap();
+    assert_eq!(counts(&mut c, 0), (15_000, 0));
+    let last: String = q(&mut c, &["GET", "k10"]);
+    assert_eq!(last, "15010", "the later value of a repeated key wins");
+    // DEL of 10,000 names: 5,000 existing keys, each named twice.
+    let mut del = redis::cmd("DEL");
+    for i in 0..10_000 {
+        del.arg(format!("k{}", i % 5_000));
+    }
+    assert_eq!(del.query::<u64>(&mut c).unwrap(), 5_000);
+    assert_eq!(counts(&mut c, 0), (10_000, 0));
+    // A transaction of 6,000 SETs over 3,000 keys, 1,000 of them new, every other one with a TTL.
+    let mut p = redis::pipe();
+    p.atomic();
+    for i in 0..6_000 {
+        let key = format!("k{}", 4_000 + i % 3_000);
+        match i % 2 {
+            0 => p.cmd("SET").arg(key).arg(i).ignore(),
+            _ => p.cmd("SET").arg(key).arg(i).arg("EX").arg(1000).ignore(),
+        };
+    }
+    p.query::<()>(&mut c).unwrap();
+    // Keys 5,000..7,000 were there; 4,000..5,000 were deleted above and come back. The last
+    // SET of each key (i from 3,000 to 5,999) has a TTL when i is odd.
+    assert_eq!(counts(&mut c, 0), (11_000, 1_500));
+}
