@@ -35,6 +35,7 @@ pub mod cmd;
 pub mod config;
 pub mod error;
 pub mod fast_hash;
+pub mod key_list;
 pub use kvik_types::glob;
 pub mod logging;
 pub mod net;

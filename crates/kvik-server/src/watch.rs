@@ -19,11 +19,12 @@
 //! ([`WatchRegistry::dbs_swapped`]). Databases here are logical (what SELECT chose); storage is
 //! asked through `Storage::dbs`.
 
+use crate::fast_hash::FastHash;
 use crate::storage::encoding::Kind;
 use crate::storage::{Storage, StorageResult, WriteObserver};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -186,6 +187,8 @@ struct WatchSet {
     registry: Arc<WatchRegistry>,
     dirty: Arc<AtomicBool>,
     keys: Vec<(u16, Bytes, Arc<WatchedKey>)>,
+    /// `keys`' (db, key) pairs, so a WATCH of thousands of keys finds repeats without a scan.
+    watching: HashSet<(u16, Bytes), FastHash>,
 }
 
 impl Drop for WatchSet {
@@ -232,9 +235,10 @@ impl Watches {
             registry: registry.clone(),
             dirty: Arc::default(),
             keys: Vec::new(),
+            watching: HashSet::default(),
         });
         for key in keys {
-            if set.keys.iter().any(|(d, k, _)| *d == db && k == key) {
+            if set.watching.contains(&(db, key.clone())) {
                 continue;
             }
             let physical = storage.dbs().physical(db);
@@ -246,6 +250,7 @@ impl Watches {
                 existed: meta.is_some_and(|m| !m.is_expired(now_ms)),
             });
             registry.add(db, key, w.clone());
+            set.watching.insert((db, key.clone()));
             set.keys.push((db, key.clone(), w));
         }
         Ok(())

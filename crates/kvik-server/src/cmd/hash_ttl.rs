@@ -11,6 +11,7 @@
 use super::collection::CollWrite;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
+use crate::key_list::KeyList;
 use crate::storage::encoding::{field_expired, split_field_value, Kind};
 use crate::storage::Coll;
 use kvik_resp::parse_i64;
@@ -403,16 +404,16 @@ fn hpersist(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Hash)?;
     let fields = parse_fields(args, 2, ERR_NUMFIELDS)?;
     let entries = w.get_entries(fields)?;
-    let mut persisted: Vec<&[u8]> = Vec::new();
+    let mut persisted = KeyList::with_capacity(fields.len());
     let mut persist = Vec::new();
     let mut replies = Vec::with_capacity(fields.len());
     for (f, entry) in fields.iter().zip(entries) {
         replies.push(match entry {
             None => NO_FIELD,
             Some((_, 0)) => NO_TTL,
-            Some(_) if persisted.contains(&&f[..]) => NO_TTL,
+            Some(_) if persisted.position(f).is_some() => NO_TTL,
             Some((v, _)) => {
-                persisted.push(f);
+                persisted.push(f, ());
                 persist.push((&f[..], v));
                 SET
             }

@@ -45,7 +45,7 @@ pub mod wal;
 pub mod wal_retention;
 
 use crate::cache::{Cache, CacheSettings, CachedValue, HashUpdate, HashValue};
-use crate::fast_hash::FastHash;
+use crate::key_list::KeyList;
 use bytes::Bytes;
 use counts::{KeyCounts, KeyState, Tally};
 use encoding::{
@@ -56,8 +56,6 @@ pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
 use options::{CfRole, Tuning};
 use parking_lot::{Mutex, RwLock};
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, ReadOptions, WriteOptions, DB};
-use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -1027,51 +1025,6 @@ fn cached_value(meta: &Meta, raw: &Bytes, hash: Option<&HashUpdate>) -> Option<(
         _ => return None,
     };
     Some((meta.expire_at_ms, value))
-}
-
-/// Distinct keys in the order first seen, each with a value (a batch's keys and their states,
-/// say), found by key: by a scan for the few keys of one command, by a hash table for the
-/// hundreds of an I/O thread's turn or the thousands of one MSET (a scan there is quadratic:
-/// it took a tenth of the server's CPU under SET -P 16).
-pub(crate) struct KeyList<'a, V> {
-    pub list: SmallVec<[(&'a [u8], V); 4]>,
-    index: Option<HashMap<&'a [u8], usize, FastHash>>,
-}
-
-impl<'a, V> KeyList<'a, V> {
-    /// Up to this many keys a scan beats hashing them.
-    const SCAN_UPTO: usize = 8;
-
-    /// For up to `keys` keys (more still work).
-    pub fn with_capacity(keys: usize) -> KeyList<'a, V> {
-        KeyList {
-            list: SmallVec::with_capacity(keys),
-            index: (keys > Self::SCAN_UPTO)
-                .then(|| HashMap::with_capacity_and_hasher(keys, FastHash)),
-        }
-    }
-
-    pub fn position(&self, key: &[u8]) -> Option<usize> {
-        match &self.index {
-            Some(index) => index.get(key).copied(),
-            None => self.list.iter().position(|(k, _)| *k == key),
-        }
-    }
-
-    /// Adds a key not in the list yet; returns its position.
-    pub fn push(&mut self, key: &'a [u8], value: V) -> usize {
-        let at = self.list.len();
-        if self.index.is_none() && at == Self::SCAN_UPTO {
-            let mut index = HashMap::with_capacity_and_hasher(2 * at, FastHash);
-            index.extend(self.list.iter().enumerate().map(|(i, (k, _))| (*k, i)));
-            self.index = Some(index);
-        }
-        if let Some(index) = &mut self.index {
-            index.insert(key, at);
-        }
-        self.list.push((key, value));
-        at
-    }
 }
 
 impl Batch {

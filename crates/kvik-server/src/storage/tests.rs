@@ -241,34 +241,3 @@ mod collections {
         assert_eq!((copy.data, copy.meta.len), (rec.data, rec.meta.len));
     }
 }
-
-mod key_list {
-    use super::super::KeyList;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// A key list finds each key at its first position, whether it was sized for few keys
-        /// (a scan, turned into a hash table as it grows) or many (hashed from the start).
-        #[test]
-        fn finds_what_a_scan_finds(
-            keys in proptest::collection::vec(0u8..40, 0..60),
-            sized_for in 0usize..30,
-        ) {
-            let owned: Vec<Vec<u8>> = keys.iter().map(|k| vec![b'k', *k]).collect();
-            let mut list = KeyList::with_capacity(sized_for);
-            let mut model: Vec<&[u8]> = Vec::new();
-            for k in &owned {
-                let want = model.iter().position(|m| *m == k.as_slice());
-                prop_assert_eq!(list.position(k), want);
-                if want.is_none() {
-                    prop_assert_eq!(list.push(k, model.len()), model.len());
-                    model.push(k);
-                }
-            }
-            for (i, k) in model.iter().enumerate() {
-                prop_assert_eq!(list.position(k), Some(i));
-                prop_assert_eq!(list.list[i].1, i);
-            }
-        }
-    }
-}

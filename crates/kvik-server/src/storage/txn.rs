@@ -25,11 +25,10 @@
 
 use super::counts::KeyState;
 use super::encoding::decode_meta_key;
-use super::{
-    Batch, CacheEffect, KeyList, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE,
-};
+use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
 use crate::cache::HashUpdate;
 use crate::fast_hash::FastHash;
+use crate::key_list::KeyList;
 use bytes::Bytes;
 use hashbrown::HashTable;
 use rocksdb::{DBRawIteratorWithThreadMode, DB};

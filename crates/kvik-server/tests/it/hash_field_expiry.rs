@@ -148,6 +148,24 @@ fn hexpire_family_replies_per_field() {
         [1, -1, -2]
     );
     assert_eq!(ints(&mut c, &["HTTL", "h", "FIELDS", "1", "f3"]), [-1]);
+    // Many fields, each named twice (past a handful, repeats are found by hashing).
+    let many: Vec<String> = (0..40).map(|i| format!("m{}", i % 20)).collect();
+    let mut hset = vec!["HSET", "big"];
+    for f in &many[..20] {
+        hset.extend([f.as_str(), "v"]);
+    }
+    let _: i64 = q(&mut c, &hset);
+    fn with_fields<'a>(cmd: &[&'a str], fields: &'a [String]) -> Vec<&'a str> {
+        let mut args: Vec<&str> = cmd.to_vec();
+        args.push("FIELDS");
+        args.push(if fields.len() == 20 { "20" } else { "40" });
+        args.extend(fields.iter().map(String::as_str));
+        args
+    }
+    let expire = with_fields(&["HEXPIRE", "big", "1000"], &many[..20]);
+    assert_eq!(ints(&mut c, &expire), vec![1; 20]);
+    let persist = with_fields(&["HPERSIST", "big"], &many);
+    assert_eq!(ints(&mut c, &persist), [vec![1; 20], vec![-1; 20]].concat());
     assert_eq!(
         ints(&mut c, &["HPERSIST", "nokey", "FIELDS", "1", "a"]),
         [-2]

@@ -756,3 +756,24 @@ fn commands_inside_exec_read_the_writes_before_them() {
     let after: String = q(&mut c, &["GET", "after"]);
     assert_eq!(after, "y");
 }
+
+/// WATCH of many names, each given twice and across two calls: each key is watched once (past a
+/// handful, repeats are found by hashing), and a write of any of them aborts the EXEC.
+#[test]
+fn watch_of_repeated_keys_watches_each_once() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let names: Vec<String> = (0..400).map(|i| format!("w{}", i % 200)).collect();
+    let mut watch = vec!["WATCH"];
+    watch.extend(names.iter().map(String::as_str));
+    let _: () = q(&mut c, &watch);
+    let _: () = q(&mut c, &watch[..101]);
+    let info: String = q(&mut c, &["CLIENT", "INFO"]);
+    assert!(info.contains(" watch=200 "), "{info}");
+    let mut other = s.client();
+    let _: () = q(&mut other, &["SET", "w199", "x"]);
+    let _: () = q(&mut c, &["MULTI"]);
+    let _: String = q(&mut c, &["SET", "after", "1"]);
+    let exec: redis::Value = q(&mut c, &["EXEC"]);
+    assert_eq!(exec, redis::Value::Nil, "a watched key changed");
+}
