@@ -58,6 +58,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/replication.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/io_poll.sh
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 bash bench/hot_key.sh
+	$(BENCH_LOCK) env SIZES=4000,20000 bash bench/big_commands.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -74,6 +75,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/replication.sh
 	$(BENCH_LOCK) bash bench/io_poll.sh
 	$(BENCH_LOCK) bash bench/hot_key.sh
+	$(BENCH_LOCK) bash bench/big_commands.sh
 
 clean-data:
 	rm -rf ./kvik-data
