@@ -25,6 +25,7 @@ use super::encoding::{
 use super::members::{Cf, Coll};
 use super::{expiry_index, Batch, Storage, StorageResult, CF_EXPIRY, CF_META};
 use crate::clock::unix_ms;
+use crate::key_list::KeyList;
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{ReadOptions, DB};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -276,19 +277,18 @@ fn delete_fields_if_due(
     let _guard = storage.lock(db, &keys);
     let latest = storage.latest();
     let mut batch = Batch::default();
-    // Each hash's meta as this commit will leave it, with whether it changed.
-    let mut hashes: Vec<(&[u8], Option<Meta>, bool)> = Vec::new();
+    // Each hash's meta as this commit will leave it, and its last field in `expired` if the
+    // commit deletes any (up to a cycle's budget of hashes: found by hashing, not a scan).
+    let mut hashes: KeyList<'_, (Option<Meta>, Option<usize>)> =
+        KeyList::with_capacity(entries.len());
     for (at, key, version, field) in entries {
-        let i = match hashes.iter().position(|h| h.0 == key.as_slice()) {
+        let i = match hashes.position(key) {
             Some(i) => i,
-            None => {
-                hashes.push((key, storage.get_meta(db, key)?, false));
-                hashes.len() - 1
-            }
+            None => hashes.push(key, (storage.get_meta(db, key)?, None)),
         };
         let index_key = expiry_index::field_key(db, *at, key, *version, field);
-        let entry = &mut hashes[i];
-        let live = entry.1.as_mut().filter(|m| {
+        let entry = &mut hashes.list[i].1;
+        let live = entry.0.as_mut().filter(|m| {
             m.kind == Kind::Hash && m.field_ttls && m.version == *version && !m.is_expired(now)
         });
         if let Some(meta) = live {
@@ -308,22 +308,20 @@ fn delete_fields_if_due(
             };
             if gone {
                 meta.len = meta.len.saturating_sub(1);
-                entry.2 = true;
+                entry.1 = Some(expired.len());
                 storage.expired_fields.fetch_add(1, Ordering::Relaxed);
                 expired.push((db, key.clone(), false));
             }
         }
         batch.delete_raw(storage, CF_EXPIRY, &index_key);
     }
-    for (key, meta, changed) in &hashes {
-        match meta {
-            Some(m) if *changed && m.len == 0 => {
+    for (key, (meta, last_expired)) in &hashes.list {
+        match (meta, last_expired) {
+            (Some(m), Some(last)) if m.len == 0 => {
                 batch.delete_meta(storage, db, key);
-                if let Some(last) = expired.iter_mut().rev().find(|e| e.1 == *key) {
-                    last.2 = true;
-                }
+                expired[*last].2 = true;
             }
-            Some(m) if *changed => batch.put_meta(storage, db, key, m),
+            (Some(m), Some(_)) => batch.put_meta(storage, db, key, m),
             _ => {}
         }
     }
