@@ -36,6 +36,15 @@ impl<'a, V> KeyList<'a, V> {
         }
     }
 
+    /// Adds `key` unless the list has it; whether it was added (a set's insert).
+    pub fn insert(&mut self, key: &'a [u8], value: V) -> bool {
+        if self.position(key).is_some() {
+            return false;
+        }
+        self.push(key, value);
+        true
+    }
+
     /// Adds a key not in the list yet; returns its position.
     pub fn push(&mut self, key: &'a [u8], value: V) -> usize {
         let at = self.list.len();
@@ -76,6 +85,12 @@ mod tests {
                     model.push(k);
                 }
             }
+            let mut set = KeyList::with_capacity(sized_for);
+            let mut seen = std::collections::HashSet::new();
+            for k in &owned {
+                prop_assert_eq!(set.insert(k, ()), seen.insert(k.clone()));
+            }
+            prop_assert_eq!(set.list.len(), seen.len());
             for (i, k) in model.iter().enumerate() {
                 prop_assert_eq!(list.position(k), Some(i));
                 prop_assert_eq!(list.list[i].1, i);

@@ -411,9 +411,9 @@ fn hpersist(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         replies.push(match entry {
             None => NO_FIELD,
             Some((_, 0)) => NO_TTL,
-            Some(_) if persisted.position(f).is_some() => NO_TTL,
+            // A field named again was persisted by its first mention.
+            Some(_) if !persisted.insert(f, ()) => NO_TTL,
             Some((v, _)) => {
-                persisted.push(f, ());
                 persist.push((&f[..], v));
                 SET
             }

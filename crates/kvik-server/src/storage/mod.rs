@@ -56,6 +56,7 @@ pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
 use options::{CfRole, Tuning};
 use parking_lot::{Mutex, RwLock};
 use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, ReadOptions, WriteOptions, DB};
+use smallvec::SmallVec;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -681,9 +682,12 @@ impl Storage {
         // when it holds the key (the writer holds the key's lock, so the entry is current),
         // else from RocksDB.
         let mut states = KeyList::with_capacity(batch.effects.len());
+        // Each effect's key's place in `states`, so the second pass looks nothing up again.
+        let mut slots: SmallVec<[usize; 4]> = SmallVec::with_capacity(batch.effects.len());
         let mut unknown: Vec<usize> = Vec::new();
         for e in &batch.effects {
-            if states.position(&e.raw_key).is_some() {
+            if let Some(at) = states.position(&e.raw_key) {
+                slots.push(at);
                 continue;
             }
             let known = match prior {
@@ -694,12 +698,11 @@ impl Storage {
                 None => decode_meta_key(&e.raw_key)
                     .and_then(|(db, _, key)| self.cache.cached_state(db, key)),
             };
-            match known {
-                Some(state) => {
-                    states.push(&e.raw_key, state);
-                }
-                None => unknown.push(states.push(&e.raw_key, KeyState::Absent)),
+            let at = states.push(&e.raw_key, known.unwrap_or(KeyState::Absent));
+            if known.is_none() {
+                unknown.push(at);
             }
+            slots.push(at);
         }
         let ro = wait.read_options();
         let list = &mut states.list;
@@ -720,10 +723,7 @@ impl Storage {
                 continue;
             };
             let after = KeyState::of_meta(e.put.as_deref());
-            let at = states
-                .position(&e.raw_key)
-                .expect("every written key has a state");
-            let state = &mut states.list[at].1;
+            let state = &mut states.list[slots[i]].1;
             tally.key_written(self, &mut batch.inner, db, key, *state, after);
             if let Some(changes) = changes.as_deref_mut() {
                 let expired = matches!(*state, KeyState::Present(at) if at != 0 && at <= now);

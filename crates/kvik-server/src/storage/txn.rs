@@ -319,11 +319,7 @@ impl Storage {
                 .enumerate()
                 .filter(|(_, e)| {
                     let k = e.raw_key.as_slice();
-                    if seen.position(k).is_some() {
-                        return false;
-                    }
-                    seen.push(k, ());
-                    open.prior.state_of(k).is_none()
+                    seen.insert(k, ()) && open.prior.state_of(k).is_none()
                 })
                 .map(|(i, _)| i)
                 .collect()
