@@ -53,6 +53,10 @@ pub struct Session {
     /// The run's next command is held by CLIENT PAUSE (`Some(may_write)`): the I/O thread keeps
     /// the connection aside until [`crate::cmd::still_paused`] says the pause is over.
     pub paused: Option<bool>,
+    /// While an I/O thread answers a run of this connection's commands back to back: the
+    /// clock reading that ended the last one, which is the next one's start (see
+    /// [`Session::begin_run`]).
+    pub run_clock: Option<std::time::Instant>,
 }
 
 /// Takes over a connection's socket.
@@ -101,6 +105,31 @@ impl Session {
             tracking: None,
             reply_mode: ReplyMode::On,
             paused: None,
+            run_clock: None,
+        }
+    }
+
+    /// Starts timing a run of commands answered back to back: each command's end reading
+    /// (taken for its latency) is also the next one's start, so a pipelined run reads the
+    /// clock once per command instead of twice (the two readings were ~4% of a cached GET
+    /// -P 16's server CPU). [`Session::end_run`] stops it before the session goes elsewhere.
+    pub fn begin_run(&mut self) {
+        self.run_clock = Some(std::time::Instant::now());
+    }
+
+    pub fn end_run(&mut self) {
+        self.run_clock = None;
+    }
+
+    /// When the next command starts: the end of the run's last command, or now.
+    pub fn command_start(&self) -> std::time::Instant {
+        self.run_clock.unwrap_or_else(std::time::Instant::now)
+    }
+
+    /// Records `end` as the end of the command just run, if a run is being timed.
+    pub fn command_end(&mut self, end: std::time::Instant) {
+        if self.run_clock.is_some() {
+            self.run_clock = Some(end);
         }
     }
 

@@ -78,6 +78,12 @@ pub struct CommandTable {
 /// Longest command or subcommand name that can exist; longer names are unknown without lookup.
 const MAX_NAME: usize = 32;
 
+thread_local! {
+    /// This thread's last top-level lookup: the table's address and the entry found there
+    /// (only ever an id from that table's `top`, so a hit is a top-level command).
+    static LAST_LOOKUP: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
 impl CommandTable {
     fn build(families: &[&'static [CommandSpec]]) -> CommandTable {
         let mut table = CommandTable {
@@ -138,10 +144,26 @@ impl CommandTable {
     }
 
     /// Finds a top-level command by name, case-insensitively, without allocating.
+    ///
+    /// The thread's last answer is tried first ([`LAST_LOOKUP`]): a pipeline mostly repeats one
+    /// command, and an I/O thread looks each one up twice (to prefetch its keys, then to run
+    /// it); the hashed lookup was ~4.5% of a cached GET -P 16's server CPU.
     pub fn lookup(&self, name: &[u8]) -> Option<&Entry> {
+        let me = self as *const CommandTable as usize;
+        let (table, id) = LAST_LOOKUP.get();
+        // A table built where a dropped one was (tests) may hold anything at `id`: only a
+        // top-level entry (its full name is its spec's name) of the same name is an answer.
+        if let Some(last) = self.entries.get(id).filter(|_| table == me) {
+            if last.full_name.len() == last.spec.name.len()
+                && name.eq_ignore_ascii_case(last.full_name.as_bytes())
+            {
+                return Some(last);
+            }
+        }
         let mut buf = [0u8; MAX_NAME];
         let lower = lowercase_into(name, &mut buf)?;
         let id = *self.top.get(std::str::from_utf8(lower).ok()?)?;
+        LAST_LOOKUP.set((me, id));
         Some(&self.entries[id])
     }
 
@@ -373,7 +395,7 @@ pub fn execute_cached(
     out: &mut Reply,
     args: &Args,
 ) -> Outcome {
-    let start = Instant::now();
+    let start = session.command_start();
     if session.multi.is_some() || in_subscribe_context(session) {
         return Outcome::NotServed; // queued (or rejected) by the worker path
     }
@@ -965,7 +987,9 @@ fn account(
     start: Instant,
     queue_wait: Duration,
 ) {
-    let elapsed = start.elapsed();
+    let end = Instant::now();
+    let elapsed = end.saturating_duration_since(start);
+    session.command_end(end);
     if let Err(e) = &result {
         out.buf.truncate(mark);
         out.error(e);
@@ -1273,6 +1297,31 @@ mod tests {
         assert_eq!(t.lookup(b"GeT").unwrap().full_name, "get");
         assert!(t.lookup(b"nosuchcommand").is_none());
         assert!(t.lookup(&[b'a'; 100]).is_none());
+    }
+
+    #[test]
+    fn the_remembered_lookup_answers_only_its_own_name() {
+        let t = table();
+        assert_eq!(t.lookup(b"get").unwrap().full_name, "get");
+        // Remembered: the same name in any case, nothing longer, shorter or near it.
+        assert_eq!(t.lookup(b"GET").unwrap().full_name, "get");
+        assert!(t.lookup(b"ge").is_none());
+        assert!(t.lookup(b"gets").is_none());
+        assert_eq!(t.lookup(b"getex").unwrap().full_name, "getex");
+        assert_eq!(t.lookup(b"get").unwrap().full_name, "get");
+        // A container remembered, then its subcommand's names: never the subcommand.
+        assert_eq!(t.lookup(b"config").unwrap().full_name, "config");
+        assert!(t.lookup(b"get").is_some_and(|e| e.full_name == "get"));
+        assert!(t.lookup(b"config|get").is_none());
+        // Another table (built where a dropped one may have been) does not take this one's.
+        for _ in 0..3 {
+            assert_eq!(t.lookup(b"get").unwrap().full_name, "get");
+            let other = CommandTable::build(&[admin::COMMANDS]);
+            assert!(other.lookup(b"get").is_none());
+            assert_eq!(other.lookup(b"CONFIG").unwrap().full_name, "config");
+            assert!(other.lookup(b"get").is_none());
+            assert_eq!(t.lookup(b"get").unwrap().full_name, "get");
+        }
     }
 
     #[test]

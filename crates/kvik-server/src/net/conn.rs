@@ -62,6 +62,8 @@ pub struct Conn {
     pub write_failed: bool,
     /// Parsing stopped because more than [`OUTPUT_BACKPRESSURE`] bytes wait to be sent.
     pub throttled: bool,
+    /// Listed in its I/O thread's `held` (CLIENT PAUSE holds its next command): listed once.
+    pub held: bool,
     /// A protocol error found after the commands before it, reported once they have run.
     pub pending_error: Option<ProtocolError>,
     /// Commands parsed but not yet run: the tail of a job that stopped early because its
@@ -97,6 +99,7 @@ impl Conn {
             hangup_seen: false,
             write_failed: false,
             throttled: false,
+            held: false,
             pending_error: None,
             leftover: Vec::new(),
             retry: Vec::new(),

@@ -35,6 +35,7 @@ use crate::clients::{ClientInfo, NO_CMD};
 use crate::cmd::ctx::Mode;
 use crate::cmd::run::run_commands;
 use crate::cmd::{self, Outcome};
+use crate::fast_hash::FastHash;
 use crate::pool::Pool;
 use crate::reply::Reply;
 use crate::server::Server;
@@ -66,7 +67,7 @@ pub struct IoThread {
     listeners: Vec<TcpListener>,
     server: Arc<Server>,
     pool: Arc<dyn Pool>,
-    conns: HashMap<Token, Conn>,
+    conns: HashMap<Token, Conn, FastHash>,
     next_token: usize,
     next_owner: usize,
     /// Connections to drive again without waiting for an event (see the module doc).
@@ -78,9 +79,9 @@ pub struct IoThread {
     /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
     rtc_buf: Vec<u8>,
     /// Client id -> token of this thread's connections.
-    by_id: HashMap<u64, Token>,
+    by_id: HashMap<u64, Token, FastHash>,
     /// Connections parked by a blocking command.
-    parked: HashSet<Token>,
+    parked: HashSet<Token, FastHash>,
     /// Connections whose output waits for this thread's writes to reach the WAL (see
     /// [`IoThread::write_out`]): flushed together at the end of the turn.
     unflushed: Vec<Token>,
@@ -190,15 +191,15 @@ impl IoThread {
             listeners,
             server,
             pool,
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             next_token: 0,
             next_owner: 0,
             again: Vec::new(),
             retry_next: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
-            by_id: HashMap::new(),
-            parked: HashSet::new(),
+            by_id: HashMap::default(),
+            parked: HashSet::default(),
             unflushed: Vec::new(),
             held: Vec::new(),
             turn_failed: false,
@@ -260,6 +261,9 @@ impl IoThread {
             self.drain_inbox();
             self.check_block_timeouts();
             for t in std::mem::take(&mut self.held) {
+                if let Some(conn) = self.conns.get_mut(&t) {
+                    conn.held = false;
+                }
                 self.drive(t);
                 self.turn_failed |= !TurnWrites::settle(&server, true);
             }
@@ -552,7 +556,8 @@ impl IoThread {
             }
             if conn.retry.is_empty() && !conn.leftover.is_empty() {
                 if cmd::still_paused(&server, conn.session.as_mut().expect("not in pool")) {
-                    if !self.held.contains(&token) {
+                    if !conn.held {
+                        conn.held = true;
                         self.held.push(token);
                     }
                     break;
@@ -595,6 +600,7 @@ impl IoThread {
                         proto: session.proto,
                     };
                     let (mut served, mut prefetched) = (0, 0);
+                    session.begin_run();
                     for (i, args) in run.iter().enumerate() {
                         if i == prefetched {
                             prefetched = i + cmd::prefetch_run(&server, session, &run[i..]);
@@ -615,6 +621,7 @@ impl IoThread {
                             break;
                         }
                     }
+                    session.end_run();
                     conn.queue_output(&reply.buf);
                     reply.buf.clear();
                     if reply.buf.capacity() > RTC_BUF_KEEP {
