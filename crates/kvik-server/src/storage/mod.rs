@@ -215,7 +215,7 @@ impl Default for Batch {
 /// cache entry, not copied). Commit derives the cache update, the count deltas and the expiry
 /// index changes from it.
 struct CacheEffect {
-    raw_key: Vec<u8>,
+    raw_key: Bytes,
     put: Option<Bytes>,
     /// For a put of a hash the cache holds: its whole new field set (a small hash rebuilt from
     /// the cached copy) or its field edits (a big hash), so the cache entry is updated rather
@@ -1043,6 +1043,23 @@ impl Batch {
         }
     }
 
+    /// [`Batch::put_raw`] of a key and value the caller keeps too (a meta record and its cache
+    /// effect): a buffered write shares them instead of copying.
+    fn put_shared(&mut self, storage: &Storage, cf: &'static str, key: &Bytes, value: &Bytes) {
+        match &mut self.log {
+            Some(log) => log.push(txn::Op::Put(cf, key.clone(), value.clone())),
+            None => self.inner.put_cf(storage.cf(cf), key, value),
+        }
+    }
+
+    /// [`Batch::delete_raw`] of a key the caller keeps too (see [`Batch::put_shared`]).
+    fn delete_shared(&mut self, storage: &Storage, cf: &'static str, key: &Bytes) {
+        match &mut self.log {
+            Some(log) => log.push(txn::Op::Delete(cf, key.clone())),
+            None => self.inner.delete_cf(storage.cf(cf), key),
+        }
+    }
+
     /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
     fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8]) {
         match &mut self.log {
@@ -1088,9 +1105,9 @@ impl Batch {
         meta: &Meta,
         hash: Option<HashUpdate>,
     ) {
-        let raw_key = meta_key(db, key);
+        let raw_key = Bytes::from(meta_key(db, key));
         let value = Bytes::from(meta.encode());
-        self.put_raw(storage, CF_META, &raw_key, &value);
+        self.put_shared(storage, CF_META, &raw_key, &value);
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect {
                 raw_key,
@@ -1103,8 +1120,8 @@ impl Batch {
 
     /// Deletes `key`; on commit, a cached entry of `key` is dropped.
     pub fn delete_meta(&mut self, storage: &Storage, db: u16, key: &[u8]) {
-        let raw_key = meta_key(db, key);
-        self.delete_raw(storage, CF_META, &raw_key);
+        let raw_key = Bytes::from(meta_key(db, key));
+        self.delete_shared(storage, CF_META, &raw_key);
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect {
                 raw_key,

@@ -95,9 +95,9 @@ struct Undo {
     ops_bytes: usize,
     effects: usize,
     /// Keys whose prior state was noted since.
-    noted: Vec<Vec<u8>>,
+    noted: Vec<Bytes>,
     /// Keys whose latest state changed since, with the state before (in order).
-    latest: Vec<(Vec<u8>, Option<KeyState>)>,
+    latest: Vec<(Bytes, Option<KeyState>)>,
     /// What [`Superseded::note`] changed since.
     superseded: SupersededUndo,
 }
@@ -129,9 +129,56 @@ struct SupersededUndo {
 }
 
 thread_local! {
-    /// The last transaction's [`Superseded`], emptied: its table's room serves the next one
-    /// (an I/O thread opens one per turn).
-    static SPARE: RefCell<Superseded> = RefCell::default();
+    /// The last transaction's buffers, emptied (see [`Room`]).
+    static ROOM: RefCell<Room> = RefCell::default();
+}
+
+/// The buffers a transaction grows as it buffers writes, kept empty between transactions so
+/// the thread's next one starts with their room: an I/O thread opens one per turn (~170
+/// writes a turn under pipelined SETs), and growing them from nothing each time took ~3% of
+/// the server's CPU (rehashing the key states; `ops` past 16 KiB takes jemalloc's large
+/// allocation path at every doubling).
+#[derive(Default)]
+struct Room {
+    ops: Vec<Op>,
+    superseded: Superseded,
+    states: HashMap<Bytes, KeyState, FastHash>,
+    latest: HashMap<Bytes, KeyState, FastHash>,
+}
+
+/// Entries past which a buffer is dropped rather than kept (one EXEC of 100,000 writes would
+/// otherwise pin its room on the thread for good).
+const ROOM_KEEP: usize = 4096;
+
+impl Room {
+    /// Empty buffers, with the room the thread's last transaction left.
+    fn take() -> Room {
+        ROOM.with(|r| std::mem::take(&mut *r.borrow_mut()))
+    }
+
+    /// Empties the buffers and keeps them for the thread's next transaction.
+    fn give_back(mut self) {
+        fn keep<T: Default>(buffer: &mut T, room: fn(&T) -> usize, clear: fn(&mut T)) {
+            if room(buffer) > ROOM_KEEP {
+                *buffer = T::default();
+            } else {
+                clear(buffer);
+            }
+        }
+        keep(&mut self.ops, Vec::capacity, Vec::clear);
+        keep(&mut self.states, HashMap::capacity, HashMap::clear);
+        keep(&mut self.latest, HashMap::capacity, HashMap::clear);
+        keep(
+            &mut self.superseded,
+            |s| s.latest.capacity().max(s.left_out.capacity()),
+            |s| {
+                s.latest.clear();
+                s.left_out.clear();
+                s.count = 0;
+            },
+        );
+        ROOM.with(|r| *r.borrow_mut() = self);
+    }
 }
 
 /// The point record a write changes: its column family and key.
@@ -147,19 +194,6 @@ fn record_hash(cf: &'static str, key: &[u8]) -> u64 {
 }
 
 impl Superseded {
-    /// An empty one, with the room the thread's last one had.
-    fn take_spare() -> Superseded {
-        SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()))
-    }
-
-    /// Empties this one and keeps it for the thread's next transaction.
-    fn give_back(mut self) {
-        self.latest.clear();
-        self.left_out.clear();
-        self.count = 0;
-        SPARE.with(|s| *s.borrow_mut() = self);
-    }
-
     /// Notes `ops[at..]`, just buffered: each point write replaces the record's earlier one.
     fn note(&mut self, ops: &[Op], at: usize, mut undo: Option<&mut SupersededUndo>) {
         self.left_out.resize(ops.len(), false);
@@ -213,9 +247,9 @@ impl Superseded {
 #[derive(Default)]
 pub(super) struct Prior {
     /// Raw meta key -> the key's state before the transaction.
-    states: HashMap<Vec<u8>, KeyState, FastHash>,
+    states: HashMap<Bytes, KeyState, FastHash>,
     /// Raw meta key -> its state after the transaction's latest write of it.
-    latest: HashMap<Vec<u8>, KeyState, FastHash>,
+    latest: HashMap<Bytes, KeyState, FastHash>,
     /// The storage's flush count when the first state was noted: a FLUSHDB or FLUSHALL of
     /// another client since makes them stale.
     pub flushes: u64,
@@ -263,15 +297,20 @@ impl Storage {
             if o.is_some() {
                 return false;
             }
+            let room = Room::take();
             *o = Some(Open {
                 storage: id(self),
                 batch: Batch::default(),
-                ops: Vec::new(),
+                ops: room.ops,
                 ops_bytes: 0,
-                superseded: Superseded::take_spare(),
+                superseded: room.superseded,
                 overlay: Overlay::default(),
                 overlay_upto: 0,
-                prior: Prior::default(),
+                prior: Prior {
+                    states: room.states,
+                    latest: room.latest,
+                    ..Prior::default()
+                },
                 savepoint: None,
                 settled: false,
                 failed: None,
@@ -318,7 +357,7 @@ impl Storage {
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| {
-                    let k = e.raw_key.as_slice();
+                    let k = &e.raw_key[..];
                     seen.insert(k, ()) && open.prior.state_of(k).is_none()
                 })
                 .map(|(i, _)| i)
@@ -331,7 +370,7 @@ impl Storage {
         // Replies that acknowledge this write wait for the transaction's write and its
         // group commit (an I/O thread holds the output of its turn until then).
         self.wal.hold_here();
-        let mut states: SmallVec<[(Vec<u8>, KeyState); 4]> = SmallVec::new();
+        let mut states: SmallVec<[(Bytes, KeyState); 4]> = SmallVec::new();
         for &i in &new_keys {
             let raw = &batch.effects[i].raw_key;
             let cached =
@@ -385,8 +424,8 @@ impl Storage {
                 let before = open
                     .prior
                     .latest
-                    .get(&e.raw_key)
-                    .or_else(|| open.prior.states.get(&e.raw_key))
+                    .get(&e.raw_key[..])
+                    .or_else(|| open.prior.states.get(&e.raw_key[..]))
                     .copied()
                     .unwrap_or(KeyState::Absent);
                 let after = KeyState::of_meta(e.put.as_deref());
@@ -489,21 +528,29 @@ impl Storage {
         prior: Prior,
         wait: Wait,
     ) -> StorageResult<()> {
-        if ops.is_empty() && batch.effects.is_empty() {
-            return Ok(());
-        }
-        let left_out = |i: usize| superseded.left_out.get(i).copied().unwrap_or(false);
-        for (i, op) in ops.iter().enumerate() {
-            if !left_out(i) {
-                replay(self, &mut batch.inner, op);
+        let written = if ops.is_empty() && batch.effects.is_empty() {
+            Ok(())
+        } else {
+            let left_out = |i: usize| superseded.left_out.get(i).copied().unwrap_or(false);
+            for (i, op) in ops.iter().enumerate() {
+                if !left_out(i) {
+                    replay(self, &mut batch.inner, op);
+                }
             }
+            let written = self.write_batch(batch, wait, Some(&prior));
+            if written.is_ok() && superseded.count > 0 {
+                self.superseded_writes
+                    .fetch_add(superseded.count as u64, Ordering::Relaxed);
+            }
+            written
+        };
+        Room {
+            ops,
+            superseded,
+            states: prior.states,
+            latest: prior.latest,
         }
-        let written = self.write_batch(batch, wait, Some(&prior));
-        if written.is_ok() && superseded.count > 0 {
-            self.superseded_writes
-                .fetch_add(superseded.count as u64, Ordering::Relaxed);
-        }
-        superseded.give_back();
+        .give_back();
         written
     }
 
@@ -542,12 +589,12 @@ impl Storage {
                 open.overlay_upto = 0;
             }
             for k in &undo.noted {
-                open.prior.states.remove(k);
+                open.prior.states.remove(&k[..]);
             }
             for (k, was) in undo.latest.into_iter().rev() {
                 match was {
                     Some(state) => open.prior.latest.insert(k, state),
-                    None => open.prior.latest.remove(&k),
+                    None => open.prior.latest.remove(&k[..]),
                 };
             }
             Some(open.batch.effects.split_off(undo.effects))
@@ -1138,6 +1185,40 @@ mod tests {
         assert_eq!(seen_elsewhere(&s, b"a").as_deref(), Some("newest"));
         assert_eq!(seen_elsewhere(&s, b"b").as_deref(), Some("1"));
         assert_eq!(s.key_count(0), 2);
+    }
+
+    #[test]
+    fn a_transaction_leaves_its_room_to_the_next_unless_it_grew_past_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let writes = |n: usize, last: &str| {
+            let txn = s.begin_txn();
+            for i in 0..n {
+                put(&s, format!("k{i}").as_bytes(), last, 0);
+            }
+            txn.commit().unwrap();
+        };
+        let room = || {
+            let r = super::Room::take();
+            let sizes = (r.ops.capacity(), r.states.capacity());
+            r.give_back();
+            sizes
+        };
+        writes(300, "a");
+        let (ops, states) = room();
+        assert!(ops >= 300 && states >= 300, "{ops} {states}");
+        // An empty transaction (an I/O thread's quiet turn) keeps it too.
+        writes(0, "b");
+        assert_eq!(room(), (ops, states));
+        // Kept empty: the next transaction sees only its own writes.
+        writes(2, "c");
+        assert_eq!(value(&s, b"k0").as_deref(), Some("c"));
+        assert_eq!(value(&s, b"k299").as_deref(), Some("a"));
+        assert_eq!(s.key_count(0), 300);
+        // Past the bound the buffers go: a thread keeps no giant transaction's memory.
+        writes(super::ROOM_KEEP + 1, "d");
+        assert_eq!(room(), (0, 0));
+        assert_eq!(s.key_count(0), super::ROOM_KEEP as u64 + 1);
     }
 
     #[test]
