@@ -205,7 +205,7 @@ impl Blocking {
         } else {
             w.timeout.encode(&mut out, w.proto);
         }
-        w.client.io.notify_unblocked(w.client.id, out);
+        w.client.io().notify_unblocked(w.client.id, out);
         true
     }
 

@@ -33,8 +33,11 @@ pub struct ClientInfo {
     pub obuf: AtomicUsize,
     /// Set by CLIENT KILL; the owning I/O thread closes the connection when it sees it.
     pub killed: AtomicBool,
-    /// The owning I/O thread, to wake it after setting `killed`.
-    pub io: Arc<dyn ClientIo>,
+    /// The owning I/O thread, to wake it after setting `killed` (or to move a message to the
+    /// output). It changes when the connection moves to another I/O thread (`io-key-affinity`).
+    pub io: parking_lot::RwLock<Arc<dyn ClientIo>>,
+    /// The index of that I/O thread (CLIENT LIST `io-thread=`).
+    pub io_thread: AtomicUsize,
     /// Pub/sub messages published to this client, not yet in its output buffer.
     pub mailbox: crate::pubsub::mailbox::Mailbox,
     /// Its subscription counts (CLIENT LIST; the `pubsub` output limit class applies while any
@@ -145,7 +148,8 @@ impl ClientInfo {
             qbuf: Default::default(),
             obuf: Default::default(),
             killed: Default::default(),
-            io: Arc::new(NoIo),
+            io: parking_lot::RwLock::new(Arc::new(NoIo)),
+            io_thread: Default::default(),
             mailbox: Default::default(),
             subs: Default::default(),
             state: Default::default(),
@@ -155,7 +159,12 @@ impl ClientInfo {
     /// Marks the client for closing and wakes its I/O thread.
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
-        self.io.notify_kill(self.id);
+        self.io().notify_kill(self.id);
+    }
+
+    /// The I/O thread that owns the connection now.
+    pub fn io(&self) -> Arc<dyn ClientIo> {
+        self.io.read().clone()
     }
 
     pub fn user_name(&self) -> String {

@@ -108,6 +108,9 @@ pub struct Config {
     /// `rtc-lock-retries`: turns an I/O thread tries a command again whose key another thread
     /// held, before the pool runs it (`net::io_thread`, `Conn::retry`).
     pub rtc_lock_retries: AtomicU64,
+    /// `io-key-affinity`: a connection whose command found its key held by another I/O thread
+    /// moves to that key's I/O thread (`net::io_thread`, `IoThread::move_out`).
+    pub io_key_affinity: AtomicBool,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
@@ -1209,6 +1212,17 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.rtc_lock_retries, v, 0, 1_000),
     },
     Setting {
+        name: "io-key-affinity",
+        default: "yes",
+        mutable: true,
+        help: "a connection whose command finds its key held by another I/O thread moves to the I/O thread that key belongs to (at most once a second), so the writers of one hot key share one thread instead of waiting on each other (no: connections stay where they were accepted)",
+        get: |c| if c.io_key_affinity.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.io_key_affinity.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-backoff",
         default: "yes",
         mutable: true,
@@ -1456,6 +1470,7 @@ impl Default for Config {
             rtc_backoff: AtomicBool::new(true),
             rtc_lock_wait_us: AtomicU64::new(300),
             rtc_lock_retries: AtomicU64::new(8),
+            io_key_affinity: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),

@@ -123,7 +123,7 @@ fn serve_key(server: &Server, db: u16, key: &[u8]) -> Ready {
                         out.buf
                     }
                 };
-                w.client.io.notify_unblocked(w.client.id, reply);
+                w.client.io().notify_unblocked(w.client.id, reply);
             }
             None => {
                 registry.release(id, false);

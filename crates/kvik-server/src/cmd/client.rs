@@ -197,7 +197,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One CLIENT LIST / CLIENT INFO line (without the trailing newline), in Redis 7.0's field
-/// order plus Redis 7.2's `watch=`. Fields kvik does not track (memory breakdown) show Redis's
+/// order plus Redis 7.2's `watch=` and Redis 8.0's `io-thread=`. Fields kvik does not track (memory breakdown) show Redis's
 /// idle values.
 pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
     let cmd = match c.last_cmd.load(Relaxed) {
@@ -211,7 +211,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} \
          multi={} watch={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 \
-         omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={}",
+         omem={} tot-mem=0 events=r cmd={} user={} redir={} resp={} io-thread={}",
         c.id,
         c.addr,
         c.laddr,
@@ -232,6 +232,7 @@ pub fn client_line(c: &ClientInfo, now_ms: u64) -> String {
         c.user_name(),
         c.state.redir.load(Relaxed),
         c.resp.load(Relaxed),
+        c.io_thread.load(Relaxed),
     );
     s
 }

@@ -413,6 +413,19 @@ pub fn execute_cached(
     outcome
 }
 
+/// The database and first key of a command, from its spec: what an I/O thread that found the
+/// command's key held by another thread asks which thread the key belongs to (`io-key-affinity`).
+pub fn first_key<'a>(
+    server: &Server,
+    session: &Session,
+    args: &'a Args,
+) -> Option<(u16, &'a [u8])> {
+    let entry = table().lookup(&args[0])?;
+    let at = *entry.spec.key_positions(args).first()?;
+    let key = args.get(at)?;
+    Some((Ctx::physical_db(server, session), &key[..]))
+}
+
 /// Before an I/O thread runs a `run` (pipelined commands, or one with many keys) with
 /// [`execute_cached`]: asks the CPU for the hot-cache lines the keys of its first cached reads
 /// and writes will look up, all at once ([`crate::cache::Cache::prefetch`], `cache-prefetch`).

@@ -75,6 +75,10 @@ pub struct Conn {
     pub retry: Vec<Vec<Bytes>>,
     /// Turns in a row the head of `retry` was put off (bounded by `rtc-lock-retries`).
     pub retries: u32,
+    /// When it last moved to another I/O thread (`io-key-affinity`).
+    pub moved_at: Option<Instant>,
+    /// The hash of the key its last put-off command found held (`io-key-affinity`).
+    pub contended_on: Option<u64>,
     /// Argument vectors of commands answered on the I/O thread, for the next requests.
     pub spare: SpareArgs,
     /// When the output buffer first exceeded the soft limit.
@@ -104,6 +108,8 @@ impl Conn {
             leftover: Vec::new(),
             retry: Vec::new(),
             retries: 0,
+            moved_at: None,
+            contended_on: None,
             spare: SpareArgs::default(),
             soft_limit_since: None,
             wake: None,

@@ -20,6 +20,13 @@
 //! each write as its own commit and would queue behind the same key, so under one hot key
 //! written from both I/O threads the pool was slower and set the tail.
 //!
+//! Such a connection moves to the I/O thread its key belongs to (`io-key-affinity`; a hash of
+//! the key picks the thread, the same on every thread), at the end of the turn, with the
+//! commands it put off ([`IoThread::move_out`], [`IoMsg::Moved`]): the writers of one hot key
+//! end up on one thread, whose turns batch them, instead of two threads taking the key's lock
+//! in turn and sleeping on it. A connection moves at most once a [`AFFINITY_STAY`]; one that is
+//! parked, paused, closing or in the pool does not move.
+//!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
 //!
@@ -74,6 +81,8 @@ pub struct IoThread {
     again: Vec<Token>,
     /// Connections whose [`Conn::retry`] runs on the next turn.
     retry_next: Vec<Token>,
+    /// Connections to give to another I/O thread at the end of this turn, and which one.
+    moving: Vec<(Token, usize)>,
     /// Where every socket read of this thread lands before it is appended to a query buffer.
     scratch: Box<[u8]>,
     /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
@@ -196,6 +205,7 @@ impl IoThread {
             next_owner: 0,
             again: Vec::new(),
             retry_next: Vec::new(),
+            moving: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
             by_id: HashMap::default(),
@@ -273,6 +283,7 @@ impl IoThread {
             }
             self.turn_failed |= !turn.end(&server);
             self.flush_group();
+            self.move_out();
             if last_tick.elapsed() >= Duration::from_secs(1) {
                 last_tick = Instant::now();
                 self.close_idle();
@@ -356,6 +367,13 @@ impl IoThread {
         }
     }
 
+    /// A token for a connection new to this thread.
+    fn new_token(&mut self) -> Token {
+        let token = Token(self.next_token);
+        self.next_token = (self.next_token + 1) % (LISTENER_BASE - 64);
+        token
+    }
+
     /// Registers a new connection on this thread.
     fn adopt(&mut self, mut stream: TcpStream, addr: SocketAddr) {
         if let Some(denied) = crate::acl::protected::check(&self.server.config, addr.ip()) {
@@ -363,8 +381,7 @@ impl IoThread {
             let _ = std::io::Write::write(&mut stream, denied);
             return;
         }
-        let token = Token(self.next_token);
-        self.next_token = (self.next_token + 1) % (LISTENER_BASE - 64);
+        let token = self.new_token();
         if let Err(e) = self.poll.registry().register(
             &mut stream,
             token,
@@ -392,7 +409,8 @@ impl IoThread {
             qbuf: Default::default(),
             obuf: Default::default(),
             killed: Default::default(),
-            io: self.handles[self.index].clone(),
+            io: parking_lot::RwLock::new(self.handles[self.index].clone()),
+            io_thread: self.index.into(),
             mailbox: Default::default(),
             subs: Default::default(),
             state: Default::default(),
@@ -429,6 +447,7 @@ impl IoThread {
                         // In the pool: the job's completion delivers, after its replies.
                     }
                 }
+                IoMsg::Moved(conn) => self.adopt_moved(*conn),
                 IoMsg::Unblocked(id, reply) => {
                     let Some(&token) = self.by_id.get(&id) else {
                         continue; // closed meanwhile
@@ -444,6 +463,63 @@ impl IoThread {
                 }
             }
         }
+    }
+
+    /// Gives the connections [`Self::drive`] chose to move to the I/O threads their keys belong
+    /// to, once this turn's writes are durable and their replies out (the connection takes its
+    /// put-off commands along). One that can no longer move tries again here next turn.
+    fn move_out(&mut self) {
+        for (token, home) in std::mem::take(&mut self.moving) {
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue; // closed meanwhile
+            };
+            let stays = conn.in_pool()
+                || conn.parked().is_some()
+                || conn.held
+                || conn.close_after_write
+                || conn.peer_closed
+                || conn.client.killed.load(Relaxed);
+            if stays {
+                self.retry_next.push(token);
+                continue;
+            }
+            if self.poll.registry().deregister(&mut conn.stream).is_err() {
+                self.close(token);
+                continue;
+            }
+            let mut conn = self.conns.remove(&token).expect("found above");
+            self.by_id.remove(&conn.client.id);
+            conn.retries = 0;
+            conn.moved_at = Some(Instant::now());
+            // Notices sent from now on go to the new thread; one sent here before this line is
+            // dropped, and the new thread checks for what it was about when it adopts the
+            // connection (a kill, a mailbox).
+            *conn.client.io.write() = self.handles[home].clone();
+            conn.client.io_thread.store(home, Relaxed);
+            self.server
+                .stats
+                .io_key_affinity_moves
+                .fetch_add(1, Relaxed);
+            self.handles[home].send(IoMsg::Moved(Box::new(conn)));
+        }
+    }
+
+    /// Takes over a connection another I/O thread moved here ([`Self::move_out`]).
+    fn adopt_moved(&mut self, mut conn: Conn) {
+        let token = self.new_token();
+        if let Err(e) = self.poll.registry().register(
+            &mut conn.stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            tracing::warn!(error = %e, "cannot register a moved connection");
+            self.server.clients.remove(conn.client.id);
+            return;
+        }
+        self.by_id.insert(conn.client.id, token);
+        self.conns.insert(token, conn);
+        self.deliver(token);
+        self.again.push(token);
     }
 
     /// Moves the connection's pub/sub mailbox to its output (dropped if the socket failed).
@@ -640,7 +716,10 @@ impl IoThread {
                         conn.retries += 1;
                         server.stats.rtc_lock_retries.fetch_add(1, Relaxed);
                         conn.retry = run;
-                        self.retry_next.push(token);
+                        match affinity_home(&server, conn, self.handles.len(), self.index) {
+                            Some(home) => self.moving.push((token, home)),
+                            None => self.retry_next.push(token),
+                        }
                         break;
                     }
                     if run.is_empty() {
@@ -921,6 +1000,34 @@ impl IoThread {
         }
         true
     }
+}
+
+/// How long a connection stays on the I/O thread it moved to before it may move again
+/// (`io-key-affinity`): one that writes two hot keys of different threads moves back and
+/// forth at most this often.
+const AFFINITY_STAY: Duration = Duration::from_secs(1);
+
+/// The I/O thread a connection whose run stopped on a held key ([`Conn::retry`]) should move
+/// to (`io-key-affinity`): the thread the key of the command it put off belongs to, if that is
+/// another thread, the connection found the same key held the time before (a hot key, not two
+/// writers meeting once on a random one) and it has not moved within [`AFFINITY_STAY`]. The
+/// first time a command is put off counts; its tries again on later turns do not.
+fn affinity_home(server: &Server, conn: &mut Conn, threads: usize, here: usize) -> Option<usize> {
+    if threads < 2 || conn.retries > 1 || !server.config.io_key_affinity.load(Relaxed) {
+        return None;
+    }
+    let session = conn.session.as_ref()?;
+    let (db, key) = cmd::first_key(server, session, conn.retry.first()?)?;
+    let hash = crate::fast_hash::key_hash(crate::fast_hash::process_seed(), db, key);
+    if conn.contended_on.replace(hash) != Some(hash) {
+        return None;
+    }
+    if conn.moved_at.is_some_and(|t| t.elapsed() < AFFINITY_STAY) {
+        return None;
+    }
+    // Every thread computes the same home for a key.
+    let home = (hash % threads as u64) as usize;
+    (home != here).then_some(home)
 }
 
 /// Hands a run of one connection's commands to the pool as one job ([`run_commands`], the first

@@ -44,6 +44,9 @@ pub(crate) enum IoMsg {
     Unblocked(u64, Vec<u8>),
     /// Client id's pub/sub mailbox has messages to move to its output.
     Deliver(u64),
+    /// A connection another I/O thread gave up to this one (`io-key-affinity`): its
+    /// commands put off by a held key run here next (boxed: a connection is big).
+    Moved(Box<conn::Conn>),
 }
 
 /// What a pool job sends back: the connection it ran for, and what running its commands gave

@@ -266,7 +266,7 @@ impl PubSub {
             return;
         }
         if client.mailbox.push(bytes) {
-            client.io.notify_pubsub(client.id);
+            client.io().notify_pubsub(client.id);
         }
     }
 

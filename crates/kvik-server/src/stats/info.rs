@@ -539,6 +539,10 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("rtc_commands", s.rtc_commands.load(Relaxed));
     w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
     w.field("rtc_lock_retries", s.rtc_lock_retries.load(Relaxed));
+    w.field(
+        "io_key_affinity_moves",
+        s.io_key_affinity_moves.load(Relaxed),
+    );
     w.field("rtc_backoff_skips", s.rtc_backoff_skips.load(Relaxed));
     w.field("rtc_disk_gate_closes", s.rtc_disk_gate_closes.load(Relaxed));
     w.field(

@@ -43,6 +43,9 @@ pub struct Stats {
     /// Of those, the ones put off to the I/O thread's next turn (a key another thread held;
     /// `rtc-lock-retries`) instead of going to the pool.
     pub rtc_lock_retries: AtomicU64,
+    /// Connections moved to the I/O thread of a key another I/O thread held
+    /// (`io-key-affinity`).
+    pub io_key_affinity_moves: AtomicU64,
     /// Commands sent to the pool untried because their tries kept falling back
     /// (`cmd::rtc_backoff`).
     pub rtc_backoff_skips: AtomicU64,
@@ -85,6 +88,7 @@ impl Stats {
             rtc_commands: AtomicU64::new(0),
             rtc_fallbacks: AtomicU64::new(0),
             rtc_lock_retries: AtomicU64::new(0),
+            io_key_affinity_moves: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
             rtc_disk_gate_closes: AtomicU64::new(0),
             rtc_script_budget_aborts: AtomicU64::new(0),
@@ -177,6 +181,7 @@ impl Stats {
             &self.rtc_commands,
             &self.rtc_fallbacks,
             &self.rtc_lock_retries,
+            &self.io_key_affinity_moves,
             &self.rtc_backoff_skips,
             &self.rtc_disk_gate_closes,
             &self.rtc_script_budget_aborts,

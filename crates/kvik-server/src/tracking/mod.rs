@@ -400,7 +400,7 @@ fn deliver(client: &ClientInfo, msg: &[u8]) {
         return;
     }
     if client.mailbox.push(msg) {
-        client.io.notify_pubsub(client.id);
+        client.io().notify_pubsub(client.id);
     }
 }
 

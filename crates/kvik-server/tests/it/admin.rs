@@ -720,13 +720,14 @@ fn client_name_id_list_info() {
             "cmd",
             "user",
             "redir",
-            "resp"
+            "resp",
+            "io-thread"
         ]
     );
     assert!(mine.contains(" name=worker-1 "));
     assert!(mine.contains(" cmd=client|list "));
     assert!(mine.contains(&format!(" laddr=127.0.0.1:{} ", s.port)));
-    assert!(mine.ends_with(" user=default redir=-1 resp=2"));
+    assert!(mine.contains(" user=default redir=-1 resp=2 io-thread="));
     let theirs = lines
         .iter()
         .find(|l| !l.starts_with(&format!("id={id} ")))
@@ -755,7 +756,11 @@ fn client_name_id_list_info() {
     );
     assert_eq!(r.cmd(&["CLIENT", "LIST", "foo"]), err("ERR syntax error"));
     let me = r.cmd(&["CLIENT", "INFO"]).text();
-    assert!(me.starts_with(&format!("id={id} ")) && me.ends_with(" resp=2\n"));
+    assert!(
+        me.starts_with(&format!("id={id} "))
+            && me.contains(" resp=2 io-thread=")
+            && me.ends_with('\n')
+    );
     assert!(me.contains(" cmd=client|info "));
 
     assert_eq!(

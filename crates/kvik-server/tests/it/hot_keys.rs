@@ -141,3 +141,146 @@ fn pipelined_writers_of_one_key_lose_nothing_and_keep_their_order() {
         "no command waited in a retry"
     );
 }
+
+/// The I/O thread a connection is on now (CLIENT INFO `io-thread=`).
+fn io_thread_of(con: &mut Connection) -> String {
+    let line: String = q(con, &["CLIENT", "INFO"]);
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("io-thread="))
+        .expect("CLIENT INFO shows io-thread=")
+        .to_string()
+}
+
+/// Every connection pipelines `rounds` runs of INCRs of one key at once; checks that each
+/// connection's replies increase and that no two INCRs got one value.
+fn incr_together(cons: &mut Vec<Connection>, rounds: usize) {
+    const DEPTH: usize = 32;
+    let go = std::sync::Arc::new(std::sync::Barrier::new(cons.len()));
+    let workers: Vec<_> = cons
+        .drain(..)
+        .map(|mut con| {
+            let go = go.clone();
+            std::thread::spawn(move || {
+                go.wait();
+                let mut seen = Vec::new();
+                for _ in 0..rounds {
+                    let mut p = redis::pipe();
+                    for _ in 0..DEPTH {
+                        p.cmd("INCR").arg("hot");
+                    }
+                    let replies: Vec<i64> = p.query(&mut con).unwrap();
+                    seen.extend(replies);
+                }
+                assert!(
+                    seen.windows(2).all(|p| p[0] < p[1]),
+                    "one connection's INCRs out of order"
+                );
+                (con, seen)
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for w in workers {
+        let (con, seen) = w.join().unwrap();
+        cons.push(con);
+        all.extend(seen);
+    }
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "two INCRs got one value");
+}
+
+/// Connections of both I/O threads writing one hot key (`io-key-affinity`): with it on they
+/// end up on one thread (CLIENT INFO `io-thread=`, INFO `io_key_affinity_moves`), losing and
+/// reordering nothing on the way, and a moved connection still gets its pub/sub messages and
+/// its CLIENT KILL; with it off every connection stays where it was accepted.
+#[test]
+fn writers_of_one_hot_key_move_to_one_io_thread() {
+    const CONNS: usize = 8;
+    for on in [false, true] {
+        let s = TestServer::start_with(&[
+            "--io-threads",
+            "2",
+            "--io-key-affinity",
+            if on { "yes" } else { "no" },
+        ]);
+        let mut c = s.client();
+        let mut cons: Vec<Connection> = (0..CONNS).map(|_| s.client()).collect();
+        let accepted: Vec<String> = cons.iter_mut().map(io_thread_of).collect();
+        let threads = |cons: &mut Vec<Connection>| {
+            let mut t: Vec<String> = cons.iter_mut().map(io_thread_of).collect();
+            t.sort();
+            t.dedup();
+            t.len()
+        };
+        assert_eq!(threads(&mut cons), 2, "accepted on both I/O threads");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut batches = 0;
+        loop {
+            incr_together(&mut cons, 20);
+            batches += 1;
+            let done = if on {
+                threads(&mut cons) == 1
+            } else {
+                batches == 3
+            };
+            if done {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the writers of one key never came to one I/O thread"
+            );
+        }
+        let total: i64 = q(&mut c, &["GET", "hot"]);
+        assert_eq!(total as usize, batches * CONNS * 20 * 32);
+        let moves = stat(&mut c, "io_key_affinity_moves");
+        if !on {
+            assert_eq!(threads(&mut cons), 2, "moved with io-key-affinity no");
+            assert_eq!(moves, 0);
+            continue;
+        }
+        assert!(moves >= (CONNS / 2) as u64, "{moves} moves");
+        // Connections that moved: the first gets a message published to it, the second is
+        // killed.
+        let now: Vec<String> = cons.iter_mut().map(io_thread_of).collect();
+        let mut moved: Vec<Connection> = cons
+            .into_iter()
+            .zip(accepted.iter().zip(&now))
+            .filter(|(_, (a, n))| a != n)
+            .map(|(con, _)| con)
+            .collect();
+        assert!(moved.len() >= 2, "{accepted:?} -> {now:?}");
+        let mut victim = moved.pop().unwrap();
+        let victim_id: i64 = q(&mut victim, &["CLIENT", "ID"]);
+        let mut listener = moved.pop().unwrap();
+        listener
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut sub = listener.as_pubsub();
+        sub.subscribe("news").unwrap();
+        let receivers: i64 = q(&mut c, &["PUBLISH", "news", "hello"]);
+        assert_eq!(receivers, 1);
+        let msg = sub
+            .get_message()
+            .expect("the moved subscriber got the message");
+        assert_eq!(msg.get_payload::<String>().unwrap(), "hello");
+        let killed: i64 = q(&mut c, &["CLIENT", "KILL", "ID", &victim_id.to_string()]);
+        assert_eq!(killed, 1);
+        // Closed by its new I/O thread without a word from the client.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let listed = |c: &mut Connection| {
+            let list: String = q(c, &["CLIENT", "LIST", "ID", &victim_id.to_string()]);
+            !list.is_empty()
+        };
+        while listed(&mut c) {
+            assert!(
+                Instant::now() < deadline,
+                "the moved connection was not closed by CLIENT KILL"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(victim);
+    }
+}
