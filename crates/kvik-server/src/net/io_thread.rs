@@ -24,8 +24,8 @@
 //! the key picks the thread, the same on every thread), at the end of the turn, with the
 //! commands it put off ([`IoThread::move_out`], [`IoMsg::Moved`]): the writers of one hot key
 //! end up on one thread, whose turns batch them, instead of two threads taking the key's lock
-//! in turn and sleeping on it. A connection moves at most once a [`AFFINITY_STAY`]; one that is
-//! parked, paused, closing or in the pool does not move.
+//! in turn and sleeping on it. A connection moves at most once per [`AFFINITY_STAY`]; one that
+//! is parked, paused, closing or in the pool does not move.
 //!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
