@@ -167,6 +167,12 @@ impl ClientInfo {
         self.io.read().clone()
     }
 
+    /// The connection now belongs to I/O thread `index`, reached through `io`.
+    pub fn move_to(&self, io: Arc<dyn ClientIo>, index: usize) {
+        *self.io.write() = io;
+        self.io_thread.store(index, Ordering::Relaxed);
+    }
+
     pub fn user_name(&self) -> String {
         self.user
             .lock()

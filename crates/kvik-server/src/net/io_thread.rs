@@ -494,8 +494,7 @@ impl IoThread {
             // Notices sent from now on go to the new thread; one sent here before this line is
             // dropped, and the new thread checks for what it was about when it adopts the
             // connection (a kill, a mailbox).
-            *conn.client.io.write() = self.handles[home].clone();
-            conn.client.io_thread.store(home, Relaxed);
+            conn.client.move_to(self.handles[home].clone(), home);
             self.server
                 .stats
                 .io_key_affinity_moves
