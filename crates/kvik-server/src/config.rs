@@ -115,6 +115,7 @@ pub struct Config {
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
     pub cache_big_hashes: AtomicBool,
+    pub cache_sets: AtomicBool,
     /// `cache-prefetch`: before an I/O thread runs a pipelined run, it asks the CPU for the
     /// hot-cache lines its keys will read (`Cache::prefetch`).
     pub cache_prefetch: AtomicBool,
@@ -1073,6 +1074,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "cache-sets",
+        default: "yes",
+        mutable: true,
+        help: "a set or sorted set a write touches (SADD, SREM, SPOP, ZADD, ZINCRBY, ZREM ...) is cached as its meta record and the members written, so the next write finds its length and a member's prior state (a sorted set's score) in memory; SCARD, ZCARD, TYPE and EXISTS answer from it (no: every such write reads RocksDB)",
+        get: |c| if c.cache_sets.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.cache_sets.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "cache-admission",
         default: "yes",
         mutable: true,
@@ -1475,6 +1487,7 @@ impl Default for Config {
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),
             cache_big_hashes: AtomicBool::new(true),
+            cache_sets: AtomicBool::new(true),
             cache_admission: AtomicBool::new(true),
             cache_prefetch: AtomicBool::new(true),
             wal_flush_hold: AtomicBool::new(false),
@@ -1610,6 +1623,7 @@ impl Config {
             absent_keys: self.cache_absent_keys.load(Relaxed),
             hash_writes: self.cache_hash_writes.load(Relaxed),
             big_hashes: self.cache_big_hashes.load(Relaxed),
+            sets: self.cache_sets.load(Relaxed),
             admission: self.cache_admission.load(Relaxed),
         }
     }

@@ -225,6 +225,7 @@ impl Server {
         cache.set_absent_keys(s.absent_keys);
         cache.set_hash_writes(s.hash_writes);
         cache.set_big_hashes(s.big_hashes);
+        cache.set_sets(s.sets);
         cache.set_admission(s.admission);
         cache.set_max_bytes(s.max_bytes);
         if cache.enabled() != s.enabled {

@@ -27,7 +27,7 @@
 //! - Disabling empties the cache, enabling starts cold, and epochs are bumped by every write
 //!   either way, so no entry filled from a value read before a write survives.
 //! - Entries are never served past their expiry ([`Cache::get`] drops them instead).
-//! - A hash too big to cache whole is cached as its meta ([`BigHash`]) under a generation
+//! - A hash too big to cache whole is cached as its meta ([`BigColl`]) under a generation
 //!   number, and its fields one by one as entries of their own, keyed by that generation and
 //!   the field ([`Cache::get_field`]). A field is filled only if no write of the hash happened
 //!   since the reader's fill token of the *hash's* key ([`Cache::fill_field`]). A write that
@@ -74,7 +74,7 @@ const STRIPES: usize = 64;
 pub const PREFETCH_KEYS: usize = 64;
 /// LFU: initial counter of a new entry (Redis's LFU_INIT_VAL).
 const LFU_INIT: u8 = 5;
-/// The database the fields of big hashes are cached under (see [`BigHash`]): storage's
+/// The database the fields of big hashes are cached under (see [`BigColl`]): storage's
 /// internal database, whose records are never cached.
 const FIELDS: u16 = crate::storage::INTERNAL_DB;
 
@@ -120,51 +120,56 @@ impl Policy {
     }
 }
 
-/// A cached value: a string, or a small hash cached whole (up to `cache-max-hash-fields`
-/// fields, filled by the hash reads), so a hit never sees part of a hash. Both are shared, not
+/// A cached value: a string, or a collection (see [`CollValue`]). Both are shared, not
 /// copied, when a hit is cloned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CachedValue {
     Str(Bytes),
-    Hash(HashValue),
+    Coll(CollValue),
 }
 
-/// A cached hash: a small one whole, or a big one as its meta. (One variant of
-/// [`CachedValue`] with the big hash boxed keeps an entry at its size: the string variant's
-/// only niche value tells one other variant apart, and an entry fits two cache lines.)
+/// A cached collection: a small hash whole (up to `cache-max-hash-fields` fields, filled by
+/// the hash reads, so a hit never sees part of a hash), or a bigger hash, a set or a sorted
+/// set as its meta, its members cached one by one ([`BigColl`]). (One variant of
+/// [`CachedValue`] with the meta boxed keeps an entry at its size: the string variant's only
+/// niche value tells one other variant apart, and an entry fits two cache lines.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HashValue {
+pub enum CollValue {
     Whole(CachedHash),
-    Big(Box<BigHash>),
+    Big(Box<BigColl>),
 }
 
 const _: () = assert!(std::mem::size_of::<CachedValue>() == 32);
 
-/// A hash with more fields than `cache-max-hash-fields` (and no field TTLs), cached as its
-/// meta record (so TYPE, EXISTS, HLEN and a writer's state need no RocksDB read) and a
-/// generation, under which its fields are cached one by one (see [`Cache::get_field`]).
+/// A collection cached as its meta record (so TYPE, EXISTS, HLEN, SCARD, ZCARD and a
+/// writer's state need no RocksDB read) and a generation, under which its members are cached
+/// one by one (see [`Cache::get_field`]), each with its value as stored (a hash field's
+/// value, a sorted set member's encoded score, a set member's empty value): a hash with more
+/// fields than `cache-max-hash-fields` and no field TTLs (`cache-big-hashes`), or a set or
+/// sorted set a write touched (`cache-sets`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BigHash {
+pub struct BigColl {
+    pub kind: Kind,
     pub version: u64,
     pub len: u64,
     /// Unique per fill: the fields filled under it belong to this entry only.
     pub gen: u64,
 }
 
-impl BigHash {
-    /// The hash's meta record (as stored: a hash without field TTLs), given its expiry.
+impl BigColl {
+    /// The collection's meta record (as stored: a hash without field TTLs), given its expiry.
     pub fn meta(&self, expire_at_ms: u64) -> Meta {
         Meta {
             len: self.len,
-            ..Meta::collection(Kind::Hash, self.version, expire_at_ms)
+            ..Meta::collection(self.kind, self.version, expire_at_ms)
         }
     }
 }
 
 /// What a write of a hash the cache holds knows of its new state, for the commit's cache
-/// update (see `storage::Batch::put_meta_with_hash`).
+/// update (see `storage::Batch::put_meta_with_update`).
 #[derive(Clone, Debug)]
-pub enum HashUpdate {
+pub enum CollUpdate {
     /// A small hash's whole new field set: it replaces the cached copy.
     Whole(HashFields),
     /// A big hash's field edits, in order (`None`: deleted), under the generation of its
@@ -201,15 +206,16 @@ impl CachedValue {
     fn bytes(&self) -> usize {
         match self {
             CachedValue::Str(b) => b.len(),
-            CachedValue::Hash(HashValue::Whole(h)) => h.fields.data_len() + 32 * h.fields.len(),
-            CachedValue::Hash(HashValue::Big(_)) => std::mem::size_of::<BigHash>(),
+            CachedValue::Coll(CollValue::Whole(h)) => h.fields.data_len() + 32 * h.fields.len(),
+            CachedValue::Coll(CollValue::Big(_)) => std::mem::size_of::<BigColl>(),
         }
     }
 
     fn kind(&self) -> Kind {
         match self {
             CachedValue::Str(_) => Kind::String,
-            CachedValue::Hash(_) => Kind::Hash,
+            CachedValue::Coll(CollValue::Whole(_)) => Kind::Hash,
+            CachedValue::Coll(CollValue::Big(b)) => b.kind,
         }
     }
 }
@@ -227,8 +233,8 @@ impl Hit {
     pub fn to_meta(&self) -> Meta {
         match &self.value {
             CachedValue::Str(b) => Meta::string(b.to_vec(), self.expire_at_ms),
-            CachedValue::Hash(HashValue::Whole(h)) => h.meta(self.expire_at_ms),
-            CachedValue::Hash(HashValue::Big(h)) => h.meta(self.expire_at_ms),
+            CachedValue::Coll(CollValue::Whole(h)) => h.meta(self.expire_at_ms),
+            CachedValue::Coll(CollValue::Big(h)) => h.meta(self.expire_at_ms),
         }
     }
 }
@@ -380,8 +386,11 @@ pub struct CacheSettings {
     /// would evict (`cache-admission`, see `admission`).
     pub admission: bool,
     /// A hash too big to cache whole is cached as its meta and its fields one by one
-    /// (`cache-big-hashes`, see [`BigHash`]).
+    /// (`cache-big-hashes`, see [`BigColl`]).
     pub big_hashes: bool,
+    /// A set or sorted set a write touches is cached as its meta and its members one by one
+    /// (`cache-sets`, see [`BigColl`]).
+    pub sets: bool,
 }
 
 impl Default for CacheSettings {
@@ -399,6 +408,7 @@ impl Default for CacheSettings {
             hash_writes: true,
             admission: true,
             big_hashes: true,
+            sets: true,
         }
     }
 }
@@ -418,8 +428,9 @@ pub struct Cache {
     hash_writes: AtomicBool,
     admission: AtomicBool,
     big_hashes: AtomicBool,
-    /// The last [`BigHash::gen`] handed out.
-    big_hash_gen: AtomicU64,
+    sets: AtomicBool,
+    /// The last [`BigColl::gen`] handed out.
+    big_gen: AtomicU64,
     seed: u64,
     pub stats: CacheStats,
 }
@@ -453,7 +464,8 @@ impl Cache {
             hash_writes: AtomicBool::new(s.hash_writes),
             admission: AtomicBool::new(s.admission),
             big_hashes: AtomicBool::new(s.big_hashes),
-            big_hash_gen: AtomicU64::new(0),
+            sets: AtomicBool::new(s.sets),
+            big_gen: AtomicU64::new(0),
             seed,
             stats: CacheStats::default(),
         }
@@ -506,25 +518,60 @@ impl Cache {
     }
 
     /// `cache-big-hashes`: whether big hashes are cached as their meta and fields (see
-    /// [`BigHash`]). Off, their entries are not served (and not filled).
+    /// [`BigColl`]). Off, their entries are not served (and not filled).
     pub fn set_big_hashes(&self, on: bool) {
         if !self.big_hashes.swap(on, Relaxed) || on {
             return;
         }
-        self.clear_where(|e| {
-            e.db == FIELDS
-                || matches!(
-                    e.known,
-                    Known::Present(Hit {
-                        value: CachedValue::Hash(HashValue::Big(_)),
-                        ..
-                    })
-                )
-        });
+        self.clear_big(Kind::Hash);
     }
 
     pub fn big_hashes(&self) -> bool {
         self.big_hashes.load(Relaxed)
+    }
+
+    /// `cache-sets`: whether a set or sorted set a write touches is cached as its meta and
+    /// its members (see [`BigColl`]). Off, their entries are dropped (and not filled).
+    pub fn set_sets(&self, on: bool) {
+        if !self.sets.swap(on, Relaxed) || on {
+            return;
+        }
+        self.clear_big(Kind::Set);
+        self.clear_big(Kind::ZSet);
+    }
+
+    pub fn sets(&self) -> bool {
+        self.sets.load(Relaxed)
+    }
+
+    /// Whether collections of `kind` may be cached as a [`BigColl`] (a hash only with
+    /// `cache-hash-writes` too).
+    fn caches_big(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Hash => self.hash_writes() && self.big_hashes(),
+            Kind::Set | Kind::ZSet => self.sets(),
+            _ => false,
+        }
+    }
+
+    /// Drops the [`BigColl`] entries of `kind`, and every cached member (they are keyed by
+    /// generation, not by kind; abandoned, they would only wait for eviction).
+    fn clear_big(&self, kind: Kind) {
+        self.clear_where(|e| {
+            e.db == FIELDS
+                || matches!(
+                    &e.known,
+                    Known::Present(Hit {
+                        value: CachedValue::Coll(CollValue::Big(b)),
+                        ..
+                    }) if b.kind == kind
+                )
+        });
+    }
+
+    /// A [`BigColl::gen`] never handed out before.
+    fn new_gen(&self) -> u64 {
+        self.big_gen.fetch_add(1, Relaxed) + 1
     }
 
     pub fn set_admission(&self, on: bool) {
@@ -705,7 +752,7 @@ impl Cache {
                 ..
             }) => index::prefetch(v.as_ptr()),
             Known::Present(Hit {
-                value: CachedValue::Hash(HashValue::Big(b)),
+                value: CachedValue::Coll(CollValue::Big(b)),
                 ..
             }) => {
                 for k in copies(hash) {
@@ -795,12 +842,19 @@ impl Cache {
         (!e.pending && (at == 0 || at > now_ms)).then(|| e.known.clone())
     }
 
-    /// The cached hash `key` for a writer that holds the key's lock (see [`Cache::held`]),
-    /// with its expiry: a small hash whole, or a big hash's meta (its cached fields are then
-    /// current, and the writer's edits go to them with its commit, [`HashUpdate::Fields`]).
-    /// `None` unless `cache-hash-writes` is on, and for a big hash `cache-big-hashes`.
-    pub fn held_hash(&self, db: u16, key: &[u8], now_ms: u64) -> Option<(u64, HashValue)> {
-        if !self.enabled() || !self.hash_writes() {
+    /// The cached collection `key` of `kind` for a writer that holds the key's lock (see
+    /// [`Cache::held`]), with its expiry: a small hash whole, or a collection's meta (its
+    /// cached members are then current, and the writer's edits go to them with its commit,
+    /// [`CollUpdate::Fields`]). `None` unless `cache-hash-writes` is on for a hash, and for a
+    /// big one `cache-big-hashes`; `cache-sets` for a set or sorted set.
+    pub fn held_coll(
+        &self,
+        db: u16,
+        key: &[u8],
+        kind: Kind,
+        now_ms: u64,
+    ) -> Option<(u64, CollValue)> {
+        if !self.enabled() || (kind == Kind::Hash && !self.hash_writes()) {
             return None;
         }
         let hash = self.hash(db, key);
@@ -809,27 +863,26 @@ impl Cache {
         match &e.known {
             Known::Present(Hit {
                 expire_at_ms,
-                value: CachedValue::Hash(h),
-                ..
+                value: CachedValue::Coll(c),
+                kind: k,
             }) if !e.pending
+                && *k == kind
                 && (*expire_at_ms == 0 || *expire_at_ms > now_ms)
-                && (matches!(h, HashValue::Whole(_)) || self.big_hashes()) =>
+                && (matches!(c, CollValue::Whole(_)) || self.caches_big(kind)) =>
             {
-                Some((*expire_at_ms, h.clone()))
+                Some((*expire_at_ms, c.clone()))
             }
             _ => None,
         }
     }
 
-    /// A generation for a big hash a write adds to the cache (`cache-write-allocate`): the
-    /// writer read its meta from RocksDB and holds its lock, and no field is cached under it
-    /// yet. `None` if writes do not add big hashes.
-    pub fn new_big_hash_gen(&self, key: &[u8]) -> Option<u64> {
-        (self.write_allocate.load(Relaxed)
-            && self.hash_writes()
-            && self.big_hashes()
-            && self.admits_key(key))
-        .then(|| self.big_hash_gen.fetch_add(1, Relaxed) + 1)
+    /// A generation for a collection of `kind` a write adds to the cache as a [`BigColl`]
+    /// (`cache-write-allocate`): the writer read its meta from RocksDB (or found none) and
+    /// holds its lock, and no member is cached under it yet. `None` if writes do not add
+    /// such collections.
+    pub fn new_big_gen(&self, key: &[u8], kind: Kind) -> Option<u64> {
+        (self.write_allocate.load(Relaxed) && self.caches_big(kind) && self.admits_key(key))
+            .then(|| self.new_gen())
     }
 
     /// A committed write's edits of the fields of the big hash whose entry has generation
@@ -938,7 +991,7 @@ impl Cache {
         expire_at_ms: u64,
         value: CachedValue,
     ) {
-        if let CachedValue::Hash(HashValue::Whole(h)) = &value {
+        if let CachedValue::Coll(CollValue::Whole(h)) = &value {
             if h.fields.len() > self.max_fields() {
                 return;
             }
@@ -1012,7 +1065,7 @@ impl Cache {
     }
 
     /// Caches big hash `key` (its meta read from RocksDB after `token` was taken; more fields
-    /// than `cache-max-hash-fields`, no field TTLs) as a [`BigHash`], unless the key was
+    /// than `cache-max-hash-fields`, no field TTLs) as a [`BigColl`], unless the key was
     /// written since or `cache-big-hashes` is off. The generation its fields are cached
     /// under: the new entry's, or that of the entry already there for this version of the
     /// hash; `None` if neither.
@@ -1020,11 +1073,12 @@ impl Cache {
         if !self.big_hashes() || !self.admits_key(key) || meta.field_ttls {
             return None;
         }
-        let gen = self.big_hash_gen.fetch_add(1, Relaxed) + 1;
+        let gen = self.new_gen();
         let hit = Hit {
             kind: Kind::Hash,
             expire_at_ms: meta.expire_at_ms,
-            value: CachedValue::Hash(HashValue::Big(Box::new(BigHash {
+            value: CachedValue::Coll(CollValue::Big(Box::new(BigColl {
+                kind: Kind::Hash,
                 version: meta.version,
                 len: meta.len,
                 gen,
@@ -1039,7 +1093,7 @@ impl Cache {
         let e = &s.entries[s.find(hash, db, key)?];
         match &e.known {
             Known::Present(Hit {
-                value: CachedValue::Hash(HashValue::Big(h)),
+                value: CachedValue::Coll(CollValue::Big(h)),
                 ..
             }) if !e.pending && h.version == meta.version && self.unchanged(&token) => Some(h.gen),
             _ => None,
@@ -1175,7 +1229,7 @@ impl Cache {
                 put,
                 Some((
                     _,
-                    CachedValue::Str(_) | CachedValue::Hash(HashValue::Big(_))
+                    CachedValue::Str(_) | CachedValue::Coll(CollValue::Big(_))
                 ))
             ) && self.write_allocate.load(Relaxed)
                 && key.len() <= self.max_key.load(Relaxed) =>
@@ -1203,14 +1257,12 @@ impl Cache {
         budget: usize,
     ) -> Option<(Known, usize)> {
         match &value {
-            CachedValue::Hash(HashValue::Whole(h))
+            CachedValue::Coll(CollValue::Whole(h))
                 if h.fields.len() > self.max_fields() || !self.hash_writes() =>
             {
                 return None
             }
-            CachedValue::Hash(HashValue::Big(_)) if !self.hash_writes() || !self.big_hashes() => {
-                return None
-            }
+            CachedValue::Coll(CollValue::Big(b)) if !self.caches_big(b.kind) => return None,
             _ => {}
         }
         let known = Known::Present(Hit {
@@ -1530,7 +1582,7 @@ mod tests {
         for (f, v) in pairs {
             fields.push(f.as_bytes(), v.as_bytes());
         }
-        CachedValue::Hash(HashValue::Whole(CachedHash {
+        CachedValue::Coll(CollValue::Whole(CachedHash {
             version,
             fields: fields.into(),
         }))
@@ -1544,13 +1596,13 @@ mod tests {
         });
         let t = c.fill_token(0, b"h");
         c.fill_value(t, 0, b"h", Kind::Hash, 0, hash(7, &[("a", "1")]));
-        let Some((at, HashValue::Whole(held))) = c.held_hash(0, b"h", 1) else {
+        let Some((at, CollValue::Whole(held))) = c.held_coll(0, b"h", Kind::Hash, 1) else {
             panic!("cached whole");
         };
         assert_eq!((at, held.version, held.fields.len()), (0, 7, 1));
         c.begin_write(0, b"h");
         assert!(
-            c.held_hash(0, b"h", 1).is_none(),
+            c.held_coll(0, b"h", Kind::Hash, 1).is_none(),
             "not while a write is in flight"
         );
         c.apply_value(0, b"h", Some((0, hash(7, &[("a", "1"), ("b", "2")]))));
@@ -1571,15 +1623,15 @@ mod tests {
         let t = c.fill_token(0, b"h");
         c.fill_value(t, 0, b"h", Kind::Hash, 0, hash(7, &[("a", "1")]));
         c.set_hash_writes(false);
-        assert!(c.held_hash(0, b"h", 1).is_none());
+        assert!(c.held_coll(0, b"h", Kind::Hash, 1).is_none());
         c.apply_value(0, b"h", Some((0, hash(7, &[("a", "2")]))));
         assert!(c.get(0, b"h", 1).is_none());
         // An expired copy is not handed to a writer.
         c.set_hash_writes(true);
         let t = c.fill_token(0, b"e");
         c.fill_value(t, 0, b"e", Kind::Hash, 50, hash(1, &[("a", "1")]));
-        assert!(c.held_hash(0, b"e", 10).is_some());
-        assert!(c.held_hash(0, b"e", 50).is_none());
+        assert!(c.held_coll(0, b"e", Kind::Hash, 10).is_some());
+        assert!(c.held_coll(0, b"e", Kind::Hash, 50).is_none());
     }
 
     #[test]
@@ -1923,8 +1975,8 @@ mod tests {
 
     /// The generation of big hash `h` as its writer finds it.
     fn big_gen(c: &Cache) -> Option<u64> {
-        match c.held_hash(0, b"h", 1)? {
-            (_, HashValue::Big(h)) => Some(h.gen),
+        match c.held_coll(0, b"h", Kind::Hash, 1)? {
+            (_, CollValue::Big(h)) => Some(h.gen),
             _ => None,
         }
     }
@@ -2005,7 +2057,8 @@ mod tests {
             (b"a".to_vec(), Some(b"y".to_vec())),
         ];
         c.apply_fields(gen, &edits);
-        let kept = BigHash {
+        let kept = BigColl {
+            kind: Kind::Hash,
             version: 3,
             len: 1000,
             gen,
@@ -2013,7 +2066,7 @@ mod tests {
         c.apply_value(
             0,
             b"h",
-            Some((0, CachedValue::Hash(HashValue::Big(Box::new(kept))))),
+            Some((0, CachedValue::Coll(CollValue::Big(Box::new(kept))))),
         );
         // The last edit of a field wins; a deleted one is known absent; a written one that
         // was not cached is (write-allocate); the entry keeps its generation.
@@ -2027,13 +2080,65 @@ mod tests {
         c.apply_fields(gen, &[(b"d".to_vec(), Some(b"4".to_vec()))]);
         assert_eq!(field(&c, gen, b"d"), None);
         c.set_hash_writes(false);
-        assert_eq!(c.held_hash(0, b"h", 1), None);
+        assert_eq!(c.held_coll(0, b"h", Kind::Hash, 1), None);
         c.begin_write(0, b"h");
         c.apply_value(
             0,
             b"h",
-            Some((0, CachedValue::Hash(HashValue::Big(Box::new(kept))))),
+            Some((0, CachedValue::Coll(CollValue::Big(Box::new(kept))))),
         );
         assert_eq!(c.get(0, b"h", 1), None);
+    }
+
+    /// A set's or sorted set's entry as a write leaves it (`cache-sets`).
+    fn write_big(c: &Cache, key: &[u8], kind: Kind, gen: u64) {
+        let big = BigColl {
+            kind,
+            version: 9,
+            len: 2,
+            gen,
+        };
+        c.begin_write(0, key);
+        c.apply_fields(gen, &[(b"m".to_vec(), Some(Vec::new()))]);
+        c.apply_value(
+            0,
+            key,
+            Some((0, CachedValue::Coll(CollValue::Big(Box::new(big))))),
+        );
+    }
+
+    #[test]
+    fn sets_are_held_by_their_kind_and_dropped_by_their_switch() {
+        let c = Cache::new(CacheSettings::default());
+        let (sg, zg) = (
+            c.new_big_gen(b"s", Kind::Set).unwrap(),
+            c.new_big_gen(b"z", Kind::ZSet).unwrap(),
+        );
+        assert_ne!(sg, zg);
+        write_big(&c, b"s", Kind::Set, sg);
+        write_big(&c, b"z", Kind::ZSet, zg);
+        let hit = c.get(0, b"s", 1).unwrap();
+        let Known::Present(h) = &hit else {
+            panic!("{hit:?}")
+        };
+        assert_eq!(h.kind, Kind::Set);
+        assert_eq!(h.to_meta().kind, Kind::Set);
+        assert_eq!(h.to_meta().len, 2);
+        // A writer of another kind does not take the entry as its collection.
+        assert!(c.held_coll(0, b"s", Kind::Set, 1).is_some());
+        assert_eq!(c.held_coll(0, b"s", Kind::ZSet, 1), None);
+        assert_eq!(c.held_coll(0, b"s", Kind::Hash, 1), None);
+        assert!(c.held_coll(0, b"z", Kind::ZSet, 1).is_some());
+        assert_eq!(field(&c, sg, b"m"), Some(Some(Vec::new())));
+        // Turning big hashes off leaves sets' entries; turning sets off drops them, and no
+        // write adds one any more.
+        c.set_big_hashes(false);
+        assert!(c.held_coll(0, b"s", Kind::Set, 1).is_some());
+        c.set_sets(false);
+        assert_eq!(c.get(0, b"s", 1), None);
+        assert_eq!(c.get(0, b"z", 1), None);
+        assert_eq!(c.new_big_gen(b"s", Kind::Set), None);
+        write_big(&c, b"s", Kind::Set, sg);
+        assert_eq!(c.get(0, b"s", 1), None);
     }
 }

@@ -21,7 +21,7 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
-use crate::cache::{CachedValue, HashFields, HashUpdate, HashValue, Hit, Known};
+use crate::cache::{CachedValue, CollUpdate, CollValue, HashFields, Hit, Known};
 use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
@@ -37,20 +37,20 @@ pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[
     put_or_delete_meta_with(batch, storage, db, key, meta, None);
 }
 
-/// [`put_or_delete_meta`] of a hash the cache holds, whose new state the write knows
-/// (`hash`), so its cache entry is updated instead of dropped.
-fn put_or_delete_meta_with(
+/// [`put_or_delete_meta`] of a collection the cache holds, whose new state the write knows
+/// (`update`), so its cache entry is updated instead of dropped.
+pub(crate) fn put_or_delete_meta_with(
     batch: &mut Batch,
     storage: &Storage,
     db: u16,
     key: &[u8],
     meta: &Meta,
-    hash: Option<HashUpdate>,
+    update: Option<CollUpdate>,
 ) {
     if meta.len == 0 {
         batch.delete_meta(storage, db, key);
     } else {
-        batch.put_meta_with_hash(storage, db, key, meta, hash);
+        batch.put_meta_with_update(storage, db, key, meta, update);
     }
 }
 
@@ -72,9 +72,9 @@ pub type FieldEntry = (Vec<u8>, u64);
 /// A small hash the hot cache holds whole (`cache-hash-writes`, see `Cache::held_hash`) is
 /// written without reading RocksDB: its meta record and committed fields come from the cached
 /// copy, and the commit hands the rebuilt field set to the cache, which replaces its entry. A
-/// big hash the cache holds as its meta (`cache-big-hashes`, same method) takes
-/// its meta and the fields the cache holds from there, the others from RocksDB, and the commit
-/// hands its field edits to the cache.
+/// big hash or a set the cache holds as its meta (`cache-big-hashes`, `cache-sets`, see
+/// [`HeldColl`]) takes its meta and the members the cache holds from there, the others from
+/// RocksDB, and the commit hands its member edits to the cache.
 pub struct CollWrite<'s, 'k> {
     pub storage: &'s Storage,
     pub db: u16,
@@ -90,46 +90,136 @@ pub struct CollWrite<'s, 'k> {
     reclaimed: HashSet<Vec<u8>>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
-    /// The hash's committed fields from the hot cache, and the staged changes to them
-    /// (`None` once the hash is not cacheable any more: field TTLs).
-    held: Option<HeldHash>,
+    /// The collection's committed members from the hot cache, and the staged changes to them
+    /// (`None` once a hash is not cacheable any more: field TTLs).
+    held: Option<HeldColl>,
     _guard: KeyGuard<'s>,
 }
 
-/// A cached hash being written: what the cache holds of it, and the changes staged, in order
-/// (`None`: deleted).
-struct HeldHash {
+/// A collection being written as the hot cache holds it: what the cache holds of it, and the
+/// member changes staged, in order (`None`: deleted), which the commit hands to the cache.
+/// The writer holds the key's lock, so what the cache holds is current.
+pub(crate) struct HeldColl {
     cached: Held,
+    kind: Kind,
     edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
 }
 
 enum Held {
     /// A small hash's committed fields.
     Whole(HashFields),
-    /// The generation of a big hash's entry, under which its fields are cached.
+    /// The generation of a cached collection's entry ([`BigColl`](crate::cache::BigColl)),
+    /// under which its members are cached.
     Big(u64),
-    /// A big hash the cache does not hold: the commit adds it under this fresh generation,
-    /// with the fields it wrote (`cache-write-allocate`).
+    /// A collection the cache does not hold: the commit adds it under this fresh generation,
+    /// with the members it wrote (`cache-write-allocate`).
     New(u64),
 }
 
-impl HeldHash {
-    /// The cache update of the commit: the field set after the staged changes, sorted by
-    /// field, if it is small enough to cache whole; the field edits of a big hash.
-    fn update(self, small: bool) -> Option<HashUpdate> {
-        match self.cached {
-            Held::Whole(fields) => {
-                small.then(|| HashUpdate::Whole(fields.edited(&self.edits).into()))
+impl HeldColl {
+    /// Collection `key` of `kind` for a writer holding its lock: its meta (`None`: absent;
+    /// WRONGTYPE for another kind) from the cache if it holds it, else from RocksDB, and the
+    /// cache's hold on it. A hash is held when cached (whole, or big with
+    /// `cache-big-hashes`) or when it is big; a set or sorted set with `cache-sets`.
+    pub(crate) fn open(
+        ctx: &Ctx<'_>,
+        key: &[u8],
+        kind: Kind,
+    ) -> Result<(Option<HeldColl>, Option<Meta>), CmdError> {
+        let cache = ctx.storage().cache();
+        let (cached, meta) = match cache.held_coll(ctx.db(), key, kind, ctx.now_ms) {
+            Some((at, CollValue::Whole(hash))) => {
+                (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
             }
-            Held::Big(gen) => Some(HashUpdate::Fields {
-                gen,
-                edits: self.edits,
-            }),
-            Held::New(gen) => (!small).then_some(HashUpdate::Fields {
-                gen,
-                edits: self.edits,
-            }),
+            Some((at, CollValue::Big(big))) => (Some(Held::Big(big.gen)), Some(big.meta(at))),
+            None => {
+                let meta = ctx.write_collection(key, kind)?;
+                let big = kind != Kind::Hash
+                    || meta
+                        .as_ref()
+                        .is_some_and(|m| !m.field_ttls && m.len as usize > cache.max_fields());
+                let cached = big.then(|| cache.new_big_gen(key, kind)).flatten();
+                (cached.map(Held::New), meta)
+            }
+        };
+        let held = cached.map(|cached| HeldColl {
+            cached,
+            kind,
+            edits: Vec::new(),
+        });
+        Ok((held, meta))
+    }
+
+    /// A small hash's committed fields, if that is what the cache holds.
+    fn whole(&self) -> Option<&HashFields> {
+        match &self.cached {
+            Held::Whole(fields) => Some(fields),
+            _ => None,
         }
+    }
+
+    /// The committed values of `members` of collection `coll` (staged changes are not
+    /// visible): from the cached members (current: the writer holds the lock), the others
+    /// from RocksDB. Not for a small hash held whole ([`HeldColl::whole`]).
+    pub(crate) fn values<M: AsRef<[u8]>>(
+        &self,
+        storage: &Storage,
+        wait: Wait,
+        coll: &Coll<'_>,
+        members: &[M],
+    ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
+        let Held::Big(gen) = self.cached else {
+            return Ok(storage
+                .latest_with(wait)
+                .get_members(&coll.raw(), members)?);
+        };
+        let cache = storage.cache();
+        let mut values = Vec::with_capacity(members.len());
+        let mut missed = Vec::new();
+        for (i, m) in members.iter().enumerate() {
+            let cached = cache.get_field_with(gen, m.as_ref(), 0, |known| match known {
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) => Some(v.to_vec()),
+                _ => None,
+            });
+            values.push(cached.unwrap_or_else(|| {
+                missed.push(i);
+                None
+            }));
+        }
+        if !missed.is_empty() {
+            let asked: Vec<&[u8]> = missed.iter().map(|&i| members[i].as_ref()).collect();
+            let read = storage.latest_with(wait).get_members(&coll.raw(), &asked)?;
+            for (i, v) in missed.into_iter().zip(read) {
+                values[i] = v;
+            }
+        }
+        Ok(values)
+    }
+
+    /// Notes a staged change of `member`: its new value, or `None` if it was removed.
+    pub(crate) fn note(&mut self, member: &[u8], value: Option<&[u8]>) {
+        self.edits
+            .push((member.to_vec(), value.map(<[u8]>::to_vec)));
+    }
+
+    /// The cache update of the commit: a small hash's field set after the staged changes,
+    /// sorted by field, if it is small enough to cache whole (`small`); the member edits of a
+    /// collection cached as its meta (a hash added by this write only if it is big).
+    pub(crate) fn update(self, small: bool) -> Option<CollUpdate> {
+        let gen = match self.cached {
+            Held::Whole(fields) => {
+                return small.then(|| CollUpdate::Whole(fields.edited(&self.edits).into()))
+            }
+            Held::New(_) if self.kind == Kind::Hash && small => return None,
+            Held::Big(gen) | Held::New(gen) => gen,
+        };
+        Some(CollUpdate::Fields {
+            gen,
+            edits: self.edits,
+        })
     }
 }
 
@@ -137,23 +227,8 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     pub fn open(ctx: &Ctx<'s>, key: &'k [u8], kind: Kind) -> Result<Self, CmdError> {
         let storage = ctx.storage();
         let guard = ctx.lock_keys(&[key])?;
-        let cache = storage.cache();
         let (held, meta) = match kind {
-            Kind::Hash => {
-                let held = cache.held_hash(ctx.db(), key, ctx.now_ms);
-                if let Some((at, HashValue::Whole(hash))) = held {
-                    (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
-                } else if let Some((at, HashValue::Big(big))) = held {
-                    (Some(Held::Big(big.gen)), Some(big.meta(at)))
-                } else {
-                    let meta = ctx.write_collection(key, kind)?;
-                    let big = meta
-                        .as_ref()
-                        .filter(|m| !m.field_ttls && m.len as usize > cache.max_fields());
-                    let held = big.and_then(|_| cache.new_big_hash_gen(key)).map(Held::New);
-                    (held, meta)
-                }
-            }
+            Kind::Hash | Kind::Set => HeldColl::open(ctx, key, kind)?,
             _ => (None, ctx.write_collection(key, kind)?),
         };
         Ok(CollWrite {
@@ -167,10 +242,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             ttls: HashMap::new(),
             reclaimed: HashSet::new(),
             wait: ctx.wait(),
-            held: held.map(|cached| HeldHash {
-                cached,
-                edits: Vec::new(),
-            }),
+            held,
             _guard: guard,
         })
     }
@@ -220,13 +292,15 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         let Some(coll) = self.coll() else {
             return Ok(vec![None; members.len()]);
         };
-        let raw = match self.held.as_ref().map(|h| &h.cached) {
-            Some(Held::Whole(fields)) => {
-                let found = |m: &M| fields.get(m.as_ref()).map(|v| (v.to_vec(), 0));
-                return Ok(members.iter().map(found).collect());
+        let raw = match &self.held {
+            Some(held) => {
+                if let Some(fields) = held.whole() {
+                    let found = |m: &M| fields.get(m.as_ref()).map(|v| (v.to_vec(), 0));
+                    return Ok(members.iter().map(found).collect());
+                }
+                held.values(self.storage, self.wait, &coll, members)?
             }
-            Some(Held::Big(gen)) => self.big_hash_fields(*gen, &coll, members)?,
-            Some(Held::New(_)) | None => self
+            None => self
                 .storage
                 .latest_with(self.wait)
                 .get_members(&coll.raw(), members)?,
@@ -270,44 +344,6 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         self.reclaimed.insert(field.to_vec());
     }
 
-    /// The committed values of `members` of a big hash the cache holds (generation `gen`):
-    /// from its cached fields (current: this writer holds the hash's lock), the others from
-    /// RocksDB.
-    fn big_hash_fields<M: AsRef<[u8]>>(
-        &self,
-        gen: u64,
-        coll: &Coll<'_>,
-        members: &[M],
-    ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
-        let cache = self.storage.cache();
-        let mut values = Vec::with_capacity(members.len());
-        let mut missed = Vec::new();
-        for (i, m) in members.iter().enumerate() {
-            let cached = cache.get_field_with(gen, m.as_ref(), 0, |known| match known {
-                Known::Present(Hit {
-                    value: CachedValue::Str(v),
-                    ..
-                }) => Some(v.to_vec()),
-                _ => None,
-            });
-            values.push(cached.unwrap_or_else(|| {
-                missed.push(i);
-                None
-            }));
-        }
-        if !missed.is_empty() {
-            let asked: Vec<&[u8]> = missed.iter().map(|&i| members[i].as_ref()).collect();
-            let read = self
-                .storage
-                .latest_with(self.wait)
-                .get_members(&coll.raw(), &asked)?;
-            for (i, v) in missed.into_iter().zip(read) {
-                values[i] = v;
-            }
-        }
-        Ok(values)
-    }
-
     /// Stages `member` = `value` in the data CF; `is_new` adds one to the length. A hash
     /// field's TTL is cleared (HSET).
     pub fn put(&mut self, member: &[u8], value: &[u8], is_new: bool) -> Result<(), CmdError> {
@@ -348,7 +384,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             meta.len += 1;
         }
         if let Some(held) = &mut self.held {
-            held.edits.push((member.to_vec(), Some(value.to_vec())));
+            held.note(member, Some(value));
         }
         let coll = Coll::new(self.db, self.key, meta);
         if meta.field_ttls {
@@ -411,7 +447,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         self.batch
             .delete_member(self.storage, Cf::Data, &coll, member);
         if let Some(held) = &mut self.held {
-            held.edits.push((member.to_vec(), None));
+            held.note(member, None);
         }
         if let Some(at) = self.ttls.remove(member) {
             self.batch
@@ -464,9 +500,10 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     fn commit_keep_lock(mut self) -> Result<KeyGuard<'s>, CmdError> {
         if self.changed || !self.reclaimed.is_empty() {
             if let Some(meta) = &self.meta {
-                // The rebuilt field set, if the cache may keep it (checked again on commit).
+                // A hash's rebuilt field set, if the cache may keep it (checked again on
+                // commit), or the member edits.
                 let small = meta.len as usize <= self.storage.cache().max_fields();
-                let hash = self
+                let update = self
                     .held
                     .take()
                     .filter(|_| !meta.field_ttls)
@@ -477,7 +514,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
                     self.db,
                     self.key,
                     meta,
-                    hash,
+                    update,
                 );
             }
             self.storage

@@ -3,7 +3,7 @@
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
 use crate::cache::{
-    Cache, CachedHash, CachedValue, FieldSet, FillToken, HashFields, HashValue, Hit, Known,
+    Cache, CachedHash, CachedValue, CollValue, FieldSet, FillToken, HashFields, Hit, Known,
 };
 use crate::server::Server;
 use crate::session::Session;
@@ -328,7 +328,7 @@ impl<'a> Ctx<'a> {
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
         // Before the lookup: a big hash's fields read later fill the cache only if no write
-        // of the hash came after it (see `cache::BigHash`).
+        // of the hash came after it (see `cache::BigColl`).
         let token = cache.fill_token(self.db(), key);
         if !self.mode.skips_cache() {
             let read = cache.get_with(self.db(), key, self.now_ms, |known| {
@@ -374,7 +374,7 @@ impl<'a> Ctx<'a> {
             key,
             Kind::Hash,
             meta.expire_at_ms,
-            CachedValue::Hash(HashValue::Whole(hash)),
+            CachedValue::Coll(CollValue::Whole(hash)),
         );
         Ok(HashRead::Cached(fields))
     }
@@ -441,7 +441,7 @@ pub enum HashRead<'a> {
     Big(BigHashRead<'a>),
 }
 
-/// A big hash as the hot cache knows it (see `cache::BigHash`): its meta, the generation its
+/// A big hash as the hot cache knows it (see `cache::BigColl`): its meta, the generation its
 /// fields are cached under, and the hash's fill token, taken before the meta was found, so
 /// that fields read from RocksDB fill the cache only if no write of the hash came between.
 pub struct BigHashRead<'a> {
@@ -462,13 +462,16 @@ impl<'a> HashRead<'a> {
             return Ok(HashRead::Missing);
         };
         match &hit.value {
-            CachedValue::Hash(HashValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields.clone())),
-            CachedValue::Hash(HashValue::Big(big)) => Ok(HashRead::Big(BigHashRead {
-                meta: big.meta(hit.expire_at_ms),
-                gen: big.gen,
-                token,
-                view: None,
-            })),
+            CachedValue::Coll(CollValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields.clone())),
+            CachedValue::Coll(CollValue::Big(big)) if big.kind == Kind::Hash => {
+                Ok(HashRead::Big(BigHashRead {
+                    meta: big.meta(hit.expire_at_ms),
+                    gen: big.gen,
+                    token,
+                    view: None,
+                }))
+            }
+            CachedValue::Coll(CollValue::Big(_)) => Err(CmdError::wrong_type()),
             CachedValue::Str(_) => Err(CmdError::wrong_type()),
         }
     }
@@ -594,7 +597,7 @@ impl std::ops::Deref for FieldBytes {
 pub(super) fn string_of_hit(hit: Hit) -> Result<Bytes, CmdError> {
     match hit.value {
         CachedValue::Str(v) => Ok(v),
-        CachedValue::Hash(_) => Err(CmdError::wrong_type()),
+        CachedValue::Coll(_) => Err(CmdError::wrong_type()),
     }
 }
 

@@ -44,7 +44,7 @@ pub mod txn;
 pub mod wal;
 pub mod wal_retention;
 
-use crate::cache::{Cache, CacheSettings, CachedValue, HashUpdate, HashValue};
+use crate::cache::{Cache, CacheSettings, CachedValue, CollUpdate, CollValue};
 use crate::key_list::KeyList;
 use bytes::Bytes;
 use counts::{KeyCounts, KeyState, Tally};
@@ -217,10 +217,10 @@ impl Default for Batch {
 struct CacheEffect {
     raw_key: Bytes,
     put: Option<Bytes>,
-    /// For a put of a hash the cache holds: its whole new field set (a small hash rebuilt from
-    /// the cached copy) or its field edits (a big hash), so the cache entry is updated rather
-    /// than dropped.
-    hash: Option<HashUpdate>,
+    /// For a put of a collection the cache holds: a small hash's whole new field set (rebuilt
+    /// from the cached copy) or the member edits of a [`BigColl`](crate::cache::BigColl), so
+    /// the cache entry is updated rather than dropped.
+    update: Option<CollUpdate>,
     /// Written by a quiet batch (see [`Batch::quiet`]; a transaction mixes both kinds).
     quiet: bool,
 }
@@ -626,8 +626,8 @@ impl Storage {
             }
             // A put that did not decode, or whose whole value is not known, is treated as a
             // delete: the entry is dropped.
-            let value = put.and_then(|(meta, v)| cached_value(&meta, v, e.hash.as_ref()));
-            if let (Some(_), Some(HashUpdate::Fields { gen, edits })) = (&value, &e.hash) {
+            let value = put.and_then(|(meta, v)| cached_value(&meta, v, e.update.as_ref()));
+            if let (Some(_), Some(CollUpdate::Fields { gen, edits })) = (&value, &e.update) {
                 // Before the entry is served again: a reader of it then finds the new values.
                 self.cache.apply_fields(*gen, edits);
             }
@@ -999,29 +999,31 @@ impl Storage {
 }
 
 /// What a committed put of `meta` (encoded as `raw`) leaves in the hot cache, with its
-/// expiry: a string's value; a hash's fields if the write gave them (`hash`) and they agree
-/// with the record (no field TTLs, same length); nothing for anything else (the entry is
-/// dropped).
-fn cached_value(meta: &Meta, raw: &Bytes, hash: Option<&HashUpdate>) -> Option<(u64, CachedValue)> {
-    let value = match meta.kind {
-        Kind::String => CachedValue::Str(raw.slice(META_HEADER_LEN..)),
-        Kind::Hash if meta.field_ttls => return None,
-        Kind::Hash => match hash? {
-            HashUpdate::Whole(fields) if fields.len() as u64 == meta.len => {
-                CachedValue::Hash(HashValue::Whole(crate::cache::CachedHash {
-                    version: meta.version,
-                    fields: fields.clone(),
-                }))
-            }
-            HashUpdate::Whole(_) => return None,
-            HashUpdate::Fields { gen, .. } => {
-                CachedValue::Hash(HashValue::Big(Box::new(crate::cache::BigHash {
-                    version: meta.version,
-                    len: meta.len,
-                    gen: *gen,
-                })))
-            }
-        },
+/// expiry: a string's value; a collection's new state if the write gave it (`update`) and it
+/// agrees with the record (a hash: no field TTLs, same length); nothing for anything else (the
+/// entry is dropped).
+fn cached_value(
+    meta: &Meta,
+    raw: &Bytes,
+    update: Option<&CollUpdate>,
+) -> Option<(u64, CachedValue)> {
+    let value = match (meta.kind, update) {
+        (Kind::String, _) => CachedValue::Str(raw.slice(META_HEADER_LEN..)),
+        (Kind::Hash, _) if meta.field_ttls => return None,
+        (Kind::Hash, Some(CollUpdate::Whole(fields))) if fields.len() as u64 == meta.len => {
+            CachedValue::Coll(CollValue::Whole(crate::cache::CachedHash {
+                version: meta.version,
+                fields: fields.clone(),
+            }))
+        }
+        (Kind::Hash | Kind::Set | Kind::ZSet, Some(CollUpdate::Fields { gen, .. })) => {
+            CachedValue::Coll(CollValue::Big(Box::new(crate::cache::BigColl {
+                kind: meta.kind,
+                version: meta.version,
+                len: meta.len,
+                gen: *gen,
+            })))
+        }
         _ => return None,
     };
     Some((meta.expire_at_ms, value))
@@ -1092,18 +1094,18 @@ impl Batch {
     /// Stores `meta` under `key`; on commit, a cached entry of `key` is updated (a string) or
     /// dropped (another kind).
     pub fn put_meta(&mut self, storage: &Storage, db: u16, key: &[u8], meta: &Meta) {
-        self.put_meta_with_hash(storage, db, key, meta, None);
+        self.put_meta_with_update(storage, db, key, meta, None);
     }
 
-    /// [`Batch::put_meta`] of a hash the cache holds, whose new state the write knows (see
-    /// [`HashUpdate`]): on commit, the cached entry of `key` is updated instead of dropped.
-    pub fn put_meta_with_hash(
+    /// [`Batch::put_meta`] of a collection the cache holds, whose new state the write knows
+    /// (see [`CollUpdate`]): on commit, the cached entry of `key` is updated instead of dropped.
+    pub fn put_meta_with_update(
         &mut self,
         storage: &Storage,
         db: u16,
         key: &[u8],
         meta: &Meta,
-        hash: Option<HashUpdate>,
+        update: Option<CollUpdate>,
     ) {
         let raw_key = Bytes::from(meta_key(db, key));
         let value = Bytes::from(meta.encode());
@@ -1112,7 +1114,7 @@ impl Batch {
             self.effects.push(CacheEffect {
                 raw_key,
                 put: Some(value),
-                hash,
+                update,
                 quiet: false,
             });
         }
@@ -1126,7 +1128,7 @@ impl Batch {
             self.effects.push(CacheEffect {
                 raw_key,
                 put: None,
-                hash: None,
+                update: None,
                 quiet: false,
             });
         }
@@ -1167,7 +1169,7 @@ mod cache_effect_tests {
             .and_then(Known::present)
             .map(|h| match h.value {
                 CachedValue::Str(b) => b.to_vec(),
-                CachedValue::Hash(_) => panic!("string expected"),
+                CachedValue::Coll(_) => panic!("string expected"),
             })
     }
 

@@ -26,7 +26,7 @@
 use super::counts::KeyState;
 use super::encoding::decode_meta_key;
 use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
-use crate::cache::HashUpdate;
+use crate::cache::CollUpdate;
 use crate::fast_hash::FastHash;
 use crate::key_list::KeyList;
 use bytes::Bytes;
@@ -393,11 +393,11 @@ impl Storage {
                     .put
                     .as_ref()
                     .and_then(|v| Some((super::encoding::Meta::decode(v)?, v)))
-                    .and_then(|(meta, v)| super::cached_value(&meta, v, e.hash.as_ref()));
+                    .and_then(|(meta, v)| super::cached_value(&meta, v, e.update.as_ref()));
                 // As the values the entry shows (see `apply_value_held`): a big hash's edited
                 // fields show the transaction's writes to its writer, and the hash's write
                 // stays in flight, so readers of them look at RocksDB until it is written.
-                if let (Some(_), Some(HashUpdate::Fields { gen, edits })) = (&value, &e.hash) {
+                if let (Some(_), Some(CollUpdate::Fields { gen, edits })) = (&value, &e.update) {
                     self.cache.apply_fields(*gen, edits);
                 }
                 self.cache.apply_value_held(db, key, value);

@@ -45,7 +45,7 @@ mod pop;
 pub mod range;
 mod setops;
 
-use super::collection::notify_write;
+use super::collection::{notify_write, HeldColl};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, Reply};
@@ -647,7 +647,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
 }
 
 /// One sorted set being changed by a writer that holds its lock: tracks the pending scores (a
-/// command may name one member twice), the length, and the batch.
+/// command may name one member twice), the length, and the batch. With `cache-sets`, the hot
+/// cache holds the set's meta and the scores of the members written (see [`HeldColl`]): the
+/// writer reads them from there, and its commit updates them.
 pub(crate) struct ZWriter<'a, 'k> {
     storage: &'a Storage,
     db: u16,
@@ -657,6 +659,7 @@ pub(crate) struct ZWriter<'a, 'k> {
     batch: Batch,
     dirty: bool,
     pending: HashMap<Vec<u8>, Option<f64>>,
+    held: Option<HeldColl>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
 }
@@ -666,7 +669,8 @@ impl<'a, 'k> ZWriter<'a, 'k> {
     /// when `create`, else `None`. The caller holds the key's lock.
     fn open(ctx: &Ctx<'a>, key: &'k [u8], create: bool) -> Result<Option<Self>, CmdError> {
         let storage = ctx.storage();
-        let (meta, existed) = match ctx.write_collection(key, Kind::ZSet)? {
+        let (held, meta) = HeldColl::open(ctx, key, Kind::ZSet)?;
+        let (meta, existed) = match meta {
             Some(meta) => (meta, true),
             None if create => (Meta::collection(Kind::ZSet, ctx.next_version()?, 0), false),
             None => return Ok(None),
@@ -680,6 +684,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             batch: Batch::default(),
             dirty: false,
             pending: HashMap::new(),
+            held,
             wait: ctx.wait(),
         }))
     }
@@ -702,7 +707,15 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         if let Some(s) = self.pending.get(member) {
             return Ok(*s);
         }
-        self.current().score(member)
+        match &self.held {
+            _ if !self.existed => Ok(None),
+            Some(held) => Ok(held
+                .values(self.storage, self.wait, &self.coll(), &[member])?
+                .pop()
+                .flatten()
+                .and_then(|v| decode_score(&v))),
+            None => self.current().score(member),
+        }
     }
 
     /// Sets `member`'s score to `new` (its current score is `old`).
@@ -716,10 +729,13 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             }
             None => self.meta.len += 1,
         }
-        self.batch
-            .put_member(st, Cf::Data, &coll, member, &encode_score(new));
+        let value = encode_score(new);
+        self.batch.put_member(st, Cf::Data, &coll, member, &value);
         self.batch
             .put_member(st, Cf::Score, &coll, &index_entry(new, member), b"");
+        if let Some(held) = &mut self.held {
+            held.note(member, Some(&value));
+        }
         self.pending.insert(member.to_vec(), Some(new));
         self.dirty = true;
     }
@@ -732,6 +748,9 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         self.batch
             .delete_member(st, Cf::Score, &coll, &index_entry(old, member));
         self.meta.len = self.meta.len.saturating_sub(1);
+        if let Some(held) = &mut self.held {
+            held.note(member, None);
+        }
         self.pending.insert(member.to_vec(), None);
         self.dirty = true;
     }
@@ -764,7 +783,8 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             }
             batch.delete_meta(self.storage, self.db, self.key);
         } else {
-            batch.put_meta(self.storage, self.db, self.key, &self.meta);
+            let update = self.held.and_then(|h| h.update(false));
+            batch.put_meta_with_update(self.storage, self.db, self.key, &self.meta, update);
         }
         self.storage.commit_with(batch, self.wait)?;
         Ok(())
