@@ -1077,7 +1077,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "cache-sets",
         default: "yes",
         mutable: true,
-        help: "a set or sorted set a write touches (SADD, SREM, SPOP, ZADD, ZINCRBY, ZREM ...) is cached as its meta record and the members written, so the next write finds its length and a member's prior state (a sorted set's score) in memory; SCARD, ZCARD, TYPE and EXISTS answer from it (no: every such write reads RocksDB)",
+        help: "sets and sorted sets are cached as their meta record and their members one by one, filled by writes (SADD, SREM, ZADD, ZINCRBY ...) and by SISMEMBER, SMISMEMBER, ZSCORE, ZMSCORE, SCARD, ZCARD, which then answer from memory, as does a write's read of a member's prior state (no: every such read or write reads RocksDB)",
         get: |c| if c.cache_sets.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.cache_sets.store(parse_bool(v)?, Relaxed);

@@ -1064,21 +1064,26 @@ impl Cache {
         true
     }
 
-    /// Caches big hash `key` (its meta read from RocksDB after `token` was taken; more fields
-    /// than `cache-max-hash-fields`, no field TTLs) as a [`BigColl`], unless the key was
-    /// written since or `cache-big-hashes` is off. The generation its fields are cached
-    /// under: the new entry's, or that of the entry already there for this version of the
-    /// hash; `None` if neither.
-    pub fn fill_big_hash(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta) -> Option<u64> {
-        if !self.big_hashes() || !self.admits_key(key) || meta.field_ttls {
+    /// Caches collection `key` as a [`BigColl`] (its meta read from RocksDB after `token` was
+    /// taken): a hash with more fields than `cache-max-hash-fields` and no field TTLs
+    /// (`cache-big-hashes`), a set or sorted set of any size (`cache-sets`); unless the key
+    /// was written since. The generation its members are cached under: the new entry's, or
+    /// that of the entry already there for this version of the collection; `None` if neither.
+    pub fn fill_big(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta) -> Option<u64> {
+        let wanted = match meta.kind {
+            Kind::Hash => self.big_hashes() && !meta.field_ttls,
+            Kind::Set | Kind::ZSet => self.sets(),
+            _ => false,
+        };
+        if !wanted || !self.admits_key(key) {
             return None;
         }
         let gen = self.new_gen();
         let hit = Hit {
-            kind: Kind::Hash,
+            kind: meta.kind,
             expire_at_ms: meta.expire_at_ms,
             value: CachedValue::Coll(CollValue::Big(Box::new(BigColl {
-                kind: Kind::Hash,
+                kind: meta.kind,
                 version: meta.version,
                 len: meta.len,
                 gen,
@@ -1920,11 +1925,11 @@ mod tests {
     fn big_hash_fields_are_filled_under_their_generation_and_abandoned_by_a_write() {
         let c = Cache::new(CacheSettings::default());
         let t = c.fill_token(0, b"h");
-        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)).unwrap();
+        let gen = c.fill_big(t, 0, b"h", &big_meta(7, 1000)).unwrap();
         // The meta is served as the hash's record; a second fill finds the same generation.
         let hit = c.get(0, b"h", 1).and_then(Known::present).unwrap();
         assert_eq!(hit.to_meta(), big_meta(7, 1000));
-        assert_eq!(c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)), Some(gen));
+        assert_eq!(c.fill_big(t, 0, b"h", &big_meta(7, 1000)), Some(gen));
         c.fill_field(t, gen, b"a", Some(b"1"));
         c.fill_field(t, gen, b"gone", None);
         assert_eq!(field(&c, gen, b"a"), Some(Some(b"1".to_vec())));
@@ -1945,7 +1950,7 @@ mod tests {
         c.apply(0, b"h", None);
         // The next read fills a new generation: no field of the old one is found under it.
         let t = c.fill_token(0, b"h");
-        let next = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1001)).unwrap();
+        let next = c.fill_big(t, 0, b"h", &big_meta(7, 1001)).unwrap();
         assert_ne!(next, gen);
         assert_eq!(field(&c, next, b"a"), None);
         // Hashes with field TTLs are never cached so; switched off, nothing is, and the
@@ -1955,11 +1960,11 @@ mod tests {
             field_ttls: true,
             ..big_meta(8, 1000)
         };
-        assert_eq!(c.fill_big_hash(t, 0, b"ttl", &ttls), None);
+        assert_eq!(c.fill_big(t, 0, b"ttl", &ttls), None);
         c.set_big_hashes(false);
         assert_eq!(c.get(0, b"h", 1), None);
         let t = c.fill_token(0, b"h");
-        assert_eq!(c.fill_big_hash(t, 0, b"h", &big_meta(7, 1001)), None);
+        assert_eq!(c.fill_big(t, 0, b"h", &big_meta(7, 1001)), None);
     }
 
     #[test]
@@ -2003,7 +2008,7 @@ mod tests {
         let t = c.fill_token(0, b"none");
         c.fill_absent(t, 0, b"none");
         let t = c.fill_token(0, b"h");
-        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(7, 1000)).unwrap();
+        let gen = c.fill_big(t, 0, b"h", &big_meta(7, 1000)).unwrap();
         c.fill_field(t, gen, b"a", Some(b"1"));
         c.fill_field(t, gen, b"gone", None);
         let entries = c.entries();
@@ -2044,7 +2049,7 @@ mod tests {
     fn a_write_hands_its_field_edits_to_the_cached_fields() {
         let c = Cache::new(CacheSettings::default());
         let t = c.fill_token(0, b"h");
-        let gen = c.fill_big_hash(t, 0, b"h", &big_meta(3, 1000)).unwrap();
+        let gen = c.fill_big(t, 0, b"h", &big_meta(3, 1000)).unwrap();
         c.fill_field(t, gen, b"a", Some(b"1"));
         c.fill_field(t, gen, b"b", Some(b"2"));
         // The writer holds the lock: the cached meta and generation are current.
@@ -2130,6 +2135,16 @@ mod tests {
         assert_eq!(c.held_coll(0, b"s", Kind::Hash, 1), None);
         assert!(c.held_coll(0, b"z", Kind::ZSet, 1).is_some());
         assert_eq!(field(&c, sg, b"m"), Some(Some(Vec::new())));
+        // A read fills a set of any size (a hash only when big), as its kind.
+        let t = c.fill_token(0, b"r");
+        let small_set = Meta {
+            len: 1,
+            ..Meta::collection(Kind::Set, 4, 0)
+        };
+        let rg = c.fill_big(t, 0, b"r", &small_set).unwrap();
+        assert!(
+            matches!(c.held_coll(0, b"r", Kind::Set, 1), Some((_, CollValue::Big(b))) if b.gen == rg)
+        );
         // Turning big hashes off leaves sets' entries; turning sets off drops them, and no
         // write adds one any more.
         c.set_big_hashes(false);
@@ -2138,6 +2153,8 @@ mod tests {
         assert_eq!(c.get(0, b"s", 1), None);
         assert_eq!(c.get(0, b"z", 1), None);
         assert_eq!(c.new_big_gen(b"s", Kind::Set), None);
+        let t = c.fill_token(0, b"r");
+        assert_eq!(c.fill_big(t, 0, b"r", &small_set), None);
         write_big(&c, b"s", Kind::Set, sg);
         assert_eq!(c.get(0, b"s", 1), None);
     }

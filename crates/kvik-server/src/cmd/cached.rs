@@ -10,14 +10,16 @@
 //! handler `|c, a| get(c, a)`).
 
 use super::bitmap::segments::{self, BitValue};
-use super::ctx::{string_of_hit, BigHashRead, Ctx, DeferredLookups, FieldValues, HashRead};
+use super::ctx::{
+    string_of_hit, BigCollRead, Ctx, DeferredLookups, FieldBytes, FieldValues, HashRead, MemberRead,
+};
 use crate::cache::{CachedValue, Hit, Known};
 use crate::error::CmdError;
 use crate::reply::{Args, Reply};
 use crate::server::Server;
 use crate::session::Session;
-use crate::storage::encoding::Meta;
-use crate::storage::StorageError;
+use crate::storage::encoding::{Kind, Meta};
+use crate::storage::{Coll, StorageError};
 use bytes::Bytes;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -87,20 +89,43 @@ pub trait KeyReads<'a> {
     ) -> Result<Option<BitValue<'a>>, Self::Error>;
     /// A hash (cached whole when small); WRONGTYPE for another kind.
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
-    /// The values of `fields` of big hash `key` as [`KeyReads::read_hash`] found it: from
-    /// the hot cache, the rest from storage.
-    fn big_hash_fields<M: AsRef<[u8]>>(
+    /// A set or sorted set for a read of some of its members; WRONGTYPE for another kind.
+    fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, Self::Error>;
+    /// The values of `fields` of collection `key` cached as its meta, as
+    /// [`KeyReads::read_hash`] or [`KeyReads::read_members`] found it: from the hot cache, the
+    /// rest from storage.
+    fn big_fields<M: AsRef<[u8]>>(
         &self,
         key: &[u8],
-        big: &BigHashRead<'a>,
+        big: &BigCollRead<'a>,
         fields: &[M],
     ) -> Result<FieldValues, Self::Error>;
     /// Big hash `key` read whole from storage (HGETALL, HKEYS, HVALS).
     fn big_hash_stored(
         &self,
         key: &[u8],
-        big: BigHashRead<'a>,
+        big: BigCollRead<'a>,
     ) -> Result<HashRead<'a>, Self::Error>;
+}
+
+/// The values of `members` of set or sorted set `key` (`None`: not a member; a sorted set
+/// member's value is its encoded score): from the hot cache when it holds the collection as
+/// its meta, the rest, or all of them, from storage.
+pub fn member_values<'a, C: KeyReads<'a>, M: AsRef<[u8]>>(
+    ctx: &C,
+    key: &[u8],
+    kind: Kind,
+    members: &[M],
+) -> Result<FieldValues, C::Error> {
+    Ok(match ctx.read_members(key, kind)? {
+        MemberRead::Missing => members.iter().map(|_| None).collect(),
+        MemberRead::Big(big) => ctx.big_fields(key, &big, members)?,
+        MemberRead::Stored(view, meta) => view
+            .get_members(&Coll::new(ctx.db(), key, &meta), members)?
+            .into_iter()
+            .map(|v| v.map(|v| FieldBytes::Shared(Bytes::from(v))))
+            .collect(),
+    })
 }
 
 impl<'a> KeyReads<'a> for Ctx<'a> {
@@ -136,10 +161,13 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         Ctx::read_hash(self, key)
     }
-    fn big_hash_fields<M: AsRef<[u8]>>(
+    fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, CmdError> {
+        Ctx::read_members(self, key, kind)
+    }
+    fn big_fields<M: AsRef<[u8]>>(
         &self,
         key: &[u8],
-        big: &BigHashRead<'a>,
+        big: &BigCollRead<'a>,
         fields: &[M],
     ) -> Result<FieldValues, CmdError> {
         big.fields(
@@ -151,7 +179,7 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
             self.now_ms,
         )
     }
-    fn big_hash_stored(&self, key: &[u8], big: BigHashRead<'a>) -> Result<HashRead<'a>, CmdError> {
+    fn big_hash_stored(&self, key: &[u8], big: BigCollRead<'a>) -> Result<HashRead<'a>, CmdError> {
         big.into_stored(self.storage(), self.wait(), self.db(), key, self.now_ms)
     }
 }
@@ -309,11 +337,17 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
         let token = self.server.storage.cache().fill_token(self.db, key);
         Ok(self.known_with(key, |known| HashRead::of_known(known, token))??)
     }
+    /// A collection the cache holds as its meta, or a miss.
+    fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, RtcError> {
+        let token = self.server.storage.cache().fill_token(self.db, key);
+        self.known_with(key, |known| MemberRead::of_known(known, token, kind))??
+            .ok_or(RtcError::Miss)
+    }
     /// Every field from the cache, or a miss.
-    fn big_hash_fields<M: AsRef<[u8]>>(
+    fn big_fields<M: AsRef<[u8]>>(
         &self,
         _key: &[u8],
-        big: &BigHashRead<'a>,
+        big: &BigCollRead<'a>,
         fields: &[M],
     ) -> Result<FieldValues, RtcError> {
         big.cached(self.server.storage.cache(), fields, self.now_ms)
@@ -323,7 +357,7 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     fn big_hash_stored(
         &self,
         _key: &[u8],
-        _big: BigHashRead<'a>,
+        _big: BigCollRead<'a>,
     ) -> Result<HashRead<'a>, RtcError> {
         Err(RtcError::Miss)
     }

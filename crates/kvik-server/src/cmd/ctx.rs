@@ -347,8 +347,8 @@ impl<'a> Ctx<'a> {
             return Ok(HashRead::Stored(view, meta));
         }
         if meta.len as usize > cache.max_fields() {
-            return Ok(match cache.fill_big_hash(token, self.db(), key, &meta) {
-                Some(gen) => HashRead::Big(BigHashRead {
+            return Ok(match cache.fill_big(token, self.db(), key, &meta) {
+                Some(gen) => HashRead::Big(BigCollRead {
                     meta,
                     gen,
                     token,
@@ -377,6 +377,40 @@ impl<'a> Ctx<'a> {
             CachedValue::Coll(CollValue::Whole(hash)),
         );
         Ok(HashRead::Cached(fields))
+    }
+
+    /// A set or sorted set for a read of some of its members (SISMEMBER, SMISMEMBER, ZSCORE,
+    /// ZMSCORE): cached as its meta ([`MemberRead::Big`], `cache-sets`), its members looked
+    /// up one by one, the hits answered from memory, also on the I/O thread; a miss reads the
+    /// meta from a snapshot and fills the cache with it, unless a write of the key raced the
+    /// read (fill token). Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    pub fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, CmdError> {
+        let cache = self.server.storage.cache();
+        let token = cache.fill_token(self.db(), key);
+        if !self.mode.skips_cache() {
+            let read = cache.get_with(self.db(), key, self.now_ms, |known| {
+                (
+                    *known != Known::Absent,
+                    MemberRead::of_known(known, token, kind),
+                )
+            });
+            if let Some((found, Some(read))) = read.map(|(f, r)| (f, r.transpose())) {
+                self.count_lookup(found);
+                return read;
+            }
+        }
+        let Some((view, meta)) = self.read_collection(key, kind)? else {
+            return Ok(MemberRead::Missing);
+        };
+        Ok(match cache.fill_big(token, self.db(), key, &meta) {
+            Some(gen) => MemberRead::Big(BigCollRead {
+                meta,
+                gen,
+                token,
+                view: Some(view),
+            }),
+            None => MemberRead::Stored(view, meta),
+        })
     }
 
     /// A collection for a write command (the caller holds the key's lock): its live meta,
@@ -437,14 +471,15 @@ pub enum HashRead<'a> {
     /// snapshot.
     Stored(View<'a>, Meta),
     /// A hash too big to cache whole, cached as its meta: its fields are looked up in the
-    /// cache one by one ([`KeyReads::big_hash_fields`](super::cached::KeyReads)).
-    Big(BigHashRead<'a>),
+    /// cache one by one ([`KeyReads::big_fields`](super::cached::KeyReads)).
+    Big(BigCollRead<'a>),
 }
 
-/// A big hash as the hot cache knows it (see `cache::BigColl`): its meta, the generation its
-/// fields are cached under, and the hash's fill token, taken before the meta was found, so
-/// that fields read from RocksDB fill the cache only if no write of the hash came between.
-pub struct BigHashRead<'a> {
+/// A collection the hot cache holds as its meta (a big hash, a set, a sorted set; see
+/// `cache::BigColl`): its meta, the generation its members are cached under, and the key's
+/// fill token, taken before the meta was found, so that members read from RocksDB fill the
+/// cache only if no write of the collection came between.
+pub struct BigCollRead<'a> {
     pub meta: Meta,
     gen: u64,
     token: FillToken,
@@ -464,7 +499,7 @@ impl<'a> HashRead<'a> {
         match &hit.value {
             CachedValue::Coll(CollValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields.clone())),
             CachedValue::Coll(CollValue::Big(big)) if big.kind == Kind::Hash => {
-                Ok(HashRead::Big(BigHashRead {
+                Ok(HashRead::Big(BigCollRead {
                     meta: big.meta(hit.expire_at_ms),
                     gen: big.gen,
                     token,
@@ -477,7 +512,51 @@ impl<'a> HashRead<'a> {
     }
 }
 
-impl<'a> BigHashRead<'a> {
+/// What [`Ctx::read_members`] found.
+pub enum MemberRead<'a> {
+    Missing,
+    /// Cached as its meta: its members are looked up in the cache one by one
+    /// ([`KeyReads::big_fields`](super::cached::KeyReads)).
+    Big(BigCollRead<'a>),
+    /// Not cached: read its members from this snapshot.
+    Stored(View<'a>, Meta),
+}
+
+impl<'a> MemberRead<'a> {
+    /// The collection's length (0 if it does not exist): SCARD, ZCARD.
+    pub fn cardinality(&self) -> u64 {
+        match self {
+            MemberRead::Missing => 0,
+            MemberRead::Big(big) => big.meta.len,
+            MemberRead::Stored(_, meta) => meta.len,
+        }
+    }
+
+    /// A cache hit read as a collection of `kind` (`token`: the key's, taken before the
+    /// lookup): WRONGTYPE if it is another kind; `None` if the entry cannot serve the read (a
+    /// small hash cached whole, for a hash).
+    pub(super) fn of_known(
+        known: &Known,
+        token: FillToken,
+        kind: Kind,
+    ) -> Result<Option<MemberRead<'a>>, CmdError> {
+        let Known::Present(hit) = known else {
+            return Ok(Some(MemberRead::Missing));
+        };
+        match &hit.value {
+            _ if hit.kind != kind => Err(CmdError::wrong_type()),
+            CachedValue::Coll(CollValue::Big(big)) => Ok(Some(MemberRead::Big(BigCollRead {
+                meta: big.meta(hit.expire_at_ms),
+                gen: big.gen,
+                token,
+                view: None,
+            }))),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl<'a> BigCollRead<'a> {
     /// The values of `fields` if the cache holds every one of them (`None` for a field known
     /// absent) and no write of the hash began or ended since the token (a write's edits
     /// reach the cached fields one by one), else `None`.

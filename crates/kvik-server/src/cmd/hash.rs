@@ -385,7 +385,7 @@ fn field_values<'a, 'r, C: KeyReads<'a>, M: AsRef<[u8]>>(
             .map(|f| all.get(f.as_ref()).map(FieldValue::Borrowed))
             .collect(),
         HashRead::Big(big) => ctx
-            .big_hash_fields(key, big, fields)?
+            .big_fields(key, big, fields)?
             .into_iter()
             .map(|v| v.map(FieldValue::Shared))
             .collect(),
@@ -408,7 +408,7 @@ fn field_value<'a, 'r, C: KeyReads<'a>>(
         HashRead::Missing => None,
         HashRead::Cached(all) => all.get(field).map(FieldValue::Borrowed),
         HashRead::Big(big) => ctx
-            .big_hash_fields(key, big, &[field])?
+            .big_fields(key, big, &[field])?
             .pop()
             .flatten()
             .map(FieldValue::Shared),

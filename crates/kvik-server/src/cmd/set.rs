@@ -11,6 +11,7 @@
 //! point reads; unions merge into an ordered set; replies list members in storage (byte) order,
 //! where Redis's order is its hash table's and unspecified.
 
+use super::cached::{member_values, KeyReads};
 use super::collection::{
     self, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE,
 };
@@ -71,23 +72,30 @@ pub static COMMANDS: &[CommandSpec] = &[
             "1.0.0",
             "O(N) where N is the set cardinality.",
         ),
-    CommandSpec::new("sismember", 3, READ_FAST, KeySpec::ONE, sismember)
-        .acl(ACL_READ_FAST)
-        .group("set")
-        .doc(
-            "Determines whether a member belongs to a set.",
-            "1.0.0",
-            "O(1)",
-        ),
-    CommandSpec::new("smismember", -3, READ_FAST, KeySpec::ONE, smismember)
-        .acl(ACL_READ_FAST)
-        .group("set")
-        .doc(
-            "Determines whether multiple members belong to a set.",
-            "6.2.0",
-            "O(N) where N is the number of elements being checked for membership",
-        ),
-    CommandSpec::new("scard", 2, READ_FAST, KeySpec::ONE, scard)
+    CommandSpec::new("sismember", 3, READ_FAST, KeySpec::ONE, |c, a| {
+        sismember(c, a)
+    })
+    .rtc(|c, a| sismember(c, a))
+    .acl(ACL_READ_FAST)
+    .group("set")
+    .doc(
+        "Determines whether a member belongs to a set.",
+        "1.0.0",
+        "O(1)",
+    ),
+    CommandSpec::new("smismember", -3, READ_FAST, KeySpec::ONE, |c, a| {
+        smismember(c, a)
+    })
+    .rtc(|c, a| smismember(c, a))
+    .acl(ACL_READ_FAST)
+    .group("set")
+    .doc(
+        "Determines whether multiple members belong to a set.",
+        "6.2.0",
+        "O(N) where N is the number of elements being checked for membership",
+    ),
+    CommandSpec::new("scard", 2, READ_FAST, KeySpec::ONE, |c, a| scard(c, a))
+        .rtc(|c, a| scard(c, a))
         .acl(ACL_READ_FAST)
         .group("set")
         .doc("Returns the number of members in a set.", "1.0.0", "O(1)"),
@@ -321,36 +329,28 @@ fn smembers(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// SISMEMBER key member: 1 or 0.
-fn sismember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let found = match ctx.read_collection(&args[1], Kind::Set)? {
-        Some((view, meta)) => view
-            .get_member(&Coll::new(ctx.db(), &args[1], &meta), &args[2])?
-            .is_some(),
-        None => false,
-    };
-    ctx.out.int(i64::from(found));
+/// SISMEMBER key member: 1 or 0; answered by the hot cache when it holds the set and the
+/// member's state (`cache-sets`), also on the I/O thread.
+fn sismember<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let found = member_values(ctx, &args[1], Kind::Set, &args[2..3])?;
+    ctx.out().int(i64::from(found[0].is_some()));
     Ok(())
 }
 
 /// SMISMEMBER key member [member ...]: 1 or 0 per member.
-fn smismember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let members = &args[2..];
-    let found = match ctx.read_collection(&args[1], Kind::Set)? {
-        Some((view, meta)) => view.get_members(&Coll::new(ctx.db(), &args[1], &meta), members)?,
-        None => vec![None; members.len()],
-    };
-    ctx.out.array(found.len());
+fn smismember<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let found = member_values(ctx, &args[1], Kind::Set, &args[2..])?;
+    ctx.out().array(found.len());
     for f in &found {
-        ctx.out.int(i64::from(f.is_some()));
+        ctx.out().int(i64::from(f.is_some()));
     }
     Ok(())
 }
 
 /// SCARD key: the number of members, 0 if the key does not exist.
-fn scard(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx.collection_len(&args[1], Kind::Set)?;
-    ctx.out.int(len as i64);
+fn scard<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let len = ctx.read_members(&args[1], Kind::Set)?.cardinality();
+    ctx.out().int(len as i64);
     Ok(())
 }
 

@@ -352,7 +352,7 @@ fn lookup_pattern(ctx: &Ctx<'_>, pattern: &[u8], elem: &[u8]) -> Result<Option<V
         HashRead::Missing => None,
         HashRead::Cached(fields) => fields.get(field).map(<[u8]>::to_vec),
         HashRead::Big(big) => ctx
-            .big_hash_fields(&name, &big, &[field])?
+            .big_fields(&name, &big, &[field])?
             .pop()
             .flatten()
             .map(|v| v.to_vec()),

@@ -5,11 +5,50 @@
 //! length, so writers on several connections are checked reply by reply against a model per
 //! key, through the writes that keep the cache (SADD SREM SPOP ZADD ZINCRBY ZREM ZPOPMIN) and
 //! those that drop it (SMOVE, SUNIONSTORE, ZUNIONSTORE, RENAME, DEL, MULTI/EXEC, scripts),
-//! with member entries evicted all the time and not at all.
+//! with member entries evicted all the time and not at all. The member reads (SISMEMBER,
+//! SMISMEMBER, ZSCORE, ZMSCORE, SCARD, ZCARD) answer from the same entries on the I/O thread:
+//! the same replies as without the cache, and never a state older than the last write
+//! acknowledged before the read began.
 
 use crate::common::*;
-use redis::Connection;
+use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The members the writers use.
+const MEMBERS: u64 = 24;
+
+fn member_names() -> Vec<String> {
+    (0..MEMBERS).map(|i| format!("m{i}")).collect()
+}
+
+/// SMISMEMBER of every member name: the set's members among them.
+fn smismember_all(c: &mut Connection, key: &str) -> BTreeSet<String> {
+    let names = member_names();
+    let found: Vec<i64> = redis::cmd("SMISMEMBER")
+        .arg(key)
+        .arg(&names)
+        .query(c)
+        .unwrap();
+    names
+        .into_iter()
+        .zip(found)
+        .filter_map(|(n, f)| (f == 1).then_some(n))
+        .collect()
+}
+
+/// ZMSCORE of every member name: the sorted set's members among them, with their scores.
+fn zmscore_all(c: &mut Connection, key: &str) -> BTreeMap<String, i64> {
+    let names = member_names();
+    let scores: Vec<Option<f64>> = redis::cmd("ZMSCORE").arg(key).arg(&names).query(c).unwrap();
+    names
+        .into_iter()
+        .zip(scores)
+        .filter_map(|(n, s)| Some((n, s? as i64)))
+        .collect()
+}
 
 /// A deterministic generator (the sequence must be reproducible from its seed).
 struct Rng(u64);
@@ -77,6 +116,25 @@ impl Model {
         assert_eq!(members, self.set, "SMEMBERS after {step}");
         let ranked: Vec<(String, i64)> = q(c, &["ZRANGE", &self.z, "0", "-1", "WITHSCORES"]);
         assert_eq!(ranked, self.ranked(), "ZRANGE after {step}");
+        // The member reads, answered from the cached members where the cache holds them.
+        assert_eq!(
+            smismember_all(c, &self.s),
+            self.set,
+            "SMISMEMBER after {step}"
+        );
+        assert_eq!(zmscore_all(c, &self.z), self.zset, "ZMSCORE after {step}");
+        let is = q::<i64>(c, &["SISMEMBER", &self.o, "m3"]);
+        assert_eq!(
+            is,
+            i64::from(self.other.contains("m3")),
+            "SISMEMBER after {step}"
+        );
+        let score: Option<f64> = q(c, &["ZSCORE", &self.z, "m5"]);
+        assert_eq!(
+            score.map(|s| s as i64),
+            self.zset.get("m5").copied(),
+            "ZSCORE after {step}"
+        );
     }
 }
 
@@ -86,8 +144,8 @@ fn run_writer(c: &mut Connection, k: usize, seed: u64, steps: usize) {
     let mut m = Model::new(k);
     let mut rng = Rng(seed);
     for step in 0..steps {
-        let a = format!("m{}", rng.below(24));
-        let b = format!("m{}", rng.below(24));
+        let a = format!("m{}", rng.below(MEMBERS));
+        let b = format!("m{}", rng.below(MEMBERS));
         let n = rng.below(9) as i64 - 4;
         let label = format!("step {step} of writer {k}");
         match rng.below(16) {
@@ -286,4 +344,205 @@ fn set_writes_agree_with_a_model_while_members_are_evicted() {
 #[test]
 fn set_writes_agree_with_a_model_with_the_cache_off() {
     writers_agree_with_the_model(&["--cache-sets", "no"]);
+}
+
+/// The reply to `cmd`, an error reply as its message.
+fn reply(c: &mut Connection, cmd: &[&str]) -> Value {
+    command(cmd)
+        .query::<Value>(c)
+        .unwrap_or_else(|e| Value::SimpleString(format!("error: {e}")))
+}
+
+/// The member reads under test, over `key`.
+fn member_reads(key: &str) -> Vec<Vec<&str>> {
+    vec![
+        vec!["SISMEMBER", key, "a"],
+        vec!["SISMEMBER", key, "nope"],
+        vec!["SMISMEMBER", key, "a", "nope", "b", "a"],
+        vec!["SCARD", key],
+        vec!["ZSCORE", key, "a"],
+        vec!["ZSCORE", key, "nope"],
+        vec!["ZMSCORE", key, "b", "nope", "a"],
+        vec!["ZCARD", key],
+    ]
+}
+
+#[test]
+fn member_reads_are_served_from_the_cache_with_the_same_replies() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    q::<i64>(&mut c, &["SADD", "set", "a", "b", "c"]);
+    q::<i64>(&mut c, &["ZADD", "zset", "1.5", "a", "-2", "b", "inf", "c"]);
+    q::<String>(&mut c, &["SET", "str", "v"]);
+    let keys = ["set", "zset", "str", "missing"];
+    // The replies with the cache off; then on (cold), a first round fills the sets' meta and
+    // the members asked for, and a second is all hits, on the I/O thread, but for the missing
+    // key (a member read does not note a key absent).
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-enabled", "no"]);
+    let want: Vec<Value> = keys
+        .iter()
+        .flat_map(|k| member_reads(k))
+        .map(|cmd| reply(&mut c, &cmd))
+        .collect();
+    assert_eq!(want[0], Value::Int(1));
+    let scores = ["-2", "", "1.5"].map(|v| match v {
+        "" => Value::Nil,
+        v => Value::BulkString(v.as_bytes().to_vec()),
+    });
+    assert_eq!(want[8 + 6], Value::Array(scores.to_vec()));
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-enabled", "yes"]);
+    q::<String>(&mut c, &["GET", "str"]); // cached again (enabling starts cold)
+    for round in 0..2 {
+        for (i, key) in keys.iter().enumerate() {
+            let (hits, rtc) = (stat(&mut c, "cache_hits"), stat(&mut c, "rtc_commands"));
+            let cmds = member_reads(key);
+            let got: Vec<Value> = cmds.iter().map(|cmd| reply(&mut c, cmd)).collect();
+            assert_eq!(
+                got,
+                want[i * cmds.len()..(i + 1) * cmds.len()],
+                "{key}, round {round}"
+            );
+            let rtc = stat(&mut c, "rtc_commands") - rtc;
+            let hits = stat(&mut c, "cache_hits") - hits;
+            if round == 1 && *key != "missing" {
+                assert_eq!(
+                    rtc,
+                    cmds.len() as u64,
+                    "{key}: every read on the I/O thread"
+                );
+                assert!(hits >= cmds.len() as u64, "{key}: {hits} cache hits");
+            }
+        }
+    }
+    // With the sets' caching off, the reads go to storage and still agree.
+    q::<String>(&mut c, &["CONFIG", "SET", "cache-sets", "no"]);
+    let rtc = stat(&mut c, "rtc_commands");
+    let got: Vec<Value> = member_reads("set")
+        .iter()
+        .map(|cmd| reply(&mut c, cmd))
+        .collect();
+    assert_eq!(got, want[..8]);
+    assert!(
+        stat(&mut c, "rtc_commands") - rtc < 8,
+        "storage reads on the I/O thread"
+    );
+}
+
+#[test]
+fn concurrent_member_reads_are_never_stale() {
+    concurrent_member_reads(&[]);
+}
+
+/// Without write-allocate a write leaves the members it did not find cached uncached, so a
+/// reader's fill that raced it is the only way they enter: the fill token must refuse it.
+#[test]
+fn concurrent_member_reads_are_never_stale_without_write_allocate() {
+    concurrent_member_reads(&[
+        "--cache-write-allocate",
+        "no",
+        "--cache-fill-delay-us",
+        "300",
+    ]);
+}
+
+/// One writer per key (SADD, SREM, ZINCRBY, ZREM, DEL now and then) logs each state before
+/// its write; readers on other connections check that SMISMEMBER / ZMSCORE of every member
+/// shows a state at or after the last write acknowledged before the read began.
+fn concurrent_member_reads(server_args: &[&str]) {
+    const KEYS: usize = 2;
+    type State = (BTreeSet<String>, BTreeMap<String, i64>);
+    let s = TestServer::start_with(server_args);
+    let logs: Arc<Vec<Mutex<Vec<State>>>> = Arc::new(
+        (0..KEYS)
+            .map(|_| Mutex::new(vec![State::default()]))
+            .collect(),
+    );
+    let done: Arc<Vec<AtomicUsize>> = Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for k in 0..KEYS {
+        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
+        let mut c = s.client();
+        writers.push(std::thread::spawn(move || {
+            let (sk, zk) = (format!("cs{k}"), format!("cz{k}"));
+            let mut state = State::default();
+            let mut rng = Rng(k as u64 + 99);
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let m = format!("m{}", rng.below(MEMBERS));
+                let cmd: Vec<String> = match rng.below(5) {
+                    _ if n.is_multiple_of(41) => {
+                        state = State::default();
+                        vec!["DEL".into(), sk.clone(), zk.clone()]
+                    }
+                    0 => {
+                        state.0.insert(m.clone());
+                        vec!["SADD".into(), sk.clone(), m]
+                    }
+                    1 => {
+                        state.0.remove(&m);
+                        vec!["SREM".into(), sk.clone(), m]
+                    }
+                    2 | 3 => {
+                        *state.1.entry(m.clone()).or_insert(0) += 1;
+                        vec!["ZINCRBY".into(), zk.clone(), "1".into(), m]
+                    }
+                    _ => {
+                        state.1.remove(&m);
+                        vec!["ZREM".into(), zk.clone(), m]
+                    }
+                };
+                logs[k].lock().unwrap().push(state.clone());
+                let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+                let _: Value = qv(&mut c, &args);
+                done[k].fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for r in 0..3 {
+        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
+        let mut c = s.client();
+        readers.push(std::thread::spawn(move || {
+            let mut seen = [0usize; KEYS];
+            let mut reads = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = (reads as usize + r) % KEYS;
+                let floor = done[k].load(Ordering::SeqCst).max(seen[k]);
+                // The set and the sorted set are read one after the other: each must match
+                // its half of a state at or after the floor.
+                let set = smismember_all(&mut c, &format!("cs{k}"));
+                let zset = zmscore_all(&mut c, &format!("cz{k}"));
+                let log = logs[k].lock().unwrap();
+                let Some(i) = (floor..log.len()).find(|&i| log[i].0 == set) else {
+                    panic!("cs{k}: read {set:?}, not a state at or after #{floor}");
+                };
+                assert!(
+                    (i..log.len()).any(|j| log[j].1 == zset),
+                    "cz{k}: read {zset:?}, not a state at or after #{i}"
+                );
+                seen[k] = i;
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in writers {
+        t.join().unwrap();
+    }
+    let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(reads > 0);
+    let mut c = s.client();
+    for k in 0..KEYS {
+        let want = logs[k].lock().unwrap().last().unwrap().clone();
+        assert_eq!(smismember_all(&mut c, &format!("cs{k}")), want.0);
+        assert_eq!(zmscore_all(&mut c, &format!("cz{k}")), want.1);
+    }
+    assert!(stat(&mut c, "cache_hits") > 0);
 }

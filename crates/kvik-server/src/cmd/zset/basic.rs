@@ -4,11 +4,12 @@
 
 use super::range::{LexRange, ScoreRange};
 use super::{norm, reply_items, store_result, Item, ZSet, ZWriter};
+use crate::cmd::cached::{member_values, KeyReads};
 use crate::cmd::collection::index_range;
 use crate::cmd::collection::MemberScan;
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
 use crate::glob;
-use crate::storage::encoding::decode_score;
+use crate::storage::encoding::{decode_score, Kind};
 use crate::storage::Cf;
 use kvik_resp::{format_g17, parse_i64, parse_redis_double};
 
@@ -171,9 +172,9 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 // ---- Reads of one key ------------------------------------------------------------------------
 
 /// ZCARD key
-pub fn zcard(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx.collection_len(&args[1], crate::storage::encoding::Kind::ZSet)?;
-    ctx.out.int(len as i64);
+pub fn zcard<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let len = ctx.read_members(&args[1], Kind::ZSet)?.cardinality();
+    ctx.out().int(len as i64);
     Ok(())
 }
 
@@ -199,36 +200,32 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// ZSCORE key member
-pub fn zscore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let score = match ZSet::read(ctx, &args[1])? {
-        Some(z) => z.score(&args[2])?,
-        None => None,
-    };
-    match score {
-        Some(s) => ctx.out.double(norm(s)),
-        None => ctx.out.null(),
-    }
-    Ok(())
+/// ZSCORE key member; answered by the hot cache when it holds the set and the member's
+/// score (`cache-sets`), also on the I/O thread.
+pub fn zscore<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    zmscore_of(ctx, &args[1], &args[2..3], false)
 }
 
 /// ZMSCORE key member [member ...]
-pub fn zmscore(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let members = &args[2..];
-    let scores: Vec<Option<f64>> = match ZSet::read(ctx, &args[1])? {
-        Some(z) => z
-            .view
-            .get_members(&z.coll, members)?
-            .into_iter()
-            .map(|v| v.and_then(|v| decode_score(&v)))
-            .collect(),
-        None => vec![None; members.len()],
-    };
-    ctx.out.array(scores.len());
-    for s in scores {
-        match s {
-            Some(s) => ctx.out.double(norm(s)),
-            None => ctx.out.null(),
+pub fn zmscore<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    zmscore_of(ctx, &args[1], &args[2..], true)
+}
+
+/// The scores of `members` (nil for a non-member), as an array or, for ZSCORE, the one score.
+fn zmscore_of<'a, C: KeyReads<'a>>(
+    ctx: &mut C,
+    key: &[u8],
+    members: &[bytes::Bytes],
+    array: bool,
+) -> Result<(), C::Error> {
+    let values = member_values(ctx, key, Kind::ZSet, members)?;
+    if array {
+        ctx.out().array(values.len());
+    }
+    for v in values {
+        match v.and_then(|v| decode_score(&v)) {
+            Some(s) => ctx.out().double(norm(s)),
+            None => ctx.out().null(),
         }
     }
     Ok(())

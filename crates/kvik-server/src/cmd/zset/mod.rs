@@ -118,7 +118,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.2.0",
         "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
     ),
-    z("zcard", 2, READ_FAST, KeySpec::ONE, basic::zcard, ACL_READ_FAST).doc(
+    z("zcard", 2, READ_FAST, KeySpec::ONE, |c, a| basic::zcard(c, a), ACL_READ_FAST)
+    .rtc(|c, a| basic::zcard(c, a)).doc(
         "Returns the number of members in a sorted set.",
         "1.2.0",
         "O(1)",
@@ -133,12 +134,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.8.9",
         "O(log(N)+M) with N being the number of elements in the sorted set. kvik counts the M members in the range.",
     ),
-    z("zscore", 3, READ_FAST, KeySpec::ONE, basic::zscore, ACL_READ_FAST).doc(
+    z("zscore", 3, READ_FAST, KeySpec::ONE, |c, a| basic::zscore(c, a), ACL_READ_FAST)
+    .rtc(|c, a| basic::zscore(c, a)).doc(
         "Returns the score of a member in a sorted set.",
         "1.2.0",
         "O(1)",
     ),
-    z("zmscore", -3, READ_FAST, KeySpec::ONE, basic::zmscore, ACL_READ_FAST).doc(
+    z("zmscore", -3, READ_FAST, KeySpec::ONE, |c, a| basic::zmscore(c, a), ACL_READ_FAST)
+    .rtc(|c, a| basic::zmscore(c, a)).doc(
         "Returns the score of one or more members in a sorted set.",
         "6.2.0",
         "O(N) where N is the number of members being requested.",
