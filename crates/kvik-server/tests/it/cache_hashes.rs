@@ -7,9 +7,7 @@
 use crate::common::*;
 use redis::{Connection, Value};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The read commands under test, over `key`.
 fn reads(key: &str) -> Vec<Vec<String>> {
@@ -274,109 +272,53 @@ fn concurrent_writes_and_reads_of_big_hash_fields_are_never_stale() {
 
 /// Writers (one per key: HSET, HDEL, HINCRBY, and DEL now and then) against readers that
 /// read whole hashes with `read`, each read checked against the writer's log of states: a
-/// state at or after the last write acknowledged before the read began.
+/// state at or after the last write acknowledged before the read began (see `stale_reads`).
 fn concurrent_writes_and_reads(
     max_fields: &str,
     widths: [u64; 3],
     read: fn(&mut Connection, &str) -> BTreeMap<String, String>,
 ) {
-    const KEYS: usize = 3;
     let s = TestServer::start_with(&["--cache-max-hash-fields", max_fields]);
-    type States = Vec<BTreeMap<String, String>>;
-    let logs: Arc<Vec<Mutex<States>>> = Arc::new(
-        (0..KEYS)
-            .map(|_| Mutex::new(vec![BTreeMap::new()]))
-            .collect(),
+    let write = move |k: usize, n: u64, state: &mut BTreeMap<String, String>| -> Vec<String> {
+        let key = format!("h{k}");
+        let width = widths[k];
+        let f = format!("f{}", n % width);
+        let g = format!("f{}", (n * 7 + 3) % width);
+        match n % 4 {
+            // Now and then the hash is deleted (its next write makes a new one).
+            _ if n.is_multiple_of(37) => {
+                state.clear();
+                vec!["DEL".into(), key]
+            }
+            0 | 1 => {
+                state.insert(f.clone(), n.to_string());
+                state.insert("ver".into(), n.to_string());
+                vec![
+                    "HSET".into(),
+                    key,
+                    f,
+                    n.to_string(),
+                    "ver".into(),
+                    n.to_string(),
+                ]
+            }
+            2 => {
+                state.remove(&g);
+                vec!["HDEL".into(), key, g]
+            }
+            _ => {
+                let v: i64 = state.get("ctr").map_or(0, |v| v.parse().unwrap()) + 1;
+                state.insert("ctr".into(), v.to_string());
+                vec!["HINCRBY".into(), key, "ctr".into(), "1".into()]
+            }
+        }
+    };
+    let read_key = move |c: &mut Connection, k: usize| read(c, &format!("h{k}"));
+    crate::stale_reads::writes_against_reads(&s, 3, write, read_key);
+    assert!(
+        stat(&mut s.client(), "cache_hits") > 0,
+        "the cache was used"
     );
-    let done: Arc<Vec<AtomicUsize>> = Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
-    let stop = Arc::new(AtomicBool::new(false));
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut threads = Vec::new();
-    for k in 0..KEYS {
-        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
-        let mut c = s.client();
-        threads.push(std::thread::spawn(move || {
-            let key = format!("h{k}");
-            let width = widths[k];
-            let mut state = BTreeMap::new();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                let f = format!("f{}", n % width);
-                let g = format!("f{}", (n * 7 + 3) % width);
-                let cmd: Vec<String> = match n % 4 {
-                    // Now and then the hash is deleted (its next write makes a new one).
-                    _ if n.is_multiple_of(37) => {
-                        state.clear();
-                        vec!["DEL".into(), key.clone()]
-                    }
-                    0 | 1 => {
-                        state.insert(f.clone(), n.to_string());
-                        state.insert("ver".into(), n.to_string());
-                        vec![
-                            "HSET".into(),
-                            key.clone(),
-                            f,
-                            n.to_string(),
-                            "ver".into(),
-                            n.to_string(),
-                        ]
-                    }
-                    2 => {
-                        state.remove(&g);
-                        vec!["HDEL".into(), key.clone(), g]
-                    }
-                    _ => {
-                        let v: i64 = state.get("ctr").map_or(0, |v| v.parse().unwrap()) + 1;
-                        state.insert("ctr".into(), v.to_string());
-                        vec!["HINCRBY".into(), key.clone(), "ctr".into(), "1".into()]
-                    }
-                };
-                logs[k].lock().unwrap().push(state.clone());
-                let _ = run(&mut c, &cmd);
-                done[k].fetch_add(1, Ordering::SeqCst);
-            }
-        }));
-    }
-    let mut readers = Vec::new();
-    for r in 0..3 {
-        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
-        let mut c = s.client();
-        readers.push(std::thread::spawn(move || {
-            let mut seen = [0usize; KEYS];
-            let mut reads = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let k = (reads as usize + r) % KEYS;
-                let key = format!("h{k}");
-                let floor = done[k].load(Ordering::SeqCst).max(seen[k]);
-                let got = read(&mut c, &key);
-                let log = logs[k].lock().unwrap();
-                let Some(i) = (floor..log.len()).find(|&i| log[i] == got) else {
-                    let recent = &log[floor.saturating_sub(2)..];
-                    panic!("{key}: read {got:?}, not a state at or after #{floor}; states from there: {recent:?}");
-                };
-                seen[k] = i;
-                reads += 1;
-            }
-            reads
-        }));
-    }
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
-    let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(reads > 0);
-    // The final states, read once more, and the cache was used.
-    let mut c = s.client();
-    for k in 0..KEYS {
-        let want = logs[k].lock().unwrap().last().unwrap().clone();
-        assert_eq!(read(&mut c, &format!("h{k}")), want);
-    }
-    assert!(stat(&mut c, "cache_hits") > 0);
 }
 
 /// The field reads of a hash over `cache-max-hash-fields`, as replies.

@@ -13,9 +13,6 @@
 use crate::common::*;
 use redis::{Connection, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// The members the writers use.
 const MEMBERS: u64 = 24;
@@ -445,104 +442,53 @@ fn concurrent_member_reads_are_never_stale_without_write_allocate() {
     ]);
 }
 
-/// One writer per key (SADD, SREM, ZINCRBY, ZREM, DEL now and then) logs each state before
-/// its write; readers on other connections check that SMISMEMBER / ZMSCORE of every member
-/// shows a state at or after the last write acknowledged before the read began.
+/// One writer per key, of a set (SADD, SREM) or a sorted set (ZINCRBY, ZREM), with a DEL now
+/// and then, against readers whose SMISMEMBER / ZMSCORE of every member must show a state at
+/// or after the last acknowledged write (see `stale_reads`). A set's state: its members, 1
+/// each; a sorted set's: its scores.
 fn concurrent_member_reads(server_args: &[&str]) {
-    const KEYS: usize = 2;
-    type State = (BTreeSet<String>, BTreeMap<String, i64>);
     let s = TestServer::start_with(server_args);
-    let logs: Arc<Vec<Mutex<Vec<State>>>> = Arc::new(
-        (0..KEYS)
-            .map(|_| Mutex::new(vec![State::default()]))
-            .collect(),
+    let key = |k: usize| format!("{}{k}", if k.is_multiple_of(2) { "cs" } else { "cz" });
+    let write = move |k: usize, n: u64, state: &mut BTreeMap<String, i64>| -> Vec<String> {
+        let mut rng = Rng(n.wrapping_mul(31) + k as u64);
+        let m = format!("m{}", rng.below(MEMBERS));
+        let (key, set) = (key(k), k.is_multiple_of(2));
+        match rng.below(3) {
+            _ if n.is_multiple_of(41) => {
+                state.clear();
+                vec!["DEL".into(), key]
+            }
+            0 if set => {
+                state.remove(&m);
+                vec!["SREM".into(), key, m]
+            }
+            _ if set => {
+                state.insert(m.clone(), 1);
+                vec!["SADD".into(), key, m]
+            }
+            0 => {
+                state.remove(&m);
+                vec!["ZREM".into(), key, m]
+            }
+            _ => {
+                *state.entry(m.clone()).or_insert(0) += 1;
+                vec!["ZINCRBY".into(), key, "1".into(), m]
+            }
+        }
+    };
+    let read = move |c: &mut Connection, k: usize| -> BTreeMap<String, i64> {
+        if k.is_multiple_of(2) {
+            smismember_all(c, &key(k))
+                .into_iter()
+                .map(|m| (m, 1))
+                .collect()
+        } else {
+            zmscore_all(c, &key(k))
+        }
+    };
+    crate::stale_reads::writes_against_reads(&s, 4, write, read);
+    assert!(
+        stat(&mut s.client(), "cache_hits") > 0,
+        "the cache was used"
     );
-    let done: Arc<Vec<AtomicUsize>> = Arc::new((0..KEYS).map(|_| AtomicUsize::new(0)).collect());
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for k in 0..KEYS {
-        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
-        let mut c = s.client();
-        writers.push(std::thread::spawn(move || {
-            let (sk, zk) = (format!("cs{k}"), format!("cz{k}"));
-            let mut state = State::default();
-            let mut rng = Rng(k as u64 + 99);
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                let m = format!("m{}", rng.below(MEMBERS));
-                let cmd: Vec<String> = match rng.below(5) {
-                    _ if n.is_multiple_of(41) => {
-                        state = State::default();
-                        vec!["DEL".into(), sk.clone(), zk.clone()]
-                    }
-                    0 => {
-                        state.0.insert(m.clone());
-                        vec!["SADD".into(), sk.clone(), m]
-                    }
-                    1 => {
-                        state.0.remove(&m);
-                        vec!["SREM".into(), sk.clone(), m]
-                    }
-                    2 | 3 => {
-                        *state.1.entry(m.clone()).or_insert(0) += 1;
-                        vec!["ZINCRBY".into(), zk.clone(), "1".into(), m]
-                    }
-                    _ => {
-                        state.1.remove(&m);
-                        vec!["ZREM".into(), zk.clone(), m]
-                    }
-                };
-                logs[k].lock().unwrap().push(state.clone());
-                let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
-                let _: Value = qv(&mut c, &args);
-                done[k].fetch_add(1, Ordering::SeqCst);
-            }
-        }));
-    }
-    let mut readers = Vec::new();
-    for r in 0..3 {
-        let (logs, done, stop) = (logs.clone(), done.clone(), stop.clone());
-        let mut c = s.client();
-        readers.push(std::thread::spawn(move || {
-            let mut seen = [0usize; KEYS];
-            let mut reads = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let k = (reads as usize + r) % KEYS;
-                let floor = done[k].load(Ordering::SeqCst).max(seen[k]);
-                // The set and the sorted set are read one after the other: each must match
-                // its half of a state at or after the floor.
-                let set = smismember_all(&mut c, &format!("cs{k}"));
-                let zset = zmscore_all(&mut c, &format!("cz{k}"));
-                let log = logs[k].lock().unwrap();
-                let Some(i) = (floor..log.len()).find(|&i| log[i].0 == set) else {
-                    panic!("cs{k}: read {set:?}, not a state at or after #{floor}");
-                };
-                assert!(
-                    (i..log.len()).any(|j| log[j].1 == zset),
-                    "cz{k}: read {zset:?}, not a state at or after #{i}"
-                );
-                seen[k] = i;
-                reads += 1;
-            }
-            reads
-        }));
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    stop.store(true, Ordering::Relaxed);
-    for t in writers {
-        t.join().unwrap();
-    }
-    let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(reads > 0);
-    let mut c = s.client();
-    for k in 0..KEYS {
-        let want = logs[k].lock().unwrap().last().unwrap().clone();
-        assert_eq!(smismember_all(&mut c, &format!("cs{k}")), want.0);
-        assert_eq!(zmscore_all(&mut c, &format!("cz{k}")), want.1);
-    }
-    assert!(stat(&mut c, "cache_hits") > 0);
 }

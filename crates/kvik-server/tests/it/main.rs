@@ -40,6 +40,7 @@ mod script_rtc;
 mod scripting;
 mod server_admin;
 mod sets;
+mod stale_reads;
 mod storage_scale;
 mod streams;
 mod strings;
