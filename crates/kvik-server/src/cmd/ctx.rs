@@ -299,8 +299,27 @@ impl<'a> Ctx<'a> {
         key: &[u8],
         kind: Kind,
     ) -> Result<Option<(View<'a>, Meta)>, CmdError> {
+        self.read_collection_noting(key, kind, None)
+    }
+
+    /// [`Ctx::read_collection`] that, given the key's fill token, notes a key without a record
+    /// absent in the hot cache (unless a write of it came after the token), so the next read
+    /// of it is a hit. An expired record is not noted: it counts as a key until it is removed.
+    fn read_collection_noting(
+        &self,
+        key: &[u8],
+        kind: Kind,
+        absent: Option<FillToken>,
+    ) -> Result<Option<(View<'a>, Meta)>, CmdError> {
         let view = self.view();
-        let meta = view.get_live(self.db(), key, self.now_ms)?;
+        let record = view.get_meta(self.db(), key)?;
+        if let (None, Some(token)) = (&record, absent) {
+            self.server
+                .storage
+                .cache()
+                .fill_absent(token, self.db(), key);
+        }
+        let meta = record.filter(|m| !m.is_expired(self.now_ms));
         self.count_lookup(meta.is_some());
         match meta {
             None => Ok(None),
@@ -382,8 +401,9 @@ impl<'a> Ctx<'a> {
     /// A set or sorted set for a read of some of its members (SISMEMBER, SMISMEMBER, ZSCORE,
     /// ZMSCORE): cached as its meta ([`MemberRead::Big`], `cache-sets`), its members looked
     /// up one by one, the hits answered from memory, also on the I/O thread; a miss reads the
-    /// meta from a snapshot and fills the cache with it, unless a write of the key raced the
-    /// read (fill token). Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    /// meta from a snapshot and fills the cache with it (or notes the key absent), unless a
+    /// write of the key raced the read (fill token). Counts a keyspace hit or miss; WRONGTYPE
+    /// for another kind.
     pub fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
         let token = cache.fill_token(self.db(), key);
@@ -399,7 +419,7 @@ impl<'a> Ctx<'a> {
                 return read;
             }
         }
-        let Some((view, meta)) = self.read_collection(key, kind)? else {
+        let Some((view, meta)) = self.read_collection_noting(key, kind, Some(token))? else {
             return Ok(MemberRead::Missing);
         };
         Ok(match cache.fill_big(token, self.db(), key, &meta) {
