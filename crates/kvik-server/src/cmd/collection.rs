@@ -39,7 +39,7 @@ pub fn put_or_delete_meta(batch: &mut Batch, storage: &Storage, db: u16, key: &[
 
 /// [`put_or_delete_meta`] of a collection the cache holds, whose new state the write knows
 /// (`update`), so its cache entry is updated instead of dropped.
-pub(crate) fn put_or_delete_meta_with(
+fn put_or_delete_meta_with(
     batch: &mut Batch,
     storage: &Storage,
     db: u16,
