@@ -111,6 +111,9 @@ pub struct Config {
     /// `io-key-affinity`: a connection whose command found its key held by another I/O thread
     /// moves to that key's I/O thread (`net::io_thread`, `IoThread::move_out`).
     pub io_key_affinity: AtomicBool,
+    /// `io-threads-adaptive`: how many I/O threads take connections follows their load and
+    /// whether they wait for cores (`net::balance`).
+    pub io_threads_adaptive: AtomicBool,
     pub cache_write_allocate: AtomicBool,
     pub cache_absent_keys: AtomicBool,
     pub cache_hash_writes: AtomicBool,
@@ -1235,6 +1238,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "io-threads-adaptive",
+        default: "yes",
+        mutable: true,
+        help: "how many of the io-threads take connections follows their load: when they would each be under 60% busy with one thread fewer and they wait for cores (the clients share the machine), one fewer does (its connections move at the end of a turn); when the active ones are over 85% busy, one more (decided once a second; INFO stats io_threads_active). no: every I/O thread takes connections",
+        get: |c| if c.io_threads_adaptive.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.io_threads_adaptive.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-backoff",
         default: "yes",
         mutable: true,
@@ -1483,6 +1497,7 @@ impl Default for Config {
             rtc_lock_wait_us: AtomicU64::new(300),
             rtc_lock_retries: AtomicU64::new(8),
             io_key_affinity: AtomicBool::new(true),
+            io_threads_adaptive: AtomicBool::new(true),
             cache_write_allocate: AtomicBool::new(true),
             cache_absent_keys: AtomicBool::new(true),
             cache_hash_writes: AtomicBool::new(true),

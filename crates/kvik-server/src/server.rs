@@ -51,6 +51,8 @@ pub struct Server {
     shutting_down: AtomicBool,
     /// The I/O threads, woken on shutdown (set once they run).
     pub(crate) io_handles: OnceLock<Vec<Arc<dyn ClientIo>>>,
+    /// How many I/O threads take connections (`io-threads-adaptive`; set once they run).
+    pub io_balance: OnceLock<Arc<crate::net::Balance>>,
     /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
     pub pool: OnceLock<Arc<dyn Pool>>,
     /// Cluster mode state (empty unless `cluster-enabled yes`).
@@ -157,6 +159,7 @@ impl Server {
             pubsub,
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
+            io_balance: OnceLock::new(),
             pool: OnceLock::new(),
             cluster: Default::default(),
             scripts: Default::default(),

@@ -56,6 +56,7 @@ const SUBCOMMANDS: &[(&str, i32, Sub)] = &[
     ("replybuffer", 4, ok),
     ("change-repl-id", 2, ok),
     ("reload", -2, reload),
+    ("io-threads-active", 3, io_threads_active),
 ];
 
 /// The dispatcher's refusal of a PROTECTED command `enable-debug-command` does not allow.
@@ -91,6 +92,20 @@ fn debug(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     }
 }
 
+/// DEBUG IO-THREADS-ACTIVE count: holds the number of I/O threads that take connections
+/// (`net::balance`); connections move at the end of their threads' next turns.
+fn io_threads_active(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+    let n = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .ok_or(CmdError::not_integer())?;
+    if let Some(balance) = ctx.server.io_balance.get() {
+        balance.pin(n);
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
 fn ok(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
     ctx.out.ok();
     Ok(())
@@ -105,6 +120,9 @@ fn help(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
             "    Accepted; kvik has no replication IDs to change.",
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message.",
+            "IO-THREADS-ACTIVE <count>",
+            "    Hold the number of I/O threads taking connections at <count> (0: the load",
+            "    decides again, as io-threads-adaptive says).",
             "LISTPACK <key>",
             "    Check that <key> would be listpack encoded (nothing is printed).",
             "LOG <message>",

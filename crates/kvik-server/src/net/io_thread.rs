@@ -36,6 +36,7 @@
 //! deadline passes (checked on every turn of the loop, at least every 100 ms), or it is closed,
 //! which cancels its waiter.
 
+use super::balance::{self, Balance};
 use super::conn::{Conn, ReadOutcome, MAX_RUN, OUTPUT_BACKPRESSURE, READ_CHUNK};
 use super::{Completion, IoHandle, IoMsg};
 use crate::clients::{ClientInfo, NO_CMD};
@@ -81,8 +82,14 @@ pub struct IoThread {
     again: Vec<Token>,
     /// Connections whose [`Conn::retry`] runs on the next turn.
     retry_next: Vec<Token>,
-    /// Connections to give to another I/O thread at the end of this turn, and which one.
-    moving: Vec<(Token, usize)>,
+    /// Connections to give to another I/O thread at the end of this turn, which one, and why.
+    moving: Vec<(Token, usize, Why)>,
+    /// How many I/O threads take connections (`io-threads-adaptive`), shared by all.
+    balance: Arc<Balance>,
+    /// The active count this thread last placed its connections for.
+    placed_for: usize,
+    /// Connections that must still move for the balance (they could not at the last try).
+    balance_pending: Vec<(Token, usize)>,
     /// Where every socket read of this thread lands before it is appended to a query buffer.
     scratch: Box<[u8]>,
     /// Reply buffer of run-to-completion commands, reused so a cache hit allocates nothing.
@@ -108,6 +115,15 @@ pub struct IoThread {
 /// The longest pause, in busy turns, of spinning polls after one found nothing
 /// ([`IoThread::poll_spinning`]).
 const MAX_SPIN_BACKOFF: u32 = 64;
+
+/// Why a connection moves to another I/O thread.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// Its command found its key held by another thread (`io-key-affinity`).
+    Key,
+    /// The number of active I/O threads changed (`io-threads-adaptive`).
+    Balance,
+}
 
 /// Most key writes a turn buffers before it writes them (bounds the keys it keeps locked).
 const TURN_MAX_WRITES: usize = 256;
@@ -188,6 +204,11 @@ impl IoThread {
         server: Arc<Server>,
         pool: Arc<dyn Pool>,
     ) -> std::io::Result<IoThread> {
+        let threads = handles.len();
+        let balance = server
+            .io_balance
+            .get_or_init(|| Arc::new(Balance::new(threads)))
+            .clone();
         for (i, l) in listeners.iter_mut().enumerate() {
             poll.registry()
                 .register(l, Token(LISTENER_BASE - i), Interest::READABLE)?;
@@ -206,6 +227,9 @@ impl IoThread {
             again: Vec::new(),
             retry_next: Vec::new(),
             moving: Vec::new(),
+            placed_for: balance.active(),
+            balance,
+            balance_pending: Vec::new(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
             rtc_buf: Vec::with_capacity(RTC_BUF_KEEP),
             by_id: HashMap::default(),
@@ -221,8 +245,10 @@ impl IoThread {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut last_tick = Instant::now();
+        let mut last_balance = last_tick;
         let server = self.server.clone();
         let mut busy = false;
+        self.balance.register_thread(self.index);
         loop {
             let waiting = !self.again.is_empty() || !self.retry_next.is_empty();
             let found = busy && !waiting && self.poll_spinning(&mut events);
@@ -240,6 +266,7 @@ impl IoThread {
                 }
             }
             busy = !events.is_empty();
+            let turn_started = Instant::now();
             let turn = TurnWrites::begin(&server);
             // First, while this turn keeps no key locked (the longer wait applies).
             for t in std::mem::take(&mut self.retry_next) {
@@ -283,9 +310,19 @@ impl IoThread {
             }
             self.turn_failed |= !turn.end(&server);
             self.flush_group();
+            self.place_connections();
             self.move_out();
-            if last_tick.elapsed() >= Duration::from_secs(1) {
-                last_tick = Instant::now();
+            let now = Instant::now();
+            let turn_ns = now.duration_since(turn_started).as_nanos() as u64;
+            self.balance.add_busy(self.index, turn_ns);
+            if self.index == 0 && now.duration_since(last_balance) >= balance::WINDOW {
+                last_balance = now;
+                let adaptive = server.config.io_threads_adaptive.load(Relaxed);
+                let commands = server.stats.total_commands_processed.load(Relaxed);
+                self.balance.tick(adaptive, commands);
+            }
+            if now.duration_since(last_tick) >= Duration::from_secs(1) {
+                last_tick = now;
                 self.close_idle();
             }
             if self.server.is_shutting_down() && self.shutdown_step() {
@@ -357,7 +394,7 @@ impl IoThread {
             }
             stats.total_connections_received.fetch_add(1, Relaxed);
             let _ = stream.set_nodelay(true);
-            let owner = self.next_owner % self.handles.len();
+            let owner = self.next_owner % self.balance.active();
             self.next_owner += 1;
             if owner == self.index {
                 self.adopt(stream, addr);
@@ -419,8 +456,10 @@ impl IoThread {
         self.by_id.insert(info.id, token);
         let authenticated = server.config.acl.default_authenticated();
         let session = Session::new(info.clone(), authenticated);
+        let id = info.id;
         self.conns.insert(token, Conn::new(stream, info, session));
         self.again.push(token);
+        self.place_arrival(token, id);
     }
 
     fn drain_inbox(&mut self) {
@@ -469,7 +508,7 @@ impl IoThread {
     /// to, once this turn's writes are durable and their replies out (the connection takes its
     /// put-off commands along). One that can no longer move tries again here next turn.
     fn move_out(&mut self) {
-        for (token, home) in std::mem::take(&mut self.moving) {
+        for (token, home, why) in std::mem::take(&mut self.moving) {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue; // closed meanwhile
             };
@@ -480,7 +519,10 @@ impl IoThread {
                 || conn.peer_closed
                 || conn.client.killed.load(Relaxed);
             if stays {
-                self.retry_next.push(token);
+                match why {
+                    Why::Key => self.retry_next.push(token),
+                    Why::Balance => self.balance_pending.push((token, home)),
+                }
                 continue;
             }
             if self.poll.registry().deregister(&mut conn.stream).is_err() {
@@ -495,11 +537,50 @@ impl IoThread {
             // dropped, and the new thread checks for what it was about when it adopts the
             // connection (a kill, a mailbox).
             conn.client.move_to(self.handles[home].clone(), home);
-            self.server
-                .stats
-                .io_key_affinity_moves
-                .fetch_add(1, Relaxed);
+            match why {
+                Why::Key => {
+                    self.server
+                        .stats
+                        .io_key_affinity_moves
+                        .fetch_add(1, Relaxed);
+                }
+                Why::Balance => self.balance.note_move(),
+            }
             self.handles[home].send(IoMsg::Moved(Box::new(conn)));
+        }
+    }
+
+    /// Moves connections for the balance (`io-threads-adaptive`, see [`balance`]). When the
+    /// number of active threads changed since this thread last looked, a thread no longer
+    /// active gives every connection away and, when the number grew, an active one gives the
+    /// new threads their share (the connections whose home is now one of them). Connections
+    /// that could not move at their last try (in the pool, parked...) try again every turn.
+    fn place_connections(&mut self) {
+        let active = self.balance.active();
+        let before = std::mem::replace(&mut self.placed_for, active);
+        if active == before {
+            let pending = self.balance_pending.drain(..);
+            self.moving
+                .extend(pending.map(|(token, home)| (token, home, Why::Balance)));
+            return;
+        }
+        self.balance_pending.clear();
+        let leaving = self.index >= active;
+        for (&token, conn) in &self.conns {
+            let home = balance::home_of(conn.client.id, active);
+            if home != self.index && (leaving || (active > before && home >= before)) {
+                self.moving.push((token, home, Why::Balance));
+            }
+        }
+    }
+
+    /// A connection that arrived on a thread no longer active (accepted for it, or moved to it,
+    /// just before the count fell) moves on at the end of the turn.
+    fn place_arrival(&mut self, token: Token, client_id: u64) {
+        let active = self.balance.active();
+        if self.index >= active {
+            let home = balance::home_of(client_id, active);
+            self.balance_pending.push((token, home));
         }
     }
 
@@ -515,10 +596,12 @@ impl IoThread {
             self.server.clients.remove(conn.client.id);
             return;
         }
-        self.by_id.insert(conn.client.id, token);
+        let id = conn.client.id;
+        self.by_id.insert(id, token);
         self.conns.insert(token, conn);
         self.deliver(token);
         self.again.push(token);
+        self.place_arrival(token, id);
     }
 
     /// Moves the connection's pub/sub mailbox to its output (dropped if the socket failed).
@@ -715,8 +798,9 @@ impl IoThread {
                         conn.retries += 1;
                         server.stats.rtc_lock_retries.fetch_add(1, Relaxed);
                         conn.retry = run;
-                        match affinity_home(&server, conn, self.handles.len(), self.index) {
-                            Some(home) => self.moving.push((token, home)),
+                        let active = self.balance.active();
+                        match affinity_home(&server, conn, active, self.index) {
+                            Some(home) => self.moving.push((token, home, Why::Key)),
                             None => self.retry_next.push(token),
                         }
                         break;

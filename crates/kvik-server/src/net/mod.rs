@@ -16,8 +16,11 @@
 //! - on shutdown no new command starts; runs already in the pool finish and their replies are
 //!   flushed before the connections close.
 
+mod balance;
 mod conn;
 mod io_thread;
+
+pub use balance::Balance;
 
 pub use conn::{parse_requests, SpareArgs};
 
@@ -151,6 +154,7 @@ pub fn start(server: Arc<Server>, pool: Arc<dyn Pool>) -> Result<Net, String> {
         inboxes.push(rx);
         polls.push(poll);
     }
+    let _ = server.io_balance.set(Arc::new(Balance::new(handles.len())));
     let mut threads = Vec::new();
     let mut listeners = Some(listeners);
     for (i, (poll, inbox)) in polls.into_iter().zip(inboxes).enumerate() {

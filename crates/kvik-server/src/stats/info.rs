@@ -543,6 +543,11 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
         "io_key_affinity_moves",
         s.io_key_affinity_moves.load(Relaxed),
     );
+    if let Some(balance) = server.io_balance.get() {
+        for (name, value) in balance.info_fields() {
+            w.field(name, value);
+        }
+    }
     w.field("rtc_backoff_skips", s.rtc_backoff_skips.load(Relaxed));
     w.field("rtc_disk_gate_closes", s.rtc_disk_gate_closes.load(Relaxed));
     w.field(

@@ -52,7 +52,7 @@ fn hold_on_a_worker(s: &TestServer, key: &str, ms: u64) -> std::thread::JoinHand
 /// worker at once.
 #[test]
 fn a_write_of_a_held_key_is_tried_again_on_later_turns_then_by_a_worker() {
-    let s = TestServer::start_with(&["--io-threads", "2"]);
+    let s = TestServer::start_with(&["--io-threads", "2", "--io-threads-adaptive", "no"]);
     let mut c = s.client();
     for (retries, expect) in [(8u64, 2i64), (3, 4), (0, 6)] {
         let _: () = q(
@@ -79,7 +79,7 @@ fn a_write_of_a_held_key_is_tried_again_on_later_turns_then_by_a_worker() {
 /// connection reads back its own last write, as sequential execution would return.
 #[test]
 fn pipelined_writers_of_one_key_lose_nothing_and_keep_their_order() {
-    let s = TestServer::start_with(&["--io-threads", "2"]);
+    let s = TestServer::start_with(&["--io-threads", "2", "--io-threads-adaptive", "no"]);
     let mut c = s.client();
     let before = stat(&mut c, "rtc_lock_retries");
     const CONNS: usize = 12;
@@ -202,6 +202,8 @@ fn writers_of_one_hot_key_move_to_one_io_thread() {
         let s = TestServer::start_with(&[
             "--io-threads",
             "2",
+            "--io-threads-adaptive",
+            "no",
             "--io-key-affinity",
             if on { "yes" } else { "no" },
         ]);

@@ -27,6 +27,7 @@ mod group_commit;
 mod hash_field_expiry;
 mod hashes;
 mod hot_keys;
+mod io_balance;
 mod io_poll;
 mod keycount;
 mod keys;

@@ -369,7 +369,14 @@ fn message_payloads(bytes: &[u8]) -> Vec<String> {
 #[test]
 fn publish_storm_to_thousands_of_subscribers_keeps_per_publisher_order() {
     for rtc_max in ["1024", "4096"] {
-        publish_storm(&["--io-threads", "4", "--pubsub-rtc-max-receivers", rtc_max]);
+        publish_storm(&[
+            "--io-threads",
+            "4",
+            "--io-threads-adaptive",
+            "no",
+            "--pubsub-rtc-max-receivers",
+            rtc_max,
+        ]);
     }
 }
 
