@@ -10,12 +10,14 @@
 //! keeps what serves more ([`Controller`]; thread 0 decides every [`WINDOW`]):
 //!
 //! - it tries one thread fewer when the active threads wait for a core (their run-queue time,
-//!   from the kernel's schedstat, over [`TRY_FEWER_WAIT`] of a core together) while none of
-//!   them is saturated; on a machine with cores to spare nothing waits and nothing is tried;
+//!   from the kernel's schedstat, over [`TRY_FEWER_WAIT`] of a core together) while they are
+//!   busy less than [`TRY_FEWER_BUSY`] of the time; on a machine with cores to spare nothing
+//!   waits and nothing is tried;
 //! - it tries one more when the active threads are saturated (busy over [`SATURATED`] of the
 //!   wall time on average);
 //! - a try is kept if the commands served per second over the [`TRIAL_WINDOWS`] windows after
-//!   it are no fewer (one thread fewer: within 5%; one more: 5% more), else it is undone, and a
+//!   it are no fewer (one thread fewer: within 5%; one more: 5% more), else it is undone (at
+//!   once if its first window serves a fifth less than before), and a
 //!   try in the same direction waits twice as long as before ([`MIN_BACKOFF`] to
 //!   [`MAX_BACKOFF`] windows) unless the load changes (its rate by a third). An idle server
 //!   tries nothing.
@@ -34,6 +36,13 @@ use std::time::Instant;
 pub const WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
 /// A thread busy over this share of the wall time is saturated.
 pub const SATURATED: f64 = 0.9;
+/// One thread fewer is tried only while the active threads are busy less than this on
+/// average (pipelined writes keep two threads at 0.88-0.96 on two cores, and one thread is
+/// far slower there).
+pub const TRY_FEWER_BUSY: f64 = 0.85;
+/// A try whose first measured window serves less than this share of its baseline is undone
+/// at once.
+const CLEAR_LOSS: f64 = 0.8;
 /// Try one thread fewer when the active threads waited for a core more than this share of one
 /// together ...
 pub const TRY_FEWER_WAIT: f64 = 0.25;
@@ -322,7 +331,8 @@ impl Controller {
         }
         if let Some(trial) = &mut self.trial {
             trial.rates.push(rate);
-            if trial.rates.len() < TRIAL_WINDOWS as usize {
+            let clear_loss = rate < CLEAR_LOSS * trial.baseline;
+            if trial.rates.len() < TRIAL_WINDOWS as usize && !clear_loss {
                 return self.active;
             }
             let trial = self.trial.take().expect("checked above");
@@ -340,7 +350,8 @@ impl Controller {
         let waited = active.iter().map(|s| s.wait).sum::<Option<f64>>();
         let saturated = busy > SATURATED;
         let more = self.active < self.threads && saturated;
-        let fewer = self.active > 1 && !saturated && waited.is_some_and(|w| w > TRY_FEWER_WAIT);
+        let fewer =
+            self.active > 1 && busy < TRY_FEWER_BUSY && waited.is_some_and(|w| w > TRY_FEWER_WAIT);
         self.want_more = if more { self.want_more + 1 } else { 0 };
         self.want_fewer = if fewer { self.want_fewer + 1 } else { 0 };
         self.fewer.tick(rate);
@@ -456,7 +467,7 @@ mod tests {
         let mut c = Controller::new(2);
         assert_eq!(feed(&mut c, 2, 200_000.0, &LIGHT), [2, 1]);
         let one = [s(0.99, 0.02), s(0.0, 0.0)];
-        let steps = feed(&mut c, 1 + TRIAL_WINDOWS as usize, 150_000.0, &one);
+        let steps = feed(&mut c, 1 + TRIAL_WINDOWS as usize, 180_000.0, &one);
         assert_eq!(steps, [1, 1, 1, 2]);
         assert_eq!(
             (c.fewer.wait, c.fewer.backoff),
@@ -520,6 +531,18 @@ mod tests {
         assert_eq!(feed(&mut c, 2, 100_000.0, &busy_one), [1, 2]);
         let two = [s(0.93, 0.2), s(0.93, 0.2)];
         assert_eq!(feed(&mut c, 10, 140_000.0, &two), [2; 10]);
+    }
+
+    #[test]
+    fn a_clear_loss_is_undone_after_one_window_and_busy_threads_try_nothing() {
+        let mut c = Controller::new(2);
+        assert_eq!(feed(&mut c, 2, 300_000.0, &LIGHT), [2, 1]);
+        let one = [s(0.99, 0.01), s(0.0, 0.0)];
+        assert_eq!(feed(&mut c, 2, 200_000.0, &one), [1, 2]);
+        // Threads busy 88% of the time (pipelined writes) are not offered one fewer.
+        let mut c = Controller::new(2);
+        let busy = [s(0.88, 0.35), s(0.88, 0.35)];
+        assert_eq!(feed(&mut c, 10, 300_000.0, &busy), [2; 10]);
     }
 
     #[test]
