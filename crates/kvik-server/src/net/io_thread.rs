@@ -25,7 +25,9 @@
 //! commands it put off ([`IoThread::move_out`], [`IoMsg::Moved`]): the writers of one hot key
 //! end up on one thread, whose turns batch them, instead of two threads taking the key's lock
 //! in turn and sleeping on it. A connection moves at most once per [`AFFINITY_STAY`]; one that
-//! is parked, paused, closing or in the pool does not move.
+//! is parked, paused, closing or in the pool does not move. The same move hands a thread's
+//! connections on when fewer threads take connections (`io-threads-adaptive`, [`balance`]:
+//! [`IoThread::place_connections`]); thread 0 measures the threads for that every window.
 //!
 //! A connection is closed only while no job holds its session; a close decided while a job runs
 //! (write error, output limit, CLIENT KILL) is carried out when the job's completion arrives.
@@ -504,9 +506,11 @@ impl IoThread {
         }
     }
 
-    /// Gives the connections [`Self::drive`] chose to move to the I/O threads their keys belong
-    /// to, once this turn's writes are durable and their replies out (the connection takes its
-    /// put-off commands along). One that can no longer move tries again here next turn.
+    /// Gives away the connections chosen to move, once this turn's writes are durable and their
+    /// replies out: to the I/O thread their key belongs to ([`Self::drive`], `io-key-affinity`;
+    /// the connection takes its put-off commands along), or to an active thread
+    /// ([`Self::place_connections`], `io-threads-adaptive`). One that cannot move now (in the
+    /// pool, parked, paused, closing) tries again next turn.
     fn move_out(&mut self) {
         for (token, home, why) in std::mem::take(&mut self.moving) {
             let Some(conn) = self.conns.get_mut(&token) else {

@@ -126,3 +126,12 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<u6
         .find_map(|fields| fields.get(field))
         .and_then(|v| v.trim().parse().ok())
 }
+
+/// The I/O thread a connection is on now (CLIENT INFO `io-thread=`).
+pub fn io_thread_of(con: &mut Connection) -> String {
+    let line: String = q(con, &["CLIENT", "INFO"]);
+    line.split_whitespace()
+        .find_map(|f| f.strip_prefix("io-thread="))
+        .expect("CLIENT INFO shows io-thread=")
+        .to_string()
+}

@@ -142,15 +142,6 @@ fn pipelined_writers_of_one_key_lose_nothing_and_keep_their_order() {
     );
 }
 
-/// The I/O thread a connection is on now (CLIENT INFO `io-thread=`).
-fn io_thread_of(con: &mut Connection) -> String {
-    let line: String = q(con, &["CLIENT", "INFO"]);
-    line.split_whitespace()
-        .find_map(|f| f.strip_prefix("io-thread="))
-        .expect("CLIENT INFO shows io-thread=")
-        .to_string()
-}
-
 /// Every connection pipelines `rounds` runs of INCRs of one key at once; checks that each
 /// connection's replies increase and that no two INCRs got one value.
 fn incr_together(cons: &mut Vec<Connection>, rounds: usize) {

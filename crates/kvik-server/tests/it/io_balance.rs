@@ -10,15 +10,6 @@ use crate::common::*;
 use redis::Connection;
 use std::time::{Duration, Instant};
 
-/// The I/O thread a connection is on now (CLIENT INFO `io-thread=`).
-fn io_thread_of(con: &mut Connection) -> String {
-    let line: String = q(con, &["CLIENT", "INFO"]);
-    line.split_whitespace()
-        .find_map(|f| f.strip_prefix("io-thread="))
-        .expect("CLIENT INFO shows io-thread=")
-        .to_string()
-}
-
 fn threads_of(cons: &mut [Connection]) -> Vec<String> {
     let mut t: Vec<String> = cons.iter_mut().map(io_thread_of).collect();
     t.sort();
