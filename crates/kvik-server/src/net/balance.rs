@@ -16,7 +16,7 @@
 //! - it tries one more when the active threads are saturated (busy over [`SATURATED`] of the
 //!   wall time on average);
 //! - a try is kept if the commands served per second over the [`TRIAL_WINDOWS`] windows after
-//!   it are no fewer (one thread fewer: within 5%; one more: 5% more), else it is undone (at
+//!   it are no fewer (one thread fewer: at least as many; one more: 5% more), else it is undone (at
 //!   once if its first window serves a fifth less than before), and a
 //!   try in the same direction waits twice as long as before ([`MIN_BACKOFF`] to
 //!   [`MAX_BACKOFF`] windows) unless the load changes (its rate by a third). An idle server
@@ -382,14 +382,14 @@ impl Controller {
         self.switch_to(to);
     }
 
-    /// Keeps a tried count that served as many commands (one fewer thread: 5% less will do;
+    /// Keeps a tried count that served as many commands (one fewer thread: at least as many;
     /// one more: 5% more is needed) or goes back and waits longer before the next such try.
     /// A kept try is a failed one for the other direction: the count it left was slower.
     fn judge(&mut self, trial: Trial) {
         let after = mean(&trial.rates);
         let fewer = self.active < trial.from;
         let kept = if fewer {
-            after >= 0.95 * trial.baseline
+            after >= trial.baseline
         } else {
             after >= 1.05 * trial.baseline
         };
