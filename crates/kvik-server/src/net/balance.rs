@@ -346,7 +346,7 @@ impl Controller {
             return self.active;
         }
         let active = &samples[..self.active.min(samples.len())];
-        let busy = mean(&active.iter().map(|s| s.busy).collect::<Vec<_>>());
+        let busy = active.iter().map(|s| s.busy).sum::<f64>() / active.len().max(1) as f64;
         let waited = active.iter().map(|s| s.wait).sum::<Option<f64>>();
         let saturated = busy > SATURATED;
         let more = self.active < self.threads && saturated;
