@@ -579,7 +579,9 @@ fn run_pipelined(args: &[&str], script: &[Vec<String>]) -> (Vec<Value>, [u64; 3]
 /// Pipelined runs mixing reads and writes of the same keys (the I/O thread answers the leading
 /// cache hits, the pool the rest) return, in order, what the same commands return one at a time;
 /// with the run's keys prefetched or not (`cache-prefetch`), its hash small or cached field by
-/// field. Prefetching counts no lookup: the counters match too.
+/// field. Prefetching counts no lookup: the counters match too, to the few lookups that the
+/// per-process seed of the cache's hashing moves (the exact rule is the cache unit test
+/// `prefetch_changes_and_counts_nothing`).
 #[test]
 fn a_pipelined_mixed_run_matches_sequential_execution() {
     let script = mixed_script(600);
@@ -606,10 +608,16 @@ fn a_pipelined_mixed_run_matches_sequential_execution() {
             assert!(c[2] > 0, "{args:?}: no command ran to completion");
             counts.push(c);
         }
-        assert_eq!(
-            counts[0], counts[1],
-            "{hash:?}: hits, misses, rtc with and without prefetching"
+        // Which keys share a cache shard and a write-epoch stripe is seeded per process, and
+        // a fill refused because a stripe-mate was being written moves a lookup or two; a
+        // prefetch that counted would add one per key it hints at, hundreds here.
+        let lookups = |c: &[u64; 3]| c[0] + c[1];
+        let (with, without) = (lookups(&counts[0]), lookups(&counts[1]));
+        assert!(
+            with.abs_diff(without) <= without / 50,
+            "{hash:?}: lookups with and without prefetching: {counts:?}"
         );
+        assert_eq!(counts[0][2], counts[1][2], "{hash:?}: rtc_commands");
     }
 }
 
