@@ -55,19 +55,6 @@ echo "load before: $(uptime | sed 's/.*load average: //')"
 echo "command: $tool ${args[*]}; $ROUNDS rounds alternating old new"
 echo "| round | build | rps | server CPU us/request |"
 echo "|---|---|---|---|"
-# settle port: waits (at most a minute) until RocksDB has no flush or compaction pending or
-# running, so a run after a load does not measure the load's compactions (the last one runs
-# for seconds after nothing is pending, on both cores).
-settle() {
-  for _ in $(seq 1 600); do
-    if ! redis-cli -p "$1" INFO rocksdb | tr -d '\r' |
-      grep -E -q '(compaction|flush)_pending=1|^num_running_(flushes|compactions):[1-9]'; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "still compacting after a minute; measuring anyway" >&2
-}
 commands() { redis-cli -p "$1" INFO stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'; }
 for round in $(seq 1 "$ROUNDS"); do
   for i in 0 1; do

@@ -152,6 +152,24 @@ ensure_kvik_bench() {
 }
 
 # cpu_ticks pid: the process's CPU time so far (utime + stime, in clock ticks).
+# settle port [max_seconds]: waits until RocksDB has no flush or compaction pending or
+# running (at most max_seconds, default 60), so a run after a load or a write test does not
+# measure the compactions those left behind (the last one runs for seconds after nothing is
+# pending, on both cores); prints how long it waited when that was more than a second.
+settle() {
+  local max=${2:-60} t0 waited
+  t0=$(date +%s.%N)
+  for _ in $(seq 1 $((max * 10))); do
+    if ! redis-cli -p "$1" INFO rocksdb | tr -d '\r' |
+      grep -E -q '(compaction|flush)_pending=1|^num_running_(flushes|compactions):[1-9]'; then
+      waited=$(awk "BEGIN {printf \"%.1f\", $(date +%s.%N) - $t0}")
+      awk "BEGIN {exit !($waited > 1)}" && echo "  (waited ${waited} s for RocksDB's flushes and compactions)" >&2
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "  still compacting after ${max} s; measuring anyway" >&2
+}
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # run_kb port label [kvik-bench args...]: one kvik-bench run; test names get $KB_SUFFIX

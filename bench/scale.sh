@@ -109,6 +109,12 @@ for dataset in $DATASETS; do
     "$KVIK_BENCH" -p "$rport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
   fi
 
+  # Reads are measured on a quiet store: the load's compactions (minutes at 10M keys) and
+  # those of each side's SET runs are waited out before the next side's GETs.
+  phase "settle: RocksDB's compactions after the load"
+  t0=$(date +%s.%N)
+  settle "$kport" 900
+  echo "  compactions after the load took $(awk "BEGIN {printf \"%.1f\", $(date +%s.%N) - $t0}") s"
   phase "measure"
   sides=(kvik hits)
   [ -n "$rport" ] && sides+=(redis)
@@ -119,6 +125,7 @@ for dataset in $DATASETS; do
       [ "$side" = hits ] && keys=$HOT
       [ "$side" = redis ] && port=$rport
       phase "round $round $side"
+      [ "$side" = redis ] || settle "$kport" 300
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" no >/dev/null ;; esac
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t get -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" zipf 0.99" run_kb "$port" "$side" -t get -r "$keys" --dist zipf --zipf-s 0.99 --duration "$DURATION" -c "$CLIENTS"
@@ -133,6 +140,8 @@ for dataset in $DATASETS; do
   sport=$(free_port)
   start_kvik "$sport" "small-$dataset" "${args[@]}"
   "$KVIK_BENCH" -p "$sport" -q -t set -n 100000 -r 100000 --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
+  settle "$kport" 300
+  settle "$sport"
   for round in $(seq 1 "$ROUNDS"); do
     KB_SUFFIX=" uniform (SET scale)" run_kb "$kport" "kvik" -t set -r "$n" -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
     KB_SUFFIX=" uniform (SET scale)" run_kb "$sport" "100k" -t set -r 100000 -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
@@ -160,7 +169,8 @@ print(f"  DBSIZE = {sys.argv[1]} keys: p50 {p50:.3f} ms, p99 {p99:.3f} ms (kvik-
   until [ "$(redis-cli -p "$kport" ping 2>/dev/null)" = PONG ]; do sleep 0.005; done
   t1=$(date +%s%N)
   probe=$(printf 'key:%012d' $((n / 2)))
-  until [ -n "$(redis-cli -p "$kport" get "$probe" 2>/dev/null)" ]; do sleep 0.005; done
+  # STRLEN, not GET: the random values hold NUL bytes, which a shell substitution drops.
+  until [ "$(redis-cli -p "$kport" strlen "$probe" 2>/dev/null)" -gt 0 ] 2>/dev/null; do sleep 0.005; done
   t2=$(date +%s%N)
   echo "  restart: first PONG after $(( (t1 - t0) / 1000000 )) ms, first hit ($probe) after $(( (t2 - t0) / 1000000 )) ms (wall clock from exec, redis-cli polling every 5 ms)"
   redis-cli -p "$kport" shutdown >/dev/null 2>&1 || true
