@@ -23,7 +23,8 @@
 //!   else it is undone (at once if its first window serves a fifth less than before), and a
 //!   try in the same direction waits twice as long as before ([`MIN_BACKOFF`] to
 //!   [`MAX_BACKOFF`] windows) unless the load changes (its rate by a third). An idle server
-//!   tries nothing.
+//!   tries nothing, and a try that the load leaves (an idle window) ends unjudged, back at the
+//!   old count.
 //!
 //! A thread past the active count gives its connections away at the end of a turn, as an
 //! `io-key-affinity` move does (never one in the pool, parked, paused or closing: those go
@@ -346,6 +347,14 @@ impl Controller {
             self.settle -= 1;
             return self.active;
         }
+        if rate < IDLE_RATE {
+            // The load went away: a try in progress says nothing; back to the count before it.
+            if let Some(trial) = self.trial.take() {
+                if self.active != trial.from {
+                    self.switch_to(trial.from);
+                }
+            }
+        }
         if let Some(trial) = &mut self.trial {
             trial.rates.push(rate);
             let measured = match trial.tried_rate {
@@ -639,6 +648,24 @@ mod tests {
             feed(&mut c, 2, 50_000.0, &[at_size(0.45), at_size(0.5)]),
             [2, 1]
         );
+    }
+
+    #[test]
+    fn an_idle_window_ends_a_try_unjudged() {
+        let mut c = Controller::new(2);
+        assert_eq!(feed(&mut c, 2, 60_000.0, &LIGHT), [2, 1]);
+        let one = [s(0.8, 0.02), s(0.0, 0.0)];
+        assert_eq!(feed(&mut c, 2, 60_000.0, &one), [1, 1]);
+        // The clients stop: back to two, and no wait before the next try.
+        let idle = [s(0.0, 0.0), s(0.0, 0.0)];
+        assert_eq!(feed(&mut c, 1, 0.0, &idle), [2]);
+        assert_eq!((c.fewer.wait, c.fewer.backoff), (0, MIN_BACKOFF));
+        // And while confirming: the idle windows are not the old count's rate.
+        assert_eq!(feed(&mut c, 3, 60_000.0, &LIGHT), [2, 2, 1]);
+        assert_eq!(feed(&mut c, 4, 66_000.0, &one), [1, 1, 1, 2]);
+        assert_eq!(feed(&mut c, 2, 0.0, &idle), [2, 2]);
+        assert!(c.trial.is_none());
+        assert_eq!(c.fewer.backoff, MIN_BACKOFF);
     }
 
     #[test]
