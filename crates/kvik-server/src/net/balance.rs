@@ -24,8 +24,8 @@
 //!   window serves a fifth less than before), and a try in the same direction waits twice as
 //!   long as before ([`MIN_BACKOFF`] to [`MAX_BACKOFF`] windows) unless the load changes (its
 //!   rate by a third). An idle server
-//!   tries nothing, and a try that the load leaves (an idle window) ends unjudged, back at the
-//!   old count.
+//!   tries nothing, and a try that the load leaves (an idle window) ends unjudged at the tried
+//!   count.
 //!
 //! A thread past the active count gives its connections away at the end of a turn, as an
 //! `io-key-affinity` move does (never one in the pool, parked, paused or closing: those go
@@ -350,10 +350,13 @@ impl Controller {
             return self.active;
         }
         if rate < IDLE_RATE {
-            // The load went away: a try in progress says nothing; back to the count before it.
+            // The clients left: a try in progress can no longer be judged. It ends at the
+            // tried count, which the load that started it asked for and which served its
+            // first window without a clear loss; the next load tries again if it is wrong
+            // (one thread too few saturates and asks for one more).
             if let Some(trial) = self.trial.take() {
-                if self.active != trial.from {
-                    self.switch_to(trial.from);
+                if self.active != trial.to {
+                    self.switch_to(trial.to);
                 }
             }
         }
@@ -659,16 +662,21 @@ mod tests {
         assert_eq!(feed(&mut c, 2, 60_000.0, &LIGHT), [2, 1]);
         let one = [s(0.8, 0.02), s(0.0, 0.0)];
         assert_eq!(feed(&mut c, 2, 60_000.0, &one), [1, 1]);
-        // The clients stop: back to two, and no wait before the next try.
+        // The clients stop: the try ends at one thread, unjudged (no wait, no longer backoff).
         let idle = [s(0.0, 0.0), s(0.0, 0.0)];
-        assert_eq!(feed(&mut c, 1, 0.0, &idle), [2]);
+        assert_eq!(feed(&mut c, 3, 0.0, &idle), [1, 1, 1]);
+        assert!(c.trial.is_none());
         assert_eq!((c.fewer.wait, c.fewer.backoff), (0, MIN_BACKOFF));
         // And while confirming: the idle windows are not the old count's rate.
-        assert_eq!(feed(&mut c, 3, 60_000.0, &LIGHT), [2, 2, 1]);
+        let mut c = Controller::new(2);
+        feed(&mut c, 2, 60_000.0, &LIGHT);
         assert_eq!(feed(&mut c, 4, 66_000.0, &one), [1, 1, 1, 2]);
-        assert_eq!(feed(&mut c, 2, 0.0, &idle), [2, 2]);
+        assert_eq!(feed(&mut c, 3, 0.0, &idle), [2, 1, 1]);
         assert!(c.trial.is_none());
-        assert_eq!(c.fewer.backoff, MIN_BACKOFF);
+        assert_eq!((c.fewer.wait, c.fewer.backoff), (0, MIN_BACKOFF));
+        // A heavier load next saturates the one thread: one more is tried after two windows.
+        let busy_one = [s(0.97, 0.02), s(0.0, 0.0)];
+        assert_eq!(feed(&mut c, 3, 200_000.0, &busy_one), [1, 2, 2]);
     }
 
     #[test]
