@@ -359,6 +359,10 @@ impl Controller {
                     self.switch_to(trial.to);
                 }
             }
+            self.want_fewer = 0;
+            self.want_more = 0;
+            self.rates.clear();
+            return self.active;
         }
         if let Some(trial) = &mut self.trial {
             trial.rates.push(rate);
@@ -373,12 +377,6 @@ impl Controller {
                 let trial = self.trial.take().expect("checked above");
                 self.judge(trial);
             }
-            return self.active;
-        }
-        if rate < IDLE_RATE {
-            self.want_fewer = 0;
-            self.want_more = 0;
-            self.rates.clear();
             return self.active;
         }
         let active = &samples[..self.active.min(samples.len())];
