@@ -50,6 +50,13 @@ impl From<StorageError> for RtcError {
 /// Largest string value GET copies into its reply while it holds the cache shard's lock.
 const COPY_UNDER_LOCK: usize = 4096;
 
+/// What a string read replies for a key of another kind: WRONGTYPE (GET) or null (MGET).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OtherKind {
+    WrongType,
+    Null,
+}
+
 /// What [`CacheCtx::reply_string`] found under the cache shard's lock.
 enum StringRead {
     Replied { found: bool },
@@ -77,6 +84,21 @@ pub trait KeyReads<'a> {
     /// Replies with a string key's value, or null (GET); WRONGTYPE for another kind.
     fn reply_string(&mut self, key: &[u8]) -> Result<(), Self::Error> {
         let value = self.read_string(key)?;
+        self.out().bulk_or_null(value.as_deref());
+        Ok(())
+    }
+    /// Replies with a string key's value, or null for a missing key or another kind (one key
+    /// of MGET).
+    fn reply_string_or_null(&mut self, key: &[u8]) -> Result<(), Self::Error> {
+        let value = match self.lookup_read(key)? {
+            Some(m) if m.kind == Kind::String => Some(m.value),
+            // A segmented bitmap (never in the hot cache, so only on a worker).
+            Some(m) if m.kind == Kind::Bitmap => match self.read_bits(key, None)? {
+                Some(v) => Some(v.to_vec()?),
+                None => None,
+            },
+            _ => None,
+        };
         self.out().bulk_or_null(value.as_deref());
         Ok(())
     }
@@ -256,6 +278,49 @@ impl<'a> CacheCtx<'a> {
         self.lookups.count(found);
         Ok(r)
     }
+
+    /// A string key's value or null written into the reply, under the cache shard's lock for
+    /// a small value; another kind is an error or a null, as `other` says.
+    fn reply_cached_string(&mut self, key: &[u8], other: OtherKind) -> Result<(), RtcError> {
+        let out = &mut *self.out;
+        let read = self
+            .server
+            .storage
+            .cache()
+            .get_with(self.db, key, self.now_ms, |known| match known {
+                Known::Absent => {
+                    out.null();
+                    StringRead::Replied { found: false }
+                }
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) if v.len() <= COPY_UNDER_LOCK => {
+                    out.bulk(v);
+                    StringRead::Replied { found: true }
+                }
+                Known::Present(Hit {
+                    value: CachedValue::Str(v),
+                    ..
+                }) => StringRead::Large(v.clone()),
+                Known::Present(_) if other == OtherKind::Null => {
+                    out.null();
+                    StringRead::Replied { found: true }
+                }
+                Known::Present(_) => StringRead::WrongType,
+            })
+            .ok_or(RtcError::Miss)?;
+        self.lookups
+            .count(!matches!(read, StringRead::Replied { found: false }));
+        match read {
+            StringRead::Replied { .. } => Ok(()),
+            StringRead::Large(v) => {
+                self.out.bulk(&v);
+                Ok(())
+            }
+            StringRead::WrongType => Err(CmdError::wrong_type().into()),
+        }
+    }
 }
 
 impl<'a> KeyReads<'a> for CacheCtx<'a> {
@@ -287,40 +352,12 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     /// Copies a small value into the reply under the cache shard's lock (no reference count
     /// taken, see `Cache::get_with`); a large one is cloned and copied after the lock.
     fn reply_string(&mut self, key: &[u8]) -> Result<(), RtcError> {
-        let out = &mut *self.out;
-        let read = self
-            .server
-            .storage
-            .cache()
-            .get_with(self.db, key, self.now_ms, |known| match known {
-                Known::Absent => {
-                    out.null();
-                    StringRead::Replied { found: false }
-                }
-                Known::Present(Hit {
-                    value: CachedValue::Str(v),
-                    ..
-                }) if v.len() <= COPY_UNDER_LOCK => {
-                    out.bulk(v);
-                    StringRead::Replied { found: true }
-                }
-                Known::Present(Hit {
-                    value: CachedValue::Str(v),
-                    ..
-                }) => StringRead::Large(v.clone()),
-                Known::Present(_) => StringRead::WrongType,
-            })
-            .ok_or(RtcError::Miss)?;
-        self.lookups
-            .count(!matches!(read, StringRead::Replied { found: false }));
-        match read {
-            StringRead::Replied { .. } => Ok(()),
-            StringRead::Large(v) => {
-                self.out.bulk(&v);
-                Ok(())
-            }
-            StringRead::WrongType => Err(CmdError::wrong_type().into()),
-        }
+        self.reply_cached_string(key, OtherKind::WrongType)
+    }
+    /// [`CacheCtx::reply_string`], with null for another kind: an MGET copies each value
+    /// straight into its reply, as GET does, instead of cloning them all first.
+    fn reply_string_or_null(&mut self, key: &[u8]) -> Result<(), RtcError> {
+        self.reply_cached_string(key, OtherKind::Null)
     }
     /// The cache holds inline strings only: a segmented bitmap is always a miss.
     fn read_bits(

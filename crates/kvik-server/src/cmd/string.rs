@@ -644,25 +644,14 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 // ---- Multi-key ------------------------------------------------------------------------------
 
-/// MGET key [key ...]: a key that is missing or not a string replies nil.
+/// MGET key [key ...]: a key that is missing or not a string replies nil. Each value goes
+/// into the reply as it is read; a read that fails or misses the hot cache part way leaves
+/// the reply to be cut back by the caller (as every command's error reply is).
 fn mget<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let keys = &args[1..];
-    let mut values = Vec::with_capacity(keys.len());
+    ctx.out().array(keys.len());
     for key in keys {
-        values.push(match ctx.lookup_read(key)? {
-            Some(m) if m.kind == Kind::String => Some(m.value),
-            // A segmented bitmap (never in the hot cache, so only on a worker).
-            Some(m) if m.kind == Kind::Bitmap => match ctx.read_bits(key, None)? {
-                Some(v) => Some(v.to_vec()?),
-                None => None,
-            },
-            _ => None,
-        });
-    }
-    let out = ctx.out();
-    out.array(values.len());
-    for v in &values {
-        out.bulk_or_null(v.as_deref());
+        ctx.reply_string_or_null(key)?;
     }
     Ok(())
 }

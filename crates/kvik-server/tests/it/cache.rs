@@ -819,6 +819,79 @@ fn absent_keys_are_cache_hits_until_created() {
     assert_eq!((after.0 - before.0, after.1 - before.1), (0, 1));
 }
 
+/// MGET answered from the hot cache writes each value straight into its reply: small and big
+/// values, an absent key and a hash (null, counted as a keyspace hit as Redis counts it) give
+/// the worker's reply in both protocols, and a key the cache does not hold, part way through,
+/// leaves no half-written reply behind (the I/O thread's partial reply is cut back and the
+/// command run again).
+#[test]
+fn cached_mget_replies_in_every_shape() {
+    // Writes do not add keys to the cache here, so a key only written is a miss.
+    let s = TestServer::start_with(&["--cache-write-allocate", "no"]);
+    let mut c = s.client();
+    let big = "v".repeat(10_000);
+    let _: () = q(&mut c, &["SET", "small", "abc"]);
+    let _: () = q(&mut c, &["SET", "big", &big]);
+    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
+    let _: Option<String> = q(&mut c, &["HGET", "h", "f"]);
+    for key in ["small", "big", "nope"] {
+        let _ = get(&mut c, key);
+    }
+    let mget = ["MGET", "small", "big", "nope", "h", "small"];
+    let want = vec![
+        Some("abc".to_string()),
+        Some(big.clone()),
+        None,
+        None,
+        Some("abc".to_string()),
+    ];
+    for _ in 0..2 {
+        let rtc = stat(&mut c, "rtc_commands");
+        let hits = stat(&mut c, "keyspace_hits");
+        let misses = stat(&mut c, "keyspace_misses");
+        assert_eq!(q::<Vec<Option<String>>>(&mut c, &mget), want);
+        assert_eq!(
+            stat(&mut c, "rtc_commands"),
+            rtc + 1,
+            "MGET ran on the I/O thread"
+        );
+        assert_eq!(stat(&mut c, "keyspace_hits"), hits + 4);
+        assert_eq!(stat(&mut c, "keyspace_misses"), misses + 1);
+    }
+
+    // "cold" was written but never read, so the cache does not hold it: the I/O thread has
+    // already written "small" into the reply when it meets it.
+    let _: () = q(&mut c, &["SET", "cold", "coldv"]);
+    let cache_misses = stat(&mut c, "cache_misses");
+    let got: Vec<Option<String>> = q(&mut c, &["MGET", "small", "cold", "small"]);
+    assert_eq!(
+        got,
+        vec![
+            Some("abc".to_string()),
+            Some("coldv".to_string()),
+            Some("abc".to_string())
+        ]
+    );
+    assert!(
+        stat(&mut c, "cache_misses") > cache_misses,
+        "cold was a miss"
+    );
+    assert_eq!(get(&mut c, "small").as_deref(), Some("abc"), "in step");
+
+    // RESP3 nulls, on a connection of its own.
+    let mut raw = s.raw();
+    let mut req = resp_str(&["HELLO", "3"]);
+    req.extend(resp_str(&["MGET", "small", "nope", "h"]));
+    req.extend(resp_str(&["QUIT"]));
+    let (got, closed) = roundtrip_raw(&mut raw, &req, usize::MAX);
+    assert!(closed);
+    let got = String::from_utf8_lossy(&got);
+    assert!(
+        got.ends_with("*3\r\n$3\r\nabc\r\n_\r\n_\r\n+OK\r\n"),
+        "{got}"
+    );
+}
+
 /// GET answered from the hot cache in each of its shapes: a small value (copied under the
 /// shard's lock), one past that copy's limit (taken by reference), an absent key and a cached
 /// small hash (WRONGTYPE); each read twice, the second counted as a cache hit.
