@@ -64,6 +64,14 @@ enum StringRead {
     WrongType,
 }
 
+/// A key's kind and expiry ([`KeyReads::lookup_head`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyHead {
+    pub kind: Kind,
+    /// Absolute expiry in Unix milliseconds; 0: none.
+    pub expire_at_ms: u64,
+}
+
 /// Handler of a run-to-completion command on an I/O thread.
 pub type RtcHandler = fn(&mut CacheCtx<'_>, &Args) -> Result<(), RtcError>;
 
@@ -79,6 +87,14 @@ pub trait KeyReads<'a> {
     fn max_bulk_len(&self) -> u64;
     /// A key's live record; counts a keyspace hit or miss (Redis's lookupKeyRead).
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, Self::Error>;
+    /// [`KeyReads::lookup_read`] for a command that needs only the key's kind and expiry
+    /// (EXISTS, TYPE, the TTL family): the hot cache answers it without copying the value.
+    fn lookup_head(&self, key: &[u8]) -> Result<Option<KeyHead>, Self::Error> {
+        Ok(self.lookup_read(key)?.map(|m| KeyHead {
+            kind: m.kind,
+            expire_at_ms: m.expire_at_ms,
+        }))
+    }
     /// A string key's value; WRONGTYPE for another kind.
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, Self::Error>;
     /// Replies with a string key's value, or null (GET); WRONGTYPE for another kind.
@@ -342,6 +358,16 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     }
     fn lookup_read(&self, key: &[u8]) -> Result<Option<Meta>, RtcError> {
         Ok(self.known(key)?.present().map(|h| h.to_meta()))
+    }
+    /// Read under the cache shard's lock: no value copied, no reference count taken.
+    fn lookup_head(&self, key: &[u8]) -> Result<Option<KeyHead>, RtcError> {
+        self.known_with(key, |known| match known {
+            Known::Present(h) => Some(KeyHead {
+                kind: h.kind,
+                expire_at_ms: h.expire_at_ms,
+            }),
+            Known::Absent => None,
+        })
     }
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, RtcError> {
         match self.known(key)?.present() {

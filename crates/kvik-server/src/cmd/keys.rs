@@ -289,7 +289,7 @@ fn copy_db_refs(args: &Args) -> Vec<DbRef> {
 fn count_existing<'a, C: KeyReads<'a>>(ctx: &C, keys: &Args) -> Result<i64, C::Error> {
     let mut n = 0;
     for key in keys {
-        if ctx.lookup_read(key)?.is_some() {
+        if ctx.lookup_head(key)?.is_some() {
             n += 1;
         }
     }
@@ -311,7 +311,7 @@ fn touch(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 fn type_<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let name = ctx
-        .lookup_read(&args[1])?
+        .lookup_head(&args[1])?
         .map_or("none", |m| m.kind.type_name());
     ctx.out().simple(name);
     Ok(())
@@ -457,7 +457,7 @@ fn ttl_generic<'a, C: KeyReads<'a>>(
     millis: bool,
     absolute: bool,
 ) -> Result<(), C::Error> {
-    let reply = match ctx.lookup_read(key)? {
+    let reply = match ctx.lookup_head(key)? {
         None => -2,
         Some(m) if m.expire_at_ms == 0 => -1,
         Some(m) => {
