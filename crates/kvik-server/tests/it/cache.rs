@@ -892,6 +892,51 @@ fn cached_mget_replies_in_every_shape() {
     );
 }
 
+/// EXISTS, TYPE and the TTL family answered from the hot cache's kind and expiry of each kind
+/// it holds (a string, a small hash whole, a set and a sorted set as their meta), on the I/O
+/// thread, with the replies a worker gives.
+#[test]
+fn cached_kind_and_expiry_replies_for_every_cached_kind() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let _: () = q(&mut c, &["SET", "s", "v"]);
+    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
+    let _: i64 = q(&mut c, &["SADD", "set", "m"]);
+    let _: i64 = q(&mut c, &["ZADD", "z", "1", "m"]);
+    let _: i64 = q(&mut c, &["PEXPIREAT", "h", "4102444800000"]);
+    let _: i64 = q(&mut c, &["EXPIRE", "z", "1000"]);
+    // Reads that fill the cache with each key.
+    let _: Option<String> = q(&mut c, &["GET", "s"]);
+    let _: Option<String> = q(&mut c, &["HGET", "h", "f"]);
+    let _: i64 = q(&mut c, &["SISMEMBER", "set", "m"]);
+    let _: Option<f64> = q(&mut c, &["ZSCORE", "z", "m"]);
+    for _ in 0..2 {
+        let rtc = stat(&mut c, "rtc_commands");
+        let types: Vec<String> = ["s", "h", "set", "z", "nope"]
+            .iter()
+            .map(|k| q(&mut c, &["TYPE", k]))
+            .collect();
+        assert_eq!(types, ["string", "hash", "set", "zset", "none"]);
+        assert_eq!(
+            q::<i64>(&mut c, &["EXISTS", "s", "h", "set", "z", "nope", "s"]),
+            5
+        );
+        assert_eq!(q::<i64>(&mut c, &["TTL", "s"]), -1);
+        assert_eq!(q::<i64>(&mut c, &["TTL", "nope"]), -2);
+        assert_eq!(q::<i64>(&mut c, &["PEXPIRETIME", "h"]), 4_102_444_800_000);
+        assert_eq!(q::<i64>(&mut c, &["EXPIRETIME", "h"]), 4_102_444_800);
+        let ttl: i64 = q(&mut c, &["TTL", "z"]);
+        assert!((990..=1000).contains(&ttl), "{ttl}");
+        let pttl: i64 = q(&mut c, &["PTTL", "set"]);
+        assert_eq!(pttl, -1);
+        assert_eq!(
+            stat(&mut c, "rtc_commands"),
+            rtc + 12,
+            "every read ran on the I/O thread"
+        );
+    }
+}
+
 /// GET answered from the hot cache in each of its shapes: a small value (copied under the
 /// shard's lock), one past that copy's limit (taken by reference), an absent key and a cached
 /// small hash (WRONGTYPE); each read twice, the second counted as a cache hit.
