@@ -819,6 +819,18 @@ fn absent_keys_are_cache_hits_until_created() {
     assert_eq!((after.0 - before.0, after.1 - before.1), (0, 1));
 }
 
+/// The keys the cached-reply tests read in each shape: a small string (copied into a reply
+/// under the shard's lock), one past that copy's limit and a small hash, the hash read once
+/// so the cache holds it. Returns the large value.
+fn set_shapes(c: &mut Connection) -> String {
+    let big = "v".repeat(10_000);
+    let _: () = q(c, &["SET", "small", "abc"]);
+    let _: () = q(c, &["SET", "big", &big]);
+    let _: i64 = q(c, &["HSET", "h", "f", "v"]);
+    let _: Option<String> = q(c, &["HGET", "h", "f"]);
+    big
+}
+
 /// MGET answered from the hot cache writes each value straight into its reply: small and big
 /// values, an absent key and a hash (null, counted as a keyspace hit as Redis counts it) give
 /// the worker's reply in both protocols, and a key the cache does not hold, part way through,
@@ -829,11 +841,7 @@ fn cached_mget_replies_in_every_shape() {
     // Writes do not add keys to the cache here, so a key only written is a miss.
     let s = TestServer::start_with(&["--cache-write-allocate", "no"]);
     let mut c = s.client();
-    let big = "v".repeat(10_000);
-    let _: () = q(&mut c, &["SET", "small", "abc"]);
-    let _: () = q(&mut c, &["SET", "big", &big]);
-    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
-    let _: Option<String> = q(&mut c, &["HGET", "h", "f"]);
+    let big = set_shapes(&mut c);
     for key in ["small", "big", "nope"] {
         let _ = get(&mut c, key);
     }
@@ -944,11 +952,7 @@ fn cached_kind_and_expiry_replies_for_every_cached_kind() {
 fn cached_get_replies_in_every_shape() {
     let s = TestServer::start();
     let mut c = s.client();
-    let big = "v".repeat(10_000);
-    let _: () = q(&mut c, &["SET", "small", "abc"]);
-    let _: () = q(&mut c, &["SET", "big", &big]);
-    let _: i64 = q(&mut c, &["HSET", "h", "f", "v"]);
-    let _: Option<String> = q(&mut c, &["HGET", "h", "f"]);
+    let big = set_shapes(&mut c);
     for _ in 0..2 {
         let before = stat(&mut c, "cache_hits");
         assert_eq!(get(&mut c, "small").as_deref(), Some("abc"));
