@@ -10,7 +10,9 @@
 //!
 //! Commands: GET of a cached string, HGET of a cached small hash, SET of a cached key (a
 //! run-to-completion write: memtable insert, WAL buffer append, made durable per run as the
-//! I/O thread does at the end of its turn), each in runs of 16 as a pipelining client sends.
+//! I/O thread does at the end of its turn), each in runs of 16 as a pipelining client sends;
+//! and SET again as the I/O thread runs writes by default (`rtc-write-batch`): buffered into
+//! the turn's transaction, its keys' locks kept, the run written as one batch at its end.
 
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -144,9 +146,30 @@ impl Fixture {
         self.server.storage.make_durable().unwrap();
     }
 
+    /// [`Fixture::serve`] inside one transaction, as an I/O thread's turn runs its writes
+    /// (`net::io_thread::TurnWrites`).
+    fn serve_turn(&mut self, input: &[u8]) -> usize {
+        kvik_server::storage::locks::retain(true);
+        let server = self.server.clone();
+        let txn = server.storage.begin_txn();
+        let len = self.serve_run(input);
+        txn.commit().unwrap();
+        self.server.storage.release_retained_locks();
+        kvik_server::storage::locks::retain(false);
+        self.server.storage.make_durable().unwrap();
+        len
+    }
+
     /// Takes `input` into the connection's query buffer and answers every request on this
     /// thread, as the I/O thread does with a run of cache hits; returns the reply's length.
     fn serve(&mut self, input: &[u8]) -> usize {
+        let len = self.serve_run(input);
+        self.server.storage.make_durable().unwrap();
+        len
+    }
+
+    /// Parses `input` and answers each request of it (nothing made durable).
+    fn serve_run(&mut self, input: &[u8]) -> usize {
         self.rbuf.extend_from_slice(input);
         let mut error = None;
         let run = kvik_server::net::parse_requests(
@@ -163,7 +186,6 @@ impl Fixture {
             assert_eq!(outcome, Outcome::Done, "{:?} not answered here", args[0]);
         }
         self.spare.give_run(run);
-        self.server.storage.make_durable().unwrap();
         self.out.buf.len()
     }
 }
@@ -175,33 +197,55 @@ fn request_run(args: &[&[u8]], n: usize) -> Vec<u8> {
     one.repeat(n)
 }
 
-const CASES: [(&str, &[&[u8]]); 3] = [
-    ("GET hit", &[b"GET", b"key"]),
-    ("HGET cached hash", &[b"HGET", b"hash", b"f2"]),
+/// How a case's runs are served: each command on its own, or a run in one transaction.
+#[derive(Clone, Copy)]
+enum Serve {
+    Each,
+    Turn,
+}
+
+const SET: &[&[u8]] = &[b"SET", b"key", b"value-of-twenty-bytes"];
+
+const CASES: [(&str, &[&[u8]], Serve); 6] = [
+    ("GET hit", &[b"GET", b"key"], Serve::Each),
+    ("HGET cached hash", &[b"HGET", b"hash", b"f2"], Serve::Each),
+    ("SET cached key", SET, Serve::Each),
+    ("SET in a turn", SET, Serve::Turn),
+    ("INCR in a turn", &[b"INCR", b"counter"], Serve::Turn),
     (
-        "SET cached key",
-        &[b"SET", b"key", b"value-of-twenty-bytes"],
+        "HSET in a turn",
+        &[b"HSET", b"hash", b"f2", b"v3"],
+        Serve::Turn,
     ),
 ];
+
+impl Fixture {
+    fn serve_as(&mut self, how: Serve, input: &[u8]) -> usize {
+        match how {
+            Serve::Each => self.serve(input),
+            Serve::Turn => self.serve_turn(input),
+        }
+    }
+}
 
 fn hit_path(c: &mut Criterion) {
     let mut f = Fixture::new();
     println!("heap allocations per command, runs of {RUN} (parse + answer + reply):");
-    for (name, args) in CASES {
+    for (name, args, how) in CASES {
         let input = request_run(args, RUN);
         for _ in 0..4 {
-            f.serve(&input); // warm: buffers at size
+            f.serve_as(how, &input); // warm: buffers at size
         }
         let n = allocations(|| {
-            f.serve(&input);
+            f.serve_as(how, &input);
         });
         println!("  {name:<18} {:.2}", n as f64 / RUN as f64);
     }
     let mut g = c.benchmark_group("hit_path");
     g.throughput(Throughput::Elements(RUN as u64));
-    for (name, args) in CASES {
+    for (name, args, how) in CASES {
         let input = request_run(args, RUN);
-        g.bench_function(name, |b| b.iter(|| f.serve(&input)));
+        g.bench_function(name, |b| b.iter(|| f.serve_as(how, &input)));
     }
     g.finish();
 }

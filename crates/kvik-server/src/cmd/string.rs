@@ -22,7 +22,7 @@ use super::bitmap::segments::BitValue;
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
-use crate::storage::encoding::{Kind, Meta};
+use crate::storage::encoding::{encode_string, meta_expire_at, Kind, Meta};
 use crate::storage::{Batch, Storage};
 use kvik_resp::{format_human, parse_i64, parse_redis_double};
 use kvik_types::bits::BitRead;
@@ -271,14 +271,21 @@ fn string_value(
     })
 }
 
-/// Adds to `batch` the write that stores `meta` under `key`, or deletes the key if `meta`'s
-/// expiry has already passed at `now_ms` (SET / GETEX with an elapsed EXAT or PXAT: the key is
-/// gone at once, as Redis makes it).
-fn put_or_expire(batch: &mut Batch, storage: &Storage, db: u16, key: &[u8], meta: &Meta, now: u64) {
-    if meta.is_expired(now) {
+/// Adds to `batch` the write that stores meta record `record` under `key`, or deletes the key
+/// if the record's expiry has already passed at `now` (SET / GETEX with an elapsed EXAT or
+/// PXAT: the key is gone at once, as Redis makes it).
+fn put_or_expire(
+    batch: &mut Batch,
+    storage: &Storage,
+    db: u16,
+    key: &[u8],
+    record: Vec<u8>,
+    now: u64,
+) {
+    if meta_expire_at(&record).is_some_and(|at| at != 0 && at <= now) {
         batch.delete_meta(storage, db, key);
     } else {
-        batch.put_meta(storage, db, key, meta);
+        batch.put_meta_record(storage, db, key, record);
     }
 }
 
@@ -492,8 +499,8 @@ pub fn set_generic(
         return Ok((false, old));
     }
     let mut batch = Batch::default();
-    let meta = Meta::string(value.to_vec(), expire_at_ms);
-    put_or_expire(&mut batch, storage, db, key, &meta, ctx.now_ms);
+    let record = encode_string(value, expire_at_ms);
+    put_or_expire(&mut batch, storage, db, key, record, ctx.now_ms);
     ctx.commit(batch)?;
     ctx.notify(Class::String, "set", key);
     if let Expiry::At(_) = expiry {
@@ -620,7 +627,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if expire_at_ms != meta.expire_at_ms {
         meta.expire_at_ms = expire_at_ms;
         let mut batch = Batch::default();
-        put_or_expire(&mut batch, storage, db, key, &meta, ctx.now_ms);
+        put_or_expire(&mut batch, storage, db, key, meta.encode(), ctx.now_ms);
         storage.commit(batch)?;
     }
     // Redis's events: EX & co. always "expire" (or "del" when already past), PERSIST only

@@ -205,23 +205,22 @@ impl Meta {
     }
 
     pub fn encode(&self) -> Vec<u8> {
+        if self.kind == Kind::String {
+            return encode_string(&self.value, self.expire_at_ms);
+        }
         let mut out = Vec::with_capacity(META_HEADER_LEN + self.value.len().max(16));
         out.push(self.kind as u8);
         out.extend_from_slice(&self.expire_at_ms.to_be_bytes());
-        if self.kind == Kind::String {
+        out.extend_from_slice(&self.version.to_be_bytes());
+        out.extend_from_slice(&self.len.to_be_bytes());
+        if self.kind == Kind::List {
+            out.extend_from_slice(&self.head.to_be_bytes());
+        }
+        if self.kind == Kind::Stream {
             out.extend_from_slice(&self.value);
-        } else {
-            out.extend_from_slice(&self.version.to_be_bytes());
-            out.extend_from_slice(&self.len.to_be_bytes());
-            if self.kind == Kind::List {
-                out.extend_from_slice(&self.head.to_be_bytes());
-            }
-            if self.kind == Kind::Stream {
-                out.extend_from_slice(&self.value);
-            }
-            if self.kind == Kind::Hash && self.field_ttls {
-                out.push(HASH_FIELD_TTLS);
-            }
+        }
+        if self.kind == Kind::Hash && self.field_ttls {
+            out.push(HASH_FIELD_TTLS);
         }
         out
     }
@@ -258,6 +257,16 @@ impl Meta {
                 && payload.get(16).is_some_and(|f| f & HASH_FIELD_TTLS != 0),
         })
     }
+}
+
+/// The meta record of a string `value` expiring at `expire_at_ms` (0: never), what
+/// [`Meta::string`] would encode, without a [`Meta`] holding a copy of the value.
+pub fn encode_string(value: &[u8], expire_at_ms: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(META_HEADER_LEN + value.len());
+    out.push(Kind::String as u8);
+    out.extend_from_slice(&expire_at_ms.to_be_bytes());
+    out.extend_from_slice(value);
+    out
 }
 
 /// Reads only the expiry of an encoded meta value (the fast path of the key counts).
@@ -297,7 +306,20 @@ pub fn decode_meta_key(raw: &[u8]) -> Option<(u16, u16, &[u8])> {
 
 /// The prefix of every member of one version of a collection in the data CF.
 pub fn data_prefix(db: u16, key: &[u8], version: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + 4 + key.len() + 8 + 16);
+    data_prefix_with_room(db, key, version, 16)
+}
+
+/// The data CF key of `member` of collection `key` at `version`, allocated at its exact size
+/// (a buffered write keeps it as it is).
+pub fn data_key(db: u16, key: &[u8], version: u64, member: &[u8]) -> Vec<u8> {
+    let mut out = data_prefix_with_room(db, key, version, member.len());
+    out.extend_from_slice(member);
+    out
+}
+
+/// [`data_prefix`] with room for `room` more bytes.
+fn data_prefix_with_room(db: u16, key: &[u8], version: u64, room: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + 4 + key.len() + 8 + room);
     out.extend_from_slice(&db.to_be_bytes());
     out.extend_from_slice(&key_slot(key).to_be_bytes());
     out.extend_from_slice(&(key.len() as u32).to_be_bytes());

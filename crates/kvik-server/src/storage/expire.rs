@@ -313,7 +313,7 @@ fn delete_fields_if_due(
                 expired.push((db, key.clone(), false));
             }
         }
-        batch.delete_raw(storage, CF_EXPIRY, &index_key);
+        batch.delete_raw(storage, CF_EXPIRY, index_key);
     }
     for (key, (meta, last_expired)) in &hashes.list {
         match (meta, last_expired) {

@@ -12,7 +12,8 @@
 //! dropped later by the data compaction filter.
 
 use super::encoding::{
-    data_prefix, field_expired, prefix_successor, split_field_value, Kind, Meta, FIELD_TTL_LEN,
+    data_key, data_prefix, field_expired, prefix_successor, split_field_value, Kind, Meta,
+    FIELD_TTL_LEN,
 };
 use super::txn::RawCursor;
 use super::CF_META;
@@ -86,9 +87,7 @@ impl<'k> Coll<'k> {
     }
 
     fn entry_key(&self, member: &[u8]) -> Vec<u8> {
-        let mut raw = self.prefix();
-        raw.extend_from_slice(member);
-        raw
+        data_key(self.db, self.key, self.version, member)
     }
 }
 
@@ -372,7 +371,7 @@ impl Batch {
         member: &[u8],
         value: &[u8],
     ) {
-        self.put_raw(storage, cf.name(), &coll.entry_key(member), value);
+        self.put_raw(storage, cf.name(), coll.entry_key(member), value);
     }
 
     /// Stores a copied entry of `to` (RENAME, COPY, RESTORE ...): the entry as it was stored,
@@ -402,7 +401,7 @@ impl Batch {
         self.put_raw(
             storage,
             CF_EXPIRY,
-            &expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
             &[],
         );
         self.field_expiry_min = self.field_expiry_min.min(at);
@@ -413,13 +412,13 @@ impl Batch {
         self.delete_raw(
             storage,
             CF_EXPIRY,
-            &expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
+            expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
         );
     }
 
     /// Deletes a collection entry of `key` at `meta`'s version.
     pub fn delete_member(&mut self, storage: &Storage, cf: Cf, coll: &Coll, member: &[u8]) {
-        self.delete_raw(storage, cf.name(), &coll.entry_key(member));
+        self.delete_raw(storage, cf.name(), coll.entry_key(member));
     }
 
     /// Writes `rec` as `key` of `db` (replacing whatever is there): strings as they are,

@@ -49,7 +49,8 @@ use crate::key_list::KeyList;
 use bytes::Bytes;
 use counts::{KeyCounts, KeyState, Tally};
 use encoding::{
-    db_prefix, decode_meta_key, meta_key, prefix_successor, Kind, Meta, META_HEADER_LEN,
+    db_prefix, decode_meta_key, meta_expire_at, meta_key, meta_kind, prefix_successor, Kind, Meta,
+    META_HEADER_LEN,
 };
 use locks::{KeyGuard, KeyLocks};
 pub use members::{Cf, Coll, KeyRecord, MemberCursor, View};
@@ -189,22 +190,35 @@ impl FsyncPolicy {
 /// RocksDB write, while the writer still holds its key locks. Every write goes through a batch,
 /// so no write command can forget its cache update.
 pub struct Batch {
-    inner: rocksdb::WriteBatch,
+    /// Created at the first write that goes to RocksDB directly (never, for a batch buffered
+    /// into a transaction: most writes on an I/O thread).
+    inner: Option<rocksdb::WriteBatch>,
     /// The batch's writes again, kept while this thread has a transaction open (see `txn`).
-    log: Option<Vec<txn::Op>>,
-    effects: Vec<CacheEffect>,
+    log: Option<OpLog>,
+    effects: Effects,
     /// A write Redis does not signal as a modification of its keys (see [`Batch::quiet`]).
     quiet: bool,
     /// The earliest hash-field expiry this batch indexes (`u64::MAX`: none).
     field_expiry_min: u64,
 }
 
+/// A batch's logged writes: most write commands make one or two (a member and its meta), kept
+/// inline so a command's batch allocates nothing of its own.
+type OpLog = SmallVec<[txn::Op; 2]>;
+/// A batch's cache effects: most write commands write one key.
+type Effects = SmallVec<[CacheEffect; 1]>;
+
+/// `inner`, created if it was not yet.
+fn rocks(inner: &mut Option<rocksdb::WriteBatch>) -> &mut rocksdb::WriteBatch {
+    inner.get_or_insert_with(rocksdb::WriteBatch::default)
+}
+
 impl Default for Batch {
     fn default() -> Batch {
         Batch {
-            inner: rocksdb::WriteBatch::default(),
-            log: txn::recording().then(Vec::new),
-            effects: Vec::new(),
+            inner: None,
+            log: txn::recording().then(OpLog::new),
+            effects: Effects::new(),
             quiet: false,
             field_expiry_min: u64::MAX,
         }
@@ -385,7 +399,7 @@ impl Storage {
             &Meta::string(floor.to_be_bytes().to_vec(), 0),
         );
         batch.materialize(self);
-        self.write_synced(batch.inner)
+        self.write_synced(batch.inner.unwrap_or_default())
     }
 
     /// A kvik record of its own (an `INTERNAL_DB` key, never seen by clients, kept by FLUSHALL):
@@ -400,10 +414,10 @@ impl Storage {
         let mut batch = Batch::default();
         match value {
             Some(v) => batch.put_meta(self, INTERNAL_DB, key, &Meta::string(v.to_vec(), 0)),
-            None => batch.delete_raw(self, CF_META, &meta_key(INTERNAL_DB, key)),
+            None => batch.delete_raw(self, CF_META, meta_key(INTERNAL_DB, key)),
         }
         batch.materialize(self);
-        self.write_synced(batch.inner)
+        self.write_synced(batch.inner.unwrap_or_default())
     }
 
     /// A collection version never handed out before (on this database, across restarts).
@@ -573,7 +587,7 @@ impl Storage {
             (prior.is_none() && observers.iter().any(|o| o.wants_changes())).then(Vec::new);
         let tally = self.tally(&mut batch, changes.as_mut(), wait, prior)?;
         if !prior.is_some_and(|p| p.whole) {
-            self.mark_group(&mut batch.inner);
+            self.mark_group(rocks(&mut batch.inner));
         }
         // A transaction's values are in the cache already (see `txn`).
         let in_cache = prior.is_some();
@@ -582,7 +596,7 @@ impl Storage {
                 self.cache.begin_write(db, key);
             }
         }
-        let result = self.write(batch.inner, wait);
+        let result = self.write(batch.inner.take().unwrap_or_default(), wait);
         if result.is_ok() {
             tally.apply(&self.counts);
             // After the write, so a running field expiry cycle that could not see the new
@@ -607,18 +621,14 @@ impl Storage {
             let Some((db, _, key)) = decode_meta_key(&e.raw_key) else {
                 continue;
             };
-            let put = e
-                .put
-                .as_ref()
-                .filter(|_| result.is_ok())
-                .and_then(|v| Some((Meta::decode(v)?, v)));
+            let put = e.put.as_ref().filter(|_| result.is_ok());
             if !observers.is_empty() {
                 let list = if e.quiet || batch.quiet {
                     &mut touched
                 } else {
                     &mut written
                 };
-                list.push((self.dbs.logical(db), key, put.as_ref().map(|p| p.0.kind)));
+                list.push((self.dbs.logical(db), key, put.and_then(|v| meta_kind(v))));
             }
             if in_cache {
                 self.cache.end_write(db, key, result.is_err());
@@ -626,7 +636,7 @@ impl Storage {
             }
             // A put that did not decode, or whose whole value is not known, is treated as a
             // delete: the entry is dropped.
-            let value = put.and_then(|(meta, v)| cached_value(&meta, v, e.update.as_ref()));
+            let value = put.and_then(|v| cached_value(v, e.update.as_ref()));
             if let (Some(_), Some(CollUpdate::Fields { gen, edits })) = (&value, &e.update) {
                 // Before the entry is served again: a reader of it then finds the new values.
                 self.cache.apply_fields(*gen, edits);
@@ -724,7 +734,7 @@ impl Storage {
             };
             let after = KeyState::of_meta(e.put.as_deref());
             let state = &mut states.list[slots[i]].1;
-            tally.key_written(self, &mut batch.inner, db, key, *state, after);
+            tally.key_written(self, rocks(&mut batch.inner), db, key, *state, after);
             if let Some(changes) = changes.as_deref_mut() {
                 let expired = matches!(*state, KeyState::Present(at) if at != 0 && at <= now);
                 let created = (expired || *state == KeyState::Absent) && after != KeyState::Absent;
@@ -734,7 +744,7 @@ impl Storage {
             }
             *state = after;
         }
-        tally.add_to(self, &mut batch.inner);
+        tally.add_to(self, rocks(&mut batch.inner));
         Ok(tally)
     }
 
@@ -998,17 +1008,19 @@ impl Storage {
     }
 }
 
-/// What a committed put of `meta` (encoded as `raw`) leaves in the hot cache, with its
-/// expiry: a string's value; a collection's new state if the write gave it (`update`) and it
-/// agrees with the record (a hash: no field TTLs, same length); nothing for anything else (the
-/// entry is dropped).
-fn cached_value(
-    meta: &Meta,
-    raw: &Bytes,
-    update: Option<&CollUpdate>,
-) -> Option<(u64, CachedValue)> {
+/// What a committed put of meta record `raw` leaves in the hot cache, with its expiry: a
+/// string's value; a collection's new state if the write gave it (`update`) and it agrees with
+/// the record (a hash: no field TTLs, same length); nothing for anything else, or a record that
+/// does not decode (the entry is dropped).
+fn cached_value(raw: &Bytes, update: Option<&CollUpdate>) -> Option<(u64, CachedValue)> {
+    // A string needs only its header: the value is the rest of the record, shared, not
+    // decoded into a copy (every SET passes here).
+    if meta_kind(raw)? == Kind::String {
+        let expire_at_ms = meta_expire_at(raw)?;
+        return Some((expire_at_ms, CachedValue::Str(raw.slice(META_HEADER_LEN..))));
+    }
+    let meta = Meta::decode(raw)?;
     let value = match (meta.kind, update) {
-        (Kind::String, _) => CachedValue::Str(raw.slice(META_HEADER_LEN..)),
         (Kind::Hash, _) if meta.field_ttls => return None,
         (Kind::Hash, Some(CollUpdate::Whole(fields))) if fields.len() as u64 == meta.len => {
             CachedValue::Coll(CollValue::Whole(crate::cache::CachedHash {
@@ -1034,14 +1046,15 @@ impl Batch {
     /// through this, [`Batch::delete_raw`] or [`Batch::delete_range_raw`]: while a transaction
     /// is open the write goes to the batch's log only (the transaction replays it into its own
     /// batch, see `txn`), otherwise into the RocksDB batch.
-    fn put_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8], value: &[u8]) {
+    /// The key is one the caller built for this write: a buffered write keeps it, uncopied.
+    fn put_raw(&mut self, storage: &Storage, cf: &'static str, key: Vec<u8>, value: &[u8]) {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Put(
                 cf,
-                Bytes::copy_from_slice(key),
+                Bytes::from(key),
                 Bytes::copy_from_slice(value),
             )),
-            None => self.inner.put_cf(storage.cf(cf), key, value),
+            None => rocks(&mut self.inner).put_cf(storage.cf(cf), key, value),
         }
     }
 
@@ -1050,7 +1063,7 @@ impl Batch {
     fn put_shared(&mut self, storage: &Storage, cf: &'static str, key: &Bytes, value: &Bytes) {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Put(cf, key.clone(), value.clone())),
-            None => self.inner.put_cf(storage.cf(cf), key, value),
+            None => rocks(&mut self.inner).put_cf(storage.cf(cf), key, value),
         }
     }
 
@@ -1058,15 +1071,15 @@ impl Batch {
     fn delete_shared(&mut self, storage: &Storage, cf: &'static str, key: &Bytes) {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Delete(cf, key.clone())),
-            None => self.inner.delete_cf(storage.cf(cf), key),
+            None => rocks(&mut self.inner).delete_cf(storage.cf(cf), key),
         }
     }
 
     /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
-    fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: &[u8]) {
+    fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: Vec<u8>) {
         match &mut self.log {
-            Some(log) => log.push(txn::Op::Delete(cf, Bytes::copy_from_slice(key))),
-            None => self.inner.delete_cf(storage.cf(cf), key),
+            Some(log) => log.push(txn::Op::Delete(cf, Bytes::from(key))),
+            None => rocks(&mut self.inner).delete_cf(storage.cf(cf), key),
         }
     }
 
@@ -1079,7 +1092,7 @@ impl Batch {
                 Bytes::copy_from_slice(from),
                 Bytes::copy_from_slice(to),
             )),
-            None => self.inner.delete_range_cf(storage.cf(cf), from, to),
+            None => rocks(&mut self.inner).delete_range_cf(storage.cf(cf), from, to),
         }
     }
 
@@ -1087,7 +1100,7 @@ impl Batch {
     /// while a transaction was open, written outside it: an internal record, say).
     fn materialize(&mut self, storage: &Storage) {
         for op in self.log.take().unwrap_or_default() {
-            txn::replay(storage, &mut self.inner, &op);
+            txn::replay(storage, rocks(&mut self.inner), &op);
         }
     }
 
@@ -1107,8 +1120,26 @@ impl Batch {
         meta: &Meta,
         update: Option<CollUpdate>,
     ) {
+        self.put_encoded_meta(storage, db, key, meta.encode(), update);
+    }
+
+    /// [`Batch::put_meta`] of a record already encoded (a string's, straight from its value:
+    /// SET's path builds no [`Meta`] and its copy of the value).
+    pub fn put_meta_record(&mut self, storage: &Storage, db: u16, key: &[u8], record: Vec<u8>) {
+        self.put_encoded_meta(storage, db, key, record, None);
+    }
+
+    /// Stores meta record `record` under `key`, with its cache effect.
+    fn put_encoded_meta(
+        &mut self,
+        storage: &Storage,
+        db: u16,
+        key: &[u8],
+        record: Vec<u8>,
+        update: Option<CollUpdate>,
+    ) {
         let raw_key = Bytes::from(meta_key(db, key));
-        let value = Bytes::from(meta.encode());
+        let value = Bytes::from(record);
         self.put_shared(storage, CF_META, &raw_key, &value);
         if db != INTERNAL_DB {
             self.effects.push(CacheEffect {
@@ -1137,7 +1168,7 @@ impl Batch {
     /// Deletes `key`'s expiry index entry at `at` (active expiry's clean-up of an entry whose
     /// key no longer has that expiry).
     fn delete_index_entry(&mut self, storage: &Storage, db: u16, at: u64, key: &[u8]) {
-        self.delete_raw(storage, CF_EXPIRY, &expiry_index::key(db, at, key));
+        self.delete_raw(storage, CF_EXPIRY, expiry_index::key(db, at, key));
     }
 
     /// The keys whose cache entries this batch will update or drop, as (db, user key).
@@ -1148,7 +1179,8 @@ impl Batch {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.inner.is_empty() && self.log.as_ref().is_none_or(Vec::is_empty)
+        self.inner.as_ref().is_none_or(|b| b.is_empty())
+            && self.log.as_ref().is_none_or(|log| log.is_empty())
     }
 
     /// Marks the batch as a write Redis 7.0 does not signal as a key modification: consumer

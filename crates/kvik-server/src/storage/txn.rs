@@ -340,7 +340,7 @@ impl Storage {
     /// for the first time, applies the batch's cache effects, and adds its operations to the
     /// combined batch and the overlay.
     pub(super) fn buffer(&self, mut batch: Batch, wait: Wait) -> StorageResult<()> {
-        if !batch.inner.is_empty() {
+        if batch.inner.as_ref().is_some_and(|b| !b.is_empty()) {
             // A write that bypassed the log: the batch cannot join the transaction, so it is
             // written on its own (a bug to fix, not a reason to lose the write).
             tracing::error!(
@@ -392,8 +392,7 @@ impl Storage {
                 let value = e
                     .put
                     .as_ref()
-                    .and_then(|v| Some((super::encoding::Meta::decode(v)?, v)))
-                    .and_then(|(meta, v)| super::cached_value(&meta, v, e.update.as_ref()));
+                    .and_then(|v| super::cached_value(v, e.update.as_ref()));
                 // As the values the entry shows (see `apply_value_held`): a big hash's edited
                 // fields show the transaction's writes to its writer, and the hash's write
                 // stays in flight, so readers of them look at RocksDB until it is written.
@@ -534,7 +533,7 @@ impl Storage {
             let left_out = |i: usize| superseded.left_out.get(i).copied().unwrap_or(false);
             for (i, op) in ops.iter().enumerate() {
                 if !left_out(i) {
-                    replay(self, &mut batch.inner, op);
+                    replay(self, super::rocks(&mut batch.inner), op);
                 }
             }
             let written = self.write_batch(batch, wait, Some(&prior));
@@ -597,7 +596,7 @@ impl Storage {
                     None => open.prior.latest.remove(&k[..]),
                 };
             }
-            Some(open.batch.effects.split_off(undo.effects))
+            Some(open.batch.effects.drain(undo.effects..).collect::<Vec<_>>())
         })
         .flatten();
         for e in dropped.iter().flatten() {
