@@ -199,6 +199,54 @@ impl HeldColl {
         Ok(values)
     }
 
+    /// Whether each of `members` of collection `coll` is there, committed (see
+    /// [`HeldColl::values`]): a member the cache holds is looked at in place, not copied.
+    pub(crate) fn contains<M: AsRef<[u8]>>(
+        &self,
+        storage: &Storage,
+        wait: Wait,
+        coll: &Coll<'_>,
+        members: &[M],
+    ) -> Result<Vec<bool>, CmdError> {
+        let found = match &self.cached {
+            Held::Whole(fields) => {
+                return Ok(members
+                    .iter()
+                    .map(|m| fields.get(m.as_ref()).is_some())
+                    .collect())
+            }
+            Held::Big(gen) => {
+                let cache = storage.cache();
+                let present = |m: &M| {
+                    cache
+                        .get_field_with(*gen, m.as_ref(), 0, |known| {
+                            matches!(
+                                known,
+                                Known::Present(Hit {
+                                    value: CachedValue::Str(_),
+                                    ..
+                                })
+                            )
+                        })
+                        .filter(|&present| present)
+                };
+                members.iter().map(present).collect::<Vec<_>>()
+            }
+            Held::New(_) => vec![None; members.len()],
+        };
+        // What the cache does not hold as present is read from RocksDB, as `values` does.
+        let missed: Vec<usize> = (0..members.len()).filter(|&i| found[i].is_none()).collect();
+        let mut out: Vec<bool> = found.iter().map(|f| f.is_some()).collect();
+        if !missed.is_empty() {
+            let asked: Vec<&[u8]> = missed.iter().map(|&i| members[i].as_ref()).collect();
+            let read = storage.latest_with(wait).get_members(&coll.raw(), &asked)?;
+            for (i, v) in missed.into_iter().zip(read) {
+                out[i] = v.is_some();
+            }
+        }
+        Ok(out)
+    }
+
     /// Notes a staged change of `member`: its new value, or `None` if it was removed.
     pub(crate) fn note(&mut self, member: &[u8], value: Option<&[u8]>) {
         self.edits
@@ -271,15 +319,19 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         Ok(self.get_entries(&[member])?.pop().flatten().map(|e| e.0))
     }
 
-    /// Several members' committed values, in the order asked.
-    pub fn get_many<M: AsRef<[u8]>>(
-        &mut self,
-        members: &[M],
-    ) -> Result<Vec<Option<Vec<u8>>>, CmdError> {
+    /// Whether each of `members` is there (committed; an expired field reads as absent and is
+    /// staged for removal): what SADD, SREM, HSET and HDEL need, without copying the values the
+    /// hot cache holds.
+    pub fn contains_many<M: AsRef<[u8]>>(&mut self, members: &[M]) -> Result<Vec<bool>, CmdError> {
+        if let (Some(held), Some(coll)) = (&self.held, self.coll()) {
+            if !self.has_field_ttls() {
+                return held.contains(self.storage, self.wait, &coll, members);
+            }
+        }
         Ok(self
             .get_entries(members)?
-            .into_iter()
-            .map(|e| e.map(|e| e.0))
+            .iter()
+            .map(Option::is_some)
             .collect())
     }
 

@@ -221,11 +221,11 @@ fn set_fields(ctx: &Ctx<'_>, args: &Args) -> Result<i64, CmdError> {
         .collect();
     let mut w = CollWrite::open(ctx, &args[1], Kind::Hash)?;
     let fields: Vec<&[u8]> = pairs.iter().map(|p| p.0).collect();
-    let old = w.get_many(&fields)?;
+    let there = w.contains_many(&fields)?;
     let mut seen = std::collections::HashSet::new();
     let mut added = 0;
     for (i, (f, v)) in pairs.iter().enumerate() {
-        let is_new = old[i].is_none() && seen.insert(*f);
+        let is_new = !there[i] && seen.insert(*f);
         added += i64::from(is_new);
         w.put(f, v, is_new)?;
     }
@@ -273,11 +273,11 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn hdel(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Hash)?;
     let fields = &args[2..];
-    let old = w.get_many(fields)?;
+    let there = w.contains_many(fields)?;
     let mut seen = std::collections::HashSet::new();
     let mut removed = 0;
-    for (f, v) in fields.iter().zip(&old) {
-        if v.is_some() && seen.insert(&f[..]) {
+    for (f, &there) in fields.iter().zip(&there) {
+        if there && seen.insert(&f[..]) {
             w.delete(f);
             removed += 1;
         }

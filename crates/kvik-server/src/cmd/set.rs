@@ -210,11 +210,11 @@ const CHUNK: usize = 256;
 fn sadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Set)?;
     let members = &args[2..];
-    let old = w.get_many(members)?;
+    let there = w.contains_many(members)?;
     let mut seen = HashSet::new();
     let mut added = 0;
-    for (m, v) in members.iter().zip(&old) {
-        if v.is_none() && seen.insert(&m[..]) {
+    for (m, &there) in members.iter().zip(&there) {
+        if !there && seen.insert(&m[..]) {
             w.put(m, b"", true)?;
             added += 1;
         }
@@ -228,11 +228,11 @@ fn sadd(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 fn srem(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Set)?;
     let members = &args[2..];
-    let old = w.get_many(members)?;
+    let there = w.contains_many(members)?;
     let mut seen = HashSet::new();
     let mut removed = 0;
-    for (m, v) in members.iter().zip(&old) {
-        if v.is_some() && seen.insert(&m[..]) {
+    for (m, &there) in members.iter().zip(&there) {
+        if there && seen.insert(&m[..]) {
             w.delete(m);
             removed += 1;
         }

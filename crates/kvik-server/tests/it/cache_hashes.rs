@@ -440,3 +440,47 @@ fn big_hash_fields_follow_every_write() {
     q::<i64>(&mut c, &["HSET", "u", "f1", "after"]);
     assert_eq!(q::<String>(&mut c, &["HGET", "u", "f1"]), "after");
 }
+
+/// HSET, HDEL, SADD and SREM count what they add or remove from the members' presence, which
+/// they take from the hot cache where it holds the member (`CollWrite::contains_many`), from
+/// RocksDB where it does not: both kinds in one command give Redis's counts, and the cache was
+/// asked.
+#[test]
+fn member_writes_count_members_the_cache_holds() {
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    let mut fill = redis::cmd("HSET");
+    fill.arg("big");
+    for i in 0..10 {
+        fill.arg(format!("f{i}")).arg(format!("v{i}"));
+    }
+    assert_eq!(fill.query::<i64>(&mut c).unwrap(), 10);
+    // f1 and f2 cached (read once); f3 present but not cached; n1 absent and read (the
+    // cache may know it absent), n2 absent.
+    for f in ["f1", "f2", "n1"] {
+        qv(&mut c, &["HGET", "big", f]);
+    }
+    let hits = stat(&mut c, "cache_hits");
+    let set = [
+        "HSET", "big", "f1", "a", "n1", "b", "f3", "c", "n2", "d", "n1", "e",
+    ];
+    assert_eq!(q::<i64>(&mut c, &set), 2, "n1 and n2 are new");
+    assert!(stat(&mut c, "cache_hits") > hits, "the cache was asked");
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 12);
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "n1"]), "e");
+    let del = ["HDEL", "big", "f2", "f4", "nope", "f2", "n2"];
+    assert_eq!(q::<i64>(&mut c, &del), 3, "f2, f4 and n2, once each");
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 9);
+
+    let members: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
+    let mut sadd = vec!["SADD", "set"];
+    sadd.extend(members.iter().map(String::as_str));
+    assert_eq!(q::<i64>(&mut c, &sadd), 20);
+    assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "set", "m1"]), 1);
+    let add = ["SADD", "set", "m1", "x", "m2", "x", "y"];
+    assert_eq!(q::<i64>(&mut c, &add), 2, "x and y are new");
+    let rem = ["SREM", "set", "m1", "nope", "y", "m1"];
+    assert_eq!(q::<i64>(&mut c, &rem), 2, "m1 and y, once each");
+    assert_eq!(q::<i64>(&mut c, &["SCARD", "set"]), 20);
+    assert_eq!(q::<i64>(&mut c, &["SISMEMBER", "set", "m1"]), 0);
+}
