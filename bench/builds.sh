@@ -12,6 +12,8 @@
 # At size, kvik-bench (LOAD keys of SIZE bytes loaded first; -c 50 -r LOAD unless given):
 #   LOAD=1000000 SERVER_ARGS="--cache-maxmemory 1740000 --maxmemory 64mb" \
 #     bench/builds.sh OLD NEW -- -t set --dist uniform --duration 6s
+# The loaded values are random bytes (incompressible); VALUES=text loads generated text that
+# compresses like application data (kvik-bench --text-values).
 #
 # With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
 # PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read).
@@ -31,6 +33,8 @@ shift 3
 ROUNDS=${ROUNDS:-3}
 LOAD=${LOAD:-0}
 SIZE=${SIZE:-100}
+VALUES=${VALUES:-random}
+case "$VALUES" in random | text) ;; *) echo "VALUES is random or text" >&2; exit 2 ;; esac
 read -r -a server_args <<<"${SERVER_ARGS:-}"
 read -r -a build_args_0 <<<"${OLD_ARGS:-}"
 read -r -a build_args_1 <<<"${NEW_ARGS:-}"
@@ -49,7 +53,7 @@ else
 fi
 tck=$(getconf CLK_TCK)
 echo "load before: $(uptime | sed 's/.*load average: //')"
-[ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B; server args: ${server_args[*]}"
+[ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B ($VALUES values); server args: ${server_args[*]}"
 [ ${#prep_args[@]} -gt 0 ] && echo "each server first: kvik-bench ${prep_args[*]}"
 [ -n "${OLD_ARGS:-}${NEW_ARGS:-}" ] && echo "old: ${OLD_ARGS:-}; new: ${NEW_ARGS:-}"
 echo "command: $tool ${args[*]}; $ROUNDS rounds alternating old new"
@@ -75,7 +79,7 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
     if [ "$LOAD" -gt 0 ]; then
       "$KVIK_BENCH" -p "$port" -q -t set -n "$LOAD" -r "$LOAD" --dist seq -d "$SIZE" \
-        --random-values -c 50 -P 16 >/dev/null
+        "--$VALUES-values" -c 50 -P 16 >/dev/null
       settle "$port"
       run=("$KVIK_BENCH" -p "$port" -q "${run_args[@]}")
     else

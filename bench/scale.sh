@@ -19,6 +19,7 @@
 #   bench/scale.sh                          # 10M x 100 B, then 2M x 1 KB (~25 minutes)
 #   DATASETS="1000000x100" bench/scale.sh   # one dataset: COUNTxBYTES
 #   QUICK=1 bench/scale.sh                  # 1M x 100 B only, short runs (~5 minutes)
+#   VALUES=text bench/scale.sh              # values of generated text (default: random bytes)
 #   CACHE_PCT=1.5 DURATION=8s ROUNDS=3 MAXMEMORY=512mb KVIK_ARGS="--workers 2" bench/scale.sh
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/scale.sh
@@ -43,9 +44,15 @@ CLIENTS=${CLIENTS:-50}
 REDIS_MAX_GB=${REDIS_MAX_GB:-8}  # skip the redis side when the raw data is larger than this
 KVIK_ARGS=${KVIK_ARGS:-}
 OFF_SWITCHES=${OFF_SWITCHES:-}
-RANDOM_VALUES=${RANDOM_VALUES:-1}  # values of random bytes (kvik-bench --random-values)
-VALUES=""
-[ "$RANDOM_VALUES" = 1 ] && VALUES="--random-values"
+# What the values are: random bytes (incompressible), text (compresses like application data,
+# kvik-bench --text-values) or repeated (x repeated; RANDOM_VALUES=0 in earlier sections' commands).
+if [ "${RANDOM_VALUES:-1}" = 1 ]; then VALUES=${VALUES:-random}; else VALUES=${VALUES:-repeated}; fi
+case "$VALUES" in
+  random) VALUE_FLAG=--random-values ;;
+  text) VALUE_FLAG=--text-values ;;
+  repeated) VALUE_FLAG="" ;;
+  *) echo "VALUES is random, text or repeated" >&2; exit 2 ;;
+esac
 MAXMEMORY=${MAXMEMORY:-auto}     # kvik's whole budget; auto = 10% of the raw data, at least 64 MiB
 PLOT_DIR=${PLOT_DIR:-docs/benchmarks}
 RESULTS=$BENCH_TMP/results.csv
@@ -79,7 +86,7 @@ for dataset in $DATASETS; do
   cache=$(python3 -c "print(max(1 << 20, int($raw * $CACHE_PCT / 100)))")
   label="$((n / 1000000))M x ${size} B"
   echo
-  echo "== dataset $label: raw $((raw >> 20)) MiB, hot cache $((cache >> 20)) MiB (${CACHE_PCT}%), maxmemory $MAXMEMORY"
+  echo "== dataset $label: raw $((raw >> 20)) MiB, hot cache $((cache >> 20)) MiB (${CACHE_PCT}%), maxmemory $MAXMEMORY, $VALUES values"
   budget=$MAXMEMORY
   [ "$budget" = auto ] && budget=$(python3 -c "print(max(64 << 20, $raw // 10))")
   args=(--cache-maxmemory "$cache" --maxmemory "$budget")
@@ -101,12 +108,12 @@ for dataset in $DATASETS; do
 
   phase "load kvik: kvik-bench -t set -n $n -r $n --dist seq -d $size -c 50 -P 16"
   t0=$(date +%s.%N)
-  "$KVIK_BENCH" -p "$kport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
+  "$KVIK_BENCH" -p "$kport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUE_FLAG -c 50 -P 16 >/dev/null
   t1=$(date +%s.%N)
   echo "  kvik loaded in $(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s; RSS $(( $(rss_kib "$kpid") >> 10 )) MiB; on disk $(du -sm "$BENCH_TMP/kvik-$dataset" | cut -f1) MiB"
   if [ -n "$rport" ]; then
     phase "load redis"
-    "$KVIK_BENCH" -p "$rport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
+    "$KVIK_BENCH" -p "$rport" -q -t set -n "$n" -r "$n" --dist seq -d "$size" $VALUE_FLAG -c 50 -P 16 >/dev/null
   fi
 
   # Reads are measured on a quiet store: the load's compactions (minutes at 10M keys) and
@@ -129,8 +136,8 @@ for dataset in $DATASETS; do
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" no >/dev/null ;; esac
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t get -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" zipf 0.99" run_kb "$port" "$side" -t get -r "$keys" --dist zipf --zipf-s 0.99 --duration "$DURATION" -c "$CLIENTS"
-      KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" $VALUES --dist uniform --duration "$DURATION" -c "$CLIENTS"
-      KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" $VALUES --dist zipf --duration "$DURATION" -c "$CLIENTS"
+      KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" $VALUE_FLAG --dist uniform --duration "$DURATION" -c "$CLIENTS"
+      KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" $VALUE_FLAG --dist zipf --duration "$DURATION" -c "$CLIENTS"
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" yes >/dev/null ;; esac
     done
   done
@@ -139,12 +146,12 @@ for dataset in $DATASETS; do
   phase "SET at $label vs SET at 100k keys"
   sport=$(free_port)
   start_kvik "$sport" "small-$dataset" "${args[@]}"
-  "$KVIK_BENCH" -p "$sport" -q -t set -n 100000 -r 100000 --dist seq -d "$size" $VALUES -c 50 -P 16 >/dev/null
+  "$KVIK_BENCH" -p "$sport" -q -t set -n 100000 -r 100000 --dist seq -d "$size" $VALUE_FLAG -c 50 -P 16 >/dev/null
   settle "$kport" 300
   settle "$sport"
   for round in $(seq 1 "$ROUNDS"); do
-    KB_SUFFIX=" uniform (SET scale)" run_kb "$kport" "kvik" -t set -r "$n" -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
-    KB_SUFFIX=" uniform (SET scale)" run_kb "$sport" "100k" -t set -r 100000 -d "$size" $VALUES --duration "$DURATION" -c "$CLIENTS"
+    KB_SUFFIX=" uniform (SET scale)" run_kb "$kport" "kvik" -t set -r "$n" -d "$size" $VALUE_FLAG --duration "$DURATION" -c "$CLIENTS"
+    KB_SUFFIX=" uniform (SET scale)" run_kb "$sport" "100k" -t set -r 100000 -d "$size" $VALUE_FLAG --duration "$DURATION" -c "$CLIENTS"
   done
 
   phase "DBSIZE"

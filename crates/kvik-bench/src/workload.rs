@@ -8,10 +8,10 @@
 //! redis-benchmark's; without `-r` the placeholder stays literally in the key, as there.
 
 use rand::rngs::SmallRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 
-use crate::args::{Config, Dist};
+use crate::args::{Config, Dist, Values};
 
 const PLACEHOLDER: &[u8] = b"__rand_int__";
 
@@ -372,12 +372,63 @@ fn push_usize(out: &mut Vec<u8>, n: usize) {
 /// Size of the random pool `--random-values` cuts values from (per thread).
 const RANDOM_POOL_BYTES: usize = 4 << 20;
 
+/// `len` bytes of generated text: records like `name=vakoru id=48213 tags=[tesi,mo] ...` whose
+/// words come from a vocabulary of 512 random syllable words with a skewed choice, as field
+/// names, enum-like values and repeated words make real records compressible (how much RocksDB's
+/// LZ4 and ZSTD shrink it is measured in docs/benchmarks.md, section 41).
+pub fn text_pool(len: usize) -> Vec<u8> {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "ro", "te", "si", "mo", "lu", "va", "ne", "di", "po", "ra", "fe", "gu", "zo", "bi",
+        "an",
+    ];
+    const FIELDS: [&str; 8] = [
+        "name", "id", "tags", "city", "score", "state", "owner", "updated",
+    ];
+    let mut rng = SmallRng::from_entropy();
+    let vocabulary: Vec<String> = (0..512)
+        .map(|_| {
+            (0..rng.gen_range(2..=4))
+                .map(|_| SYLLABLES[rng.gen_range(0..SYLLABLES.len())])
+                .collect()
+        })
+        .collect();
+    // Skewed: a few words are common, most are rare (the square of a uniform pick).
+    let word = |rng: &mut SmallRng| {
+        let u: f64 = rng.gen();
+        &vocabulary[(u * u * vocabulary.len() as f64) as usize]
+    };
+    let mut out = Vec::with_capacity(len + 64);
+    while out.len() < len {
+        let field = FIELDS[rng.gen_range(0..FIELDS.len())];
+        out.extend_from_slice(field.as_bytes());
+        out.push(b'=');
+        match field {
+            "id" | "score" | "updated" => push_num(&mut out, rng.gen_range(0..100_000_000)),
+            "tags" => {
+                out.push(b'[');
+                for i in 0..rng.gen_range(1..=3) {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(word(&mut rng).as_bytes());
+                }
+                out.push(b']');
+            }
+            _ => out.extend_from_slice(word(&mut rng).as_bytes()),
+        }
+        out.push(b' ');
+    }
+    out.truncate(len);
+    out
+}
+
 /// Encodes requests from templates into a reusable scratch buffer.
 #[derive(Debug)]
 pub struct Encoder {
     pub keygen: Option<KeyGen>,
-    /// The bytes values are cut from: `data_max` x 'x', or with `--random-values` a larger pool
-    /// of random bytes from which each value starts at a random offset.
+    /// The bytes values are cut from: `data_max` x 'x', or with `--random-values` /
+    /// `--text-values` a larger pool of random bytes / generated text from which each value
+    /// starts at a random offset.
     pub data: Vec<u8>,
     pub data_min: usize,
     pub data_max: usize,
@@ -392,12 +443,14 @@ impl Encoder {
             keygen: cfg
                 .keyspace
                 .map(|r| KeyGen::new(r, cfg.dist, thread, cfg.threads)),
-            data: if cfg.random_values {
-                let mut pool = vec![0u8; cfg.data_max.max(RANDOM_POOL_BYTES)];
-                rand::thread_rng().fill(&mut pool[..]);
-                pool
-            } else {
-                vec![b'x'; cfg.data_max]
+            data: match cfg.values {
+                Values::Repeated => vec![b'x'; cfg.data_max],
+                Values::Random => {
+                    let mut pool = vec![0u8; cfg.data_max.max(RANDOM_POOL_BYTES)];
+                    rand::thread_rng().fill(&mut pool[..]);
+                    pool
+                }
+                Values::Text => text_pool(cfg.data_max.max(RANDOM_POOL_BYTES)),
             },
             data_min: cfg.data_min,
             data_max: cfg.data_max,
@@ -497,6 +550,28 @@ mod tests {
 
     fn names(c: &Config) -> Vec<String> {
         tests_for(c).into_iter().map(|t| t.name).collect()
+    }
+
+    #[test]
+    fn text_values_are_records_of_repeated_words() {
+        let c = cfg(&["--text-values", "-d", "100"]);
+        assert_eq!(c.values, Values::Text);
+        let mut e = Encoder::new(&c, 0);
+        assert_eq!(e.data.len(), RANDOM_POOL_BYTES);
+        assert!(e.data.iter().all(|b| b.is_ascii_graphic() || *b == b' '));
+        // Compressible the way records are: few distinct words for the text's length.
+        let text = String::from_utf8(e.data[..100_000].to_vec()).unwrap();
+        let words: std::collections::HashSet<&str> = text
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert!(words.len() < 600, "{} distinct words", words.len());
+        let mut out = Vec::new();
+        let mut rng = SmallRng::seed_from_u64(1);
+        let op = op("SET", "SET k $data", false, vec![1]);
+        e.encode(&op, &mut out, &mut rng);
+        assert!(out.ends_with(b"\r\n") && out.len() > 100);
+        assert!(Cli::try_parse_from(["kvik-bench", "--text-values", "--random-values"]).is_err());
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub mod rewrite;
 pub mod threads;
 
 use crate::storage::budget::Split;
-use crate::storage::options::{StallLimits, Tuning};
+use crate::storage::options::{BottomCompression, StallLimits, Tuning};
 use crate::storage::FsyncPolicy;
 use parking_lot::RwLock;
 use std::path::PathBuf;
@@ -72,6 +72,8 @@ pub struct Config {
     pub max_write_buffer_bytes: AtomicU64,
     /// `rocksdb-memtable-max-entries` (see `storage::memtables`; 0: no limit).
     pub memtable_max_entries: AtomicU64,
+    /// `rocksdb-bottom-compression` (see `storage::options::BottomCompression`).
+    pub bottom_compression: RwLock<BottomCompression>,
     /// Free bytes on the data directory's file system below which writes are refused
     /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
     pub disk_free_min: AtomicU64,
@@ -959,6 +961,18 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.memtable_max_entries, v, 0, 1 << 40),
     },
     Setting {
+        name: "rocksdb-bottom-compression",
+        default: "lz4",
+        mutable: true,
+        help: "compression of the bottommost level, where most data rests: lz4 (faster reads and compactions), zstd (about a third less disk), none; a change applies to the files compactions write next",
+        get: |c| c.bottom_compression.read().name().to_string(),
+        set: |c, v| {
+            *c.bottom_compression.write() = BottomCompression::parse(v)
+                .ok_or("argument(s) must be one of the following: lz4, zstd, none")?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "rocksdb-level0-slowdown-writes-trigger",
         default: "20",
         mutable: true,
@@ -1469,6 +1483,7 @@ impl Default for Config {
             maxmemory: AtomicU64::new(0),
             cache_maxmemory: AtomicU64::new(0),
             compact_rate_limit: AtomicU64::new(0),
+            bottom_compression: RwLock::new(BottomCompression::Lz4),
             max_write_buffer_bytes: AtomicU64::new(
                 crate::storage::options::DEFAULT_MAX_WRITE_BUFFER_BYTES,
             ),
@@ -1619,6 +1634,7 @@ impl Config {
             max_write_buffer_bytes: self.max_write_buffer_bytes.load(Relaxed),
             compact_rate_limit: self.compact_rate_limit.load(Relaxed),
             stalls: self.stall_limits(),
+            bottom_compression: *self.bottom_compression.read(),
             wal_ttl_secs: self.repl.wal_ttl_secs.load(Relaxed),
             wal_size_limit_mb: self.repl.wal_size_limit.load(Relaxed).div_ceil(1 << 20),
         }

@@ -297,8 +297,12 @@ impl Server {
             self.tracking.set_max_keys(tracking_max_keys(&self.config));
         }
         if lower.starts_with("rocksdb-") {
-            if let Err(e) = self.storage.set_stall_limits(&self.config.stall_limits()) {
-                tracing::warn!(error = %e, setting = name, "RocksDB refused the new stall limits");
+            let bottom = *self.config.bottom_compression.read();
+            if let Err(e) = self
+                .storage
+                .set_mutable_options(&self.config.stall_limits(), bottom)
+            {
+                tracing::warn!(error = %e, setting = name, "RocksDB refused the new options");
             }
         }
     }

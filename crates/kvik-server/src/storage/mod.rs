@@ -74,6 +74,9 @@ const CF_COUNTS: &str = "counts";
 /// The column families a database's or the keyspace's range delete (FLUSHDB, FLUSHALL) covers:
 /// every one whose keys start with the database index.
 const DB_PREFIXED_CFS: [&str; 5] = [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS];
+/// Every column family opened with kvik's options (`options::cf_options`): what a CONFIG SET of
+/// a RocksDB setting changes.
+const TUNED_CFS: [&str; 5] = [CF_META, CF_DATA, CF_SCORE, CF_EXPIRY, CF_COUNTS];
 /// The column families that hold the data, in the order INFO lists them (the small `expiry`
 /// and `counts` ones are laid out as scan-only, like `score`).
 pub const COLUMN_FAMILIES: [&str; 3] = [CF_META, CF_DATA, CF_SCORE];

@@ -16,7 +16,9 @@
 //!   bounds blocks and memtables together (see `budget`);
 //! - per column family, by how it is read ([`CfRole`]): filters and a data-block hash index only
 //!   where there are point reads; no compression on L0 and the first level below it (written
-//!   once, compacted soon), LZ4 in the middle, ZSTD at the bottom, where most of the data rests.
+//!   once, compacted soon), LZ4 in the middle and at the bottom, where most of the data rests
+//!   (`rocksdb-bottom-compression`: ZSTD there costs every uncached read and every compaction
+//!   a slower decode and encode for about a third less disk; docs/benchmarks.md section 41).
 //!
 //! A unit test (`options::tests`) reads the applied settings back from the
 //! OPTIONS file RocksDB writes, so a refactor cannot silently undo them.
@@ -58,7 +60,7 @@ const RATE_LIMIT_FAIRNESS: i32 = 10;
 
 /// Compression of levels 0..6 as RocksDB maps them with dynamic level sizes: entry 0 is L0,
 /// entry 1 the level L0 compacts into, and so on down; the bottommost level with data gets
-/// [`BOTTOM_COMPRESSION`] whatever its number.
+/// [`Tuning::bottom_compression`] whatever its number.
 pub const LEVEL_COMPRESSION: [DBCompressionType; 7] = [
     DBCompressionType::None,
     DBCompressionType::None,
@@ -68,7 +70,53 @@ pub const LEVEL_COMPRESSION: [DBCompressionType; 7] = [
     DBCompressionType::Lz4,
     DBCompressionType::Lz4,
 ];
-pub const BOTTOM_COMPRESSION: DBCompressionType = DBCompressionType::Zstd;
+
+/// How the bottommost level's blocks are compressed (`rocksdb-bottom-compression`). Most of
+/// the data rests there, so every read the block cache misses decodes one of its blocks, and
+/// every compaction into it encodes them: LZ4 decodes several times faster than ZSTD, which
+/// stores the same data in about a third less space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BottomCompression {
+    Lz4,
+    Zstd,
+    None,
+}
+
+impl BottomCompression {
+    pub fn parse(s: &str) -> Option<BottomCompression> {
+        match s.to_ascii_lowercase().as_str() {
+            "lz4" => Some(BottomCompression::Lz4),
+            "zstd" => Some(BottomCompression::Zstd),
+            "none" | "no" => Some(BottomCompression::None),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BottomCompression::Lz4 => "lz4",
+            BottomCompression::Zstd => "zstd",
+            BottomCompression::None => "none",
+        }
+    }
+
+    fn rocksdb(self) -> DBCompressionType {
+        match self {
+            BottomCompression::Lz4 => DBCompressionType::Lz4,
+            BottomCompression::Zstd => DBCompressionType::Zstd,
+            BottomCompression::None => DBCompressionType::None,
+        }
+    }
+
+    /// As RocksDB's `SetOptions` and OPTIONS file name it.
+    fn option_value(self) -> &'static str {
+        match self {
+            BottomCompression::Lz4 => "kLZ4Compression",
+            BottomCompression::Zstd => "kZSTD",
+            BottomCompression::None => "kNoCompression",
+        }
+    }
+}
 
 /// What a column family is read for, which decides its table layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +175,7 @@ pub struct Tuning {
     /// Compaction and flush I/O limit in bytes per second; 0: none.
     pub compact_rate_limit: u64,
     pub stalls: StallLimits,
+    pub bottom_compression: BottomCompression,
     /// How long (seconds) and how much (MiB) of obsolete WAL RocksDB keeps in its archive for
     /// replicas to catch up from (`repl-wal-ttl`, `repl-wal-size-limit`); 0 and 0: none.
     pub wal_ttl_secs: u64,
@@ -187,6 +236,7 @@ impl Default for Tuning {
             max_write_buffer_bytes: DEFAULT_MAX_WRITE_BUFFER_BYTES,
             compact_rate_limit: 0,
             stalls: StallLimits::default(),
+            bottom_compression: BottomCompression::Lz4,
             wal_ttl_secs: 0,
             wal_size_limit_mb: 0,
         }
@@ -340,7 +390,7 @@ pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Op
         o.set_memtable_prefix_bloom_ratio(MEMTABLE_BLOOM_RATIO);
     }
     o.set_compression_per_level(&LEVEL_COMPRESSION);
-    o.set_bottommost_compression_type(BOTTOM_COMPRESSION);
+    o.set_bottommost_compression_type(t.bottom_compression.rocksdb());
     let s = &t.stalls;
     o.set_level_zero_slowdown_writes_trigger(s.level0_slowdown_writes_trigger as i32);
     o.set_level_zero_stop_writes_trigger(s.level0_stop_writes_trigger as i32);
@@ -373,11 +423,17 @@ impl super::Storage {
         Ok(())
     }
 
-    /// Applies new write stall thresholds to every column family (CONFIG SET).
-    pub fn set_stall_limits(&self, limits: &StallLimits) -> super::StorageResult<()> {
+    /// Applies new write stall thresholds and the bottom level's compression to every column
+    /// family (CONFIG SET; a compression change applies to the files compactions write next).
+    pub fn set_mutable_options(
+        &self,
+        limits: &StallLimits,
+        bottom: BottomCompression,
+    ) -> super::StorageResult<()> {
         let opts = limits.as_rocksdb_options();
-        let pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        for cf in super::COLUMN_FAMILIES {
+        let mut pairs: Vec<(&str, &str)> = opts.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pairs.push(("bottommost_compression", bottom.option_value()));
+        for cf in super::TUNED_CFS {
             self.db.set_options_cf(self.cf(cf), &pairs)?;
         }
         Ok(())
@@ -495,7 +551,7 @@ mod tests {
                 "compression_per_level",
                 "kNoCompression:kNoCompression:kLZ4Compression:kLZ4Compression:kLZ4Compression:kLZ4Compression:kLZ4Compression",
             );
-            is("bottommost_compression", "kZSTD");
+            is("bottommost_compression", "kLZ4Compression");
             let (bloom, whole_key) = if hash {
                 ("0.020000", "true")
             } else {
@@ -551,14 +607,22 @@ mod tests {
             "the block cache holds the memtables' reservation"
         );
 
-        // Stall limits and memory resize apply at run time.
+        // Stall limits, the bottom level's compression and memory resize apply at run time.
         let mut limits = tuning().stalls;
         limits.level0_slowdown_writes_trigger = 10;
-        s.set_stall_limits(&limits).unwrap();
+        s.set_mutable_options(&limits, BottomCompression::Zstd)
+            .unwrap();
+        let file = options_file(dir.path());
         assert_eq!(
-            options_file(dir.path())["CFOptions \"data\""]["level0_slowdown_writes_trigger"],
+            file["CFOptions \"data\""]["level0_slowdown_writes_trigger"],
             "10"
         );
+        for cf in COLUMN_FAMILIES {
+            assert_eq!(
+                file[&format!("CFOptions \"{cf}\"")]["bottommost_compression"],
+                "kZSTD"
+            );
+        }
         s.resize_memory(16 << 20, 4 << 20, DEFAULT_MAX_WRITE_BUFFER_BYTES)
             .unwrap();
         assert_eq!(s.shared().block_cache_capacity(), 16 << 20);

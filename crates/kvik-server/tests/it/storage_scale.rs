@@ -278,3 +278,68 @@ fn allocator_settings_reach_jemalloc() {
     let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "jemalloc-dirty-decay-ms"]);
     assert_eq!(got[1], "0");
 }
+
+/// How many column families the newest OPTIONS file RocksDB wrote under `dir` gives bottommost
+/// compression `value` (RocksDB rewrites the file at open and at every option change).
+fn cfs_with_bottom_compression(dir: &std::path::Path, value: &str) -> usize {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if name.starts_with("OPTIONS-") && !name.ends_with(".dbtmp") {
+                files.push(path);
+            }
+        }
+    }
+    let number = |p: &std::path::PathBuf| -> u64 {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        name.trim_start_matches("OPTIONS-").parse().unwrap_or(0)
+    };
+    let newest = files
+        .iter()
+        .max_by_key(|p| number(p))
+        .expect("an OPTIONS file");
+    let text = std::fs::read_to_string(newest).unwrap();
+    let line = format!("bottommost_compression={value}");
+    text.lines().filter(|l| l.trim() == line).count()
+}
+
+/// `rocksdb-bottom-compression` reaches every column family of kvik at start and through
+/// CONFIG SET, and a value it does not know gets Redis's CONFIG SET error.
+#[test]
+fn the_bottom_compression_is_a_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = TestServer::start_in(dir.path(), &[]);
+        let mut con = s.client();
+        let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-bottom-compression"]);
+        assert_eq!(got, vec!["rocksdb-bottom-compression", "lz4"]);
+        assert!(cfs_with_bottom_compression(dir.path(), "kLZ4Compression") >= 3);
+        assert_eq!(cfs_with_bottom_compression(dir.path(), "kZSTD"), 0);
+    }
+    let s = TestServer::start_in(dir.path(), &["--rocksdb-bottom-compression", "zstd"]);
+    let mut con = s.client();
+    assert!(cfs_with_bottom_compression(dir.path(), "kZSTD") >= 3);
+    let _: String = q(
+        &mut con,
+        &["CONFIG", "SET", "rocksdb-bottom-compression", "none"],
+    );
+    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-bottom-compression"]);
+    assert_eq!(got[1], "none");
+    assert!(cfs_with_bottom_compression(dir.path(), "kNoCompression") >= 3);
+    assert_eq!(cfs_with_bottom_compression(dir.path(), "kZSTD"), 0);
+    let e = err(
+        &mut con,
+        &["CONFIG", "SET", "rocksdb-bottom-compression", "snappy"],
+    );
+    assert!(
+        e.contains("rocksdb-bottom-compression") && e.contains("lz4, zstd, none"),
+        "{e}"
+    );
+    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-bottom-compression"]);
+    assert_eq!(got[1], "none");
+}
