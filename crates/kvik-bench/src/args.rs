@@ -59,8 +59,9 @@ pub struct Cli {
     /// Value size in bytes, or a range MIN-MAX (uniform) for SET/MSET/... values.
     #[arg(short = 'd', default_value = "3")]
     pub data_size: String,
-    /// Values of random bytes, different for every request (as incompressible as real data;
-    /// the default repeats 'x', which RocksDB compresses to almost nothing).
+    /// Values of random bytes, different for every request: incompressible, so a storage
+    /// engine keeps them raw (the default repeats 'x', which compresses to almost nothing;
+    /// `--text-values` compresses like typical application data).
     #[arg(long, conflicts_with = "text_values")]
     pub random_values: bool,
     /// Values cut from generated text (words, numbers, punctuation) that LZ4 and ZSTD compress
