@@ -13,7 +13,7 @@
 #   LOAD=1000000 SERVER_ARGS="--cache-maxmemory 1740000 --maxmemory 64mb" \
 #     bench/builds.sh OLD NEW -- -t set --dist uniform --duration 6s
 # The loaded values are random bytes (incompressible); VALUES=text loads generated text that
-# compresses like application data (kvik-bench --text-values).
+# compresses like application data (kvik-bench --text-values), VALUES=repeated x repeated.
 #
 # With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
 # PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read).
@@ -34,7 +34,7 @@ ROUNDS=${ROUNDS:-3}
 LOAD=${LOAD:-0}
 SIZE=${SIZE:-100}
 VALUES=${VALUES:-random}
-case "$VALUES" in random | text) ;; *) echo "VALUES is random or text" >&2; exit 2 ;; esac
+value_flag "$VALUES"
 read -r -a server_args <<<"${SERVER_ARGS:-}"
 read -r -a build_args_0 <<<"${OLD_ARGS:-}"
 read -r -a build_args_1 <<<"${NEW_ARGS:-}"
@@ -79,7 +79,7 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
     if [ "$LOAD" -gt 0 ]; then
       "$KVIK_BENCH" -p "$port" -q -t set -n "$LOAD" -r "$LOAD" --dist seq -d "$SIZE" \
-        "--$VALUES-values" -c 50 -P 16 >/dev/null
+        $VALUE_FLAG -c 50 -P 16 >/dev/null
       settle "$port"
       run=("$KVIK_BENCH" -p "$port" -q "${run_args[@]}")
     else

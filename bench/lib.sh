@@ -171,6 +171,17 @@ settle() {
   echo "  still compacting after ${max} s; measuring anyway" >&2
 }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# value_flag KIND: kvik-bench's flag for values of KIND: random (random bytes, incompressible),
+# text (generated records that compress like application data) or repeated (x repeated, which
+# compresses to almost nothing; no flag). Sets VALUE_FLAG; exits on another KIND.
+value_flag() {
+  case "$1" in
+    random) VALUE_FLAG=--random-values ;;
+    text) VALUE_FLAG=--text-values ;;
+    repeated) VALUE_FLAG="" ;;
+    *) echo "VALUES is random, text or repeated" >&2; exit 2 ;;
+  esac
+}
 
 # run_kb port label [kvik-bench args...]: one kvik-bench run; test names get $KB_SUFFIX
 # appended (e.g. " -P 16"). With KB_PID set (the server's pid), each test also gets the

@@ -47,12 +47,7 @@ OFF_SWITCHES=${OFF_SWITCHES:-}
 # What the values are: random bytes (incompressible), text (compresses like application data,
 # kvik-bench --text-values) or repeated (x repeated; RANDOM_VALUES=0 in earlier sections' commands).
 if [ "${RANDOM_VALUES:-1}" = 1 ]; then VALUES=${VALUES:-random}; else VALUES=${VALUES:-repeated}; fi
-case "$VALUES" in
-  random) VALUE_FLAG=--random-values ;;
-  text) VALUE_FLAG=--text-values ;;
-  repeated) VALUE_FLAG="" ;;
-  *) echo "VALUES is random, text or repeated" >&2; exit 2 ;;
-esac
+value_flag "$VALUES"
 MAXMEMORY=${MAXMEMORY:-auto}     # kvik's whole budget; auto = 10% of the raw data, at least 64 MiB
 PLOT_DIR=${PLOT_DIR:-docs/benchmarks}
 RESULTS=$BENCH_TMP/results.csv
