@@ -90,6 +90,8 @@ pub struct Config {
     /// Answer cache hits of rtc commands on the I/O thread.
     pub rtc_read: AtomicBool,
     pub group_commit: AtomicBool,
+    /// With `appendfsync always`, fsync on the WAL's sync thread while the I/O threads go on.
+    pub fsync_thread: AtomicBool,
     pub rtc_write: AtomicBool,
     /// Run scripts and functions on the I/O thread while they stay short and in memory.
     pub rtc_scripts: AtomicBool,
@@ -1143,6 +1145,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "fsync-thread",
+        default: "yes",
+        mutable: true,
+        help: "with appendfsync always, an I/O thread hands its turn's fsync to a thread of its own and goes on serving while it runs (replies still wait for it); no: it waits in the fsync",
+        get: |c| if c.fsync_thread.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.fsync_thread.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-write",
         default: "yes",
         mutable: true,
@@ -1500,6 +1513,7 @@ impl Default for Config {
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
             group_commit: AtomicBool::new(true),
+            fsync_thread: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),

@@ -51,6 +51,8 @@ pub struct Server {
     shutting_down: AtomicBool,
     /// The I/O threads, woken on shutdown (set once they run).
     pub(crate) io_handles: OnceLock<Vec<Arc<dyn ClientIo>>>,
+    /// The WAL's sync thread's requests (`fsync-thread`, see `net::wal_sync`).
+    pub(crate) wal_sync: crate::net::WalSync,
     /// How many I/O threads take connections (`io-threads-adaptive`; set once they run).
     pub io_balance: OnceLock<Arc<crate::net::Balance>>,
     /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
@@ -159,6 +161,7 @@ impl Server {
             pubsub,
             shutting_down: AtomicBool::new(false),
             io_handles: OnceLock::new(),
+            wal_sync: Default::default(),
             io_balance: OnceLock::new(),
             pool: OnceLock::new(),
             cluster: Default::default(),

@@ -61,6 +61,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let io: Vec<Arc<dyn ClientIo>> = net.handles.iter().map(|h| h.clone() as _).collect();
     let _ = server.io_handles.set(io);
     install_signal_handlers(server.clone())?;
+    let wal_sync = net::spawn_wal_sync(server.clone());
     let timer = spawn_timer(server.clone());
     let compactor = spawn_compactor(server.clone());
     let saver = spawn_saver(server.clone());
@@ -72,6 +73,8 @@ pub fn run(config: Config) -> Result<(), String> {
         dir.display()
     );
     net.join();
+    server.wal_sync.stop();
+    let _ = wal_sync.join();
     pool.shutdown();
     let _ = timer.join();
     let _ = compactor.join();

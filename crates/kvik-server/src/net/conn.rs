@@ -75,6 +75,9 @@ pub struct Conn {
     pub retry: Vec<Vec<Bytes>>,
     /// Turns in a row the head of `retry` was put off (bounded by `rtc-lock-retries`).
     pub retries: u32,
+    /// The WAL ticket its latest write got, while the WAL's sync thread has not made it durable
+    /// (`fsync-thread`): its output waits until the sync covers it (0: nothing waits).
+    pub sync_wait: u64,
     /// When it last moved to another I/O thread (`io-key-affinity`).
     pub moved_at: Option<Instant>,
     /// The hash of the key its last put-off command found held (`io-key-affinity`).
@@ -108,6 +111,7 @@ impl Conn {
             leftover: Vec::new(),
             retry: Vec::new(),
             retries: 0,
+            sync_wait: 0,
             moved_at: None,
             contended_on: None,
             spare: SpareArgs::default(),

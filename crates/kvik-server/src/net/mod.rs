@@ -19,8 +19,10 @@
 mod balance;
 mod conn;
 mod io_thread;
+mod wal_sync;
 
 pub use balance::Balance;
+pub(crate) use wal_sync::{spawn as spawn_wal_sync, WalSync};
 
 pub use conn::{parse_requests, SpareArgs};
 

@@ -928,10 +928,17 @@ impl Storage {
     /// always`), together with whatever other threads buffered meanwhile: call it before
     /// releasing replies that acknowledge writes. Cheap if the thread wrote nothing since.
     pub fn make_durable(&self) -> StorageResult<()> {
-        let flushed = self.checked(
-            self.wal
-                .make_durable(&self.db, self.fsync_policy() == FsyncPolicy::Always),
-        )?;
+        self.make_durable_through(self.wal.take_pending_here())
+    }
+
+    /// [`Storage::make_durable`] for the writes up to WAL ticket `ticket`, made by any thread
+    /// (`wal::WalGroup::take_pending_here` gave it): the WAL's sync thread's work.
+    pub fn make_durable_through(&self, ticket: u64) -> StorageResult<()> {
+        let flushed = self.checked(self.wal.make_durable_through(
+            ticket,
+            &self.db,
+            self.fsync_policy() == FsyncPolicy::Always,
+        ))?;
         if let Some(upto) = flushed {
             self.backlog.flushed(upto);
         }

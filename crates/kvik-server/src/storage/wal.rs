@@ -107,7 +107,29 @@ impl WalGroup {
     /// unless a flush since its latest write already did. Cheap when the thread wrote nothing.
     /// Returns the ticket flushed up to, if this call flushed.
     pub fn make_durable(&self, db: &DB, sync: bool) -> Result<Option<u64>, rocksdb::Error> {
-        let mine = PENDING.with(|p| p.replace(0));
+        let mine = self.take_pending_here();
+        self.make_durable_through(mine, db, sync)
+    }
+
+    /// This thread's latest write not known to be durable (0: none), forgotten here: the caller
+    /// makes it durable another way (`fsync-thread`: the WAL's sync thread,
+    /// `net::wal_sync`).
+    pub fn take_pending_here(&self) -> u64 {
+        PENDING.with(|p| p.replace(0))
+    }
+
+    /// Every write with a ticket up to this one is in the WAL file (synced if asked).
+    pub fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    /// [`WalGroup::make_durable`] for the writes up to `mine`, whichever thread made them.
+    pub fn make_durable_through(
+        &self,
+        mine: u64,
+        db: &DB,
+        sync: bool,
+    ) -> Result<Option<u64>, rocksdb::Error> {
         if mine == 0 || self.durable.load(Ordering::Acquire) >= mine {
             return Ok(None);
         }

@@ -60,6 +60,52 @@ fn no_reply_of_a_write_leaves_before_its_wal_flush() {
     }
 }
 
+/// With `appendfsync always`, the fsync runs on the WAL's sync thread (`fsync-thread`): while
+/// it is held, writers' replies wait (their pipelined reads' replies behind them), and their
+/// I/O thread, the only one, goes on answering other clients and taking more writes. (With
+/// `fsync-thread no` the I/O thread would sit in the held fsync, and the second writer's and
+/// the reader's requests would not be answered.)
+#[test]
+fn an_fsync_on_the_sync_thread_holds_its_replies_and_not_the_io_thread() {
+    let s = TestServer::start_with(&["--appendfsync", "always", "--io-threads", "1"]);
+    let mut admin = s.client();
+    let _: () = redis::cmd("SET")
+        .arg("before")
+        .arg("1")
+        .query(&mut admin)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("wal-flush-hold")
+        .arg("yes")
+        .query(&mut admin)
+        .unwrap();
+    let mut writers: Vec<_> = (0..2).map(|_| s.raw()).collect();
+    for (i, w) in writers.iter_mut().enumerate() {
+        w.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut req = set_request(&format!("k{i}"), "v");
+        req.extend(resp(&[b"GET", format!("k{i}").as_bytes()]));
+        w.write_all(&req).unwrap();
+        let (early, closed) = read_raw(w, 5);
+        assert!(!closed);
+        assert_eq!(early, b"", "writer {i}: a reply left before its fsync");
+        let before: String = redis::cmd("GET").arg("before").query(&mut admin).unwrap();
+        assert_eq!(before, "1", "the I/O thread answers others meanwhile");
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("wal-flush-hold")
+        .arg("no")
+        .query(&mut admin)
+        .unwrap();
+    for (i, w) in writers.iter_mut().enumerate() {
+        w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let (got, _) = read_raw(w, 12);
+        assert_eq!(got, b"+OK\r\n$1\r\nv\r\n", "writer {i}");
+    }
+}
+
 /// A pipeline mixing writes and reads of the same keys answers what one command at a time does.
 #[test]
 fn a_pipeline_of_writes_and_reads_of_one_key_runs_in_order() {
