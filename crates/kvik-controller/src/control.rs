@@ -23,7 +23,7 @@
 //! nodes keep their last topology. Every decision is logged with the probes it was based on.
 
 use crate::etcd::Etcd;
-use crate::health::{lease_clock, probe, renew_lease, Probe, Renew};
+use crate::health::{lease_clock, probe, probe_all, renew_lease, Probe, Renew};
 use crate::leader::{campaign, Campaign, Leadership};
 use crate::record::{self, Keys, Stored};
 use kvik_cluster::{swapped, Node, Opts};
@@ -216,7 +216,7 @@ impl Controller<'_> {
             return;
         };
         let t = &stored.topology;
-        let probes: Vec<Probe> = t
+        let targets: Vec<(String, Renew)> = t
             .nodes
             .iter()
             .map(|n| {
@@ -225,9 +225,10 @@ impl Controller<'_> {
                     true => Renew::Yes,
                     false => Renew::No,
                 };
-                probe(&self.cfg.node, &n.addr(), renew)
+                (n.addr(), renew)
             })
             .collect();
+        let probes = probe_all(&self.cfg.node, &targets);
         let lease_ms = probes
             .iter()
             .map(|p| p.lease_ms)

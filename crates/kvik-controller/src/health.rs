@@ -73,6 +73,28 @@ fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
+/// Probes every `(address, renew)` at once, one thread each: a frozen node's probe waits out
+/// its timeout (`--probe-timeout-ms`) without delaying the other primaries' lease renewals or,
+/// one after another, the controller loop past its own lease (five nodes probed in turn, one
+/// frozen, took a loaded machine's loop past the 3 s leader lease).
+pub fn probe_all(opts: &Opts, nodes: &[(String, Renew)]) -> Vec<Probe> {
+    std::thread::scope(|s| {
+        let running: Vec<_> = nodes
+            .iter()
+            .map(|(addr, renew)| s.spawn(move || probe(opts, addr, *renew)))
+            .collect();
+        running
+            .into_iter()
+            .map(|r| {
+                r.join().unwrap_or_else(|_| Probe {
+                    error: Some("the probe panicked".to_string()),
+                    ..Probe::default()
+                })
+            })
+            .collect()
+    })
+}
+
 /// Probes `addr`.
 pub fn probe(opts: &Opts, addr: &str, renew: Renew) -> Probe {
     match try_probe(opts, addr, renew) {
