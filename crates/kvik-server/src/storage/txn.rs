@@ -509,11 +509,19 @@ impl Storage {
             return Ok(());
         };
         let written = self.write_txn(batch, ops, superseded, prior, Wait::Allowed);
-        if let Err(e) = &written {
-            with_open(self, |open| {
-                open.failed.get_or_insert_with(|| e.clone()).clone()
-            });
-        }
+        with_open(self, |open| {
+            // The write gave its buffers back emptied: the rest of the transaction goes on
+            // in their room instead of growing new ones (an I/O thread's turn settles every
+            // 256 key writes; MSET -P 16 past that in most turns).
+            let room = Room::take();
+            open.ops = room.ops;
+            open.superseded = room.superseded;
+            open.prior.states = room.states;
+            open.prior.latest = room.latest;
+            if let Err(e) = &written {
+                open.failed.get_or_insert_with(|| e.clone());
+            }
+        });
         written
     }
 
@@ -1218,6 +1226,31 @@ mod tests {
         writes(super::ROOM_KEEP + 1, "d");
         assert_eq!(room(), (0, 0));
         assert_eq!(s.key_count(0), super::ROOM_KEEP as u64 + 1);
+    }
+
+    #[test]
+    fn a_transaction_settled_part_way_goes_on_in_its_own_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path()).unwrap();
+        let txn = s.begin_txn();
+        for i in 0..300 {
+            put(&s, format!("k{i}").as_bytes(), "a", 0);
+        }
+        s.settle_txn().unwrap();
+        let capacities =
+            || super::with_open(&s, |o| (o.ops.capacity(), o.prior.states.capacity())).unwrap();
+        let (ops, states) = capacities();
+        assert!(
+            ops >= 300 && states >= 300,
+            "regrown from nothing: {ops} {states}"
+        );
+        assert_eq!(super::with_open(&s, |o| o.ops.len()), Some(0));
+        put(&s, b"k0", "b", 0);
+        put(&s, b"new", "b", 0);
+        txn.commit().unwrap();
+        assert_eq!(value(&s, b"k0").as_deref(), Some("b"));
+        assert_eq!(value(&s, b"k299").as_deref(), Some("a"));
+        assert_eq!(s.key_count(0), 301);
     }
 
     #[test]
