@@ -434,6 +434,9 @@ fn persistence_section(server: &Server, w: &mut Lines<'_>) {
         "kvik_wal_synced_per_write",
         u8::from(policy == FsyncPolicy::Always),
     );
+    // Group commit: WAL writes (each an fsync with `always`) so far, whoever made them; the
+    // write commands over this count is how many share one (`storage::wal`).
+    w.field("kvik_wal_group_commits", server.storage.wal().flushes());
     // Why writes get MISCONF (`storage::health`): free space below `disk-free-min`, or a
     // failed RocksDB write.
     w.field("kvik_disk_free_bytes", health.free_bytes());

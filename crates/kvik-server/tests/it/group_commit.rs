@@ -106,6 +106,58 @@ fn an_fsync_on_the_sync_thread_holds_its_replies_and_not_the_io_thread() {
     }
 }
 
+/// With `appendfsync always`, 1,000 SETs pipelined by four connections share a handful of
+/// fsyncs (INFO `kvik_wal_group_commits`), through the sync thread and without it; with group
+/// commit off (and the writes on workers, one RocksDB write each) most SETs have their own
+/// (a flush covers the writes other workers buffered while it ran: ~730 of 1,000 here).
+#[test]
+fn pipelined_writes_share_their_fsyncs() {
+    let setups = [
+        (&["--fsync-thread", "yes"][..], 1..=100),
+        (&["--fsync-thread", "no"][..], 1..=100),
+        (
+            &["--group-commit", "no", "--rtc-write", "no"][..],
+            300..=u64::MAX,
+        ),
+    ];
+    for (args, expected) in setups {
+        let mut all = vec!["--appendfsync", "always"];
+        all.extend_from_slice(args);
+        let s = TestServer::start_with(&all);
+        let mut admin = s.client();
+        let commits = |c: &mut redis::Connection| -> u64 {
+            info_field(c, "persistence", "kvik_wal_group_commits").unwrap()
+        };
+        let before = commits(&mut admin);
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let mut conn = s.raw();
+                std::thread::spawn(move || {
+                    conn.set_read_timeout(Some(Duration::from_secs(10)))
+                        .unwrap();
+                    let mut batch = Vec::new();
+                    for i in 0..250 {
+                        batch.extend(set_request(&format!("w{w}:{i}"), "v"));
+                    }
+                    conn.write_all(&batch).unwrap();
+                    let (got, _) = read_raw(&mut conn, 5 * 250);
+                    assert_eq!(got.len(), 5 * 250, "writer {w}: every SET answered");
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let used = commits(&mut admin) - before;
+        assert!(
+            expected.contains(&used),
+            "{args:?}: 1,000 pipelined SETs took {used} WAL group commits"
+        );
+        let n: u64 = redis::cmd("DBSIZE").query(&mut admin).unwrap();
+        assert_eq!(n, 1000);
+    }
+}
+
 /// A pipeline mixing writes and reads of the same keys answers what one command at a time does.
 #[test]
 fn a_pipeline_of_writes_and_reads_of_one_key_runs_in_order() {
