@@ -12,6 +12,25 @@ fn set_request(key: &str, value: &str) -> Vec<u8> {
     resp(&[b"SET", key.as_bytes(), value.as_bytes()])
 }
 
+/// Writes `before` = 1, then stalls every WAL flush (`wal-flush-hold yes`, testing only).
+fn hold_wal_flushes_after_a_write(admin: &mut redis::Connection) {
+    let _: () = redis::cmd("SET")
+        .arg("before")
+        .arg("1")
+        .query(admin)
+        .unwrap();
+    set_wal_flush_hold(admin, "yes");
+}
+
+fn set_wal_flush_hold(admin: &mut redis::Connection, hold: &str) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("wal-flush-hold")
+        .arg(hold)
+        .query(admin)
+        .unwrap();
+}
+
 /// `wal-flush-hold yes` stalls every WAL flush: a write's reply must wait for it, in both
 /// modes, while reads and commands that wrote nothing still answer.
 #[test]
@@ -19,17 +38,7 @@ fn no_reply_of_a_write_leaves_before_its_wal_flush() {
     for grouped in ["yes", "no"] {
         let s = TestServer::start_with(&["--group-commit", grouped]);
         let mut admin = s.client();
-        let _: () = redis::cmd("SET")
-            .arg("before")
-            .arg("1")
-            .query(&mut admin)
-            .unwrap();
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("wal-flush-hold")
-            .arg("yes")
-            .query(&mut admin)
-            .unwrap();
+        hold_wal_flushes_after_a_write(&mut admin);
         let mut writer = s.raw();
         writer
             .set_read_timeout(Some(Duration::from_millis(400)))
@@ -46,12 +55,7 @@ fn no_reply_of_a_write_leaves_before_its_wal_flush() {
         assert_eq!(before, "1");
         let pong: String = redis::cmd("PING").query(&mut admin).unwrap();
         assert_eq!(pong, "PONG");
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("wal-flush-hold")
-            .arg("no")
-            .query(&mut admin)
-            .unwrap();
+        set_wal_flush_hold(&mut admin, "no");
         writer
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
@@ -69,17 +73,7 @@ fn no_reply_of_a_write_leaves_before_its_wal_flush() {
 fn an_fsync_on_the_sync_thread_holds_its_replies_and_not_the_io_thread() {
     let s = TestServer::start_with(&["--appendfsync", "always", "--io-threads", "1"]);
     let mut admin = s.client();
-    let _: () = redis::cmd("SET")
-        .arg("before")
-        .arg("1")
-        .query(&mut admin)
-        .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("wal-flush-hold")
-        .arg("yes")
-        .query(&mut admin)
-        .unwrap();
+    hold_wal_flushes_after_a_write(&mut admin);
     let mut writers: Vec<_> = (0..2).map(|_| s.raw()).collect();
     for (i, w) in writers.iter_mut().enumerate() {
         w.set_read_timeout(Some(Duration::from_millis(300)))
@@ -93,12 +87,7 @@ fn an_fsync_on_the_sync_thread_holds_its_replies_and_not_the_io_thread() {
         let before: String = redis::cmd("GET").arg("before").query(&mut admin).unwrap();
         assert_eq!(before, "1", "the I/O thread answers others meanwhile");
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("wal-flush-hold")
-        .arg("no")
-        .query(&mut admin)
-        .unwrap();
+    set_wal_flush_hold(&mut admin, "no");
     for (i, w) in writers.iter_mut().enumerate() {
         w.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let (got, _) = read_raw(w, 12);
