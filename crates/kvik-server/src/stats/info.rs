@@ -843,6 +843,9 @@ const TICKERS: &[(&str, Ticker)] = &[
         Ticker::BloomFilterFullTruePositive,
     ),
     ("stall_micros", Ticker::StallMicros),
+    // Entries iterators stepped over without returning them: tombstones and older versions
+    // (a pop from a sorted set's head reading past the members popped before it).
+    ("iter_skipped", Ticker::NumberIterSkip),
 ];
 
 /// DB-wide integer properties INFO rocksdb shows, as (field, property).

@@ -82,7 +82,8 @@ impl<'k> Coll<'k> {
         }
     }
 
-    fn prefix(&self) -> Vec<u8> {
+    /// Where the collection's entries are stored: the key prefix they share.
+    pub fn prefix(&self) -> Vec<u8> {
         data_prefix(self.db, self.key, self.version)
     }
 
@@ -371,6 +372,9 @@ impl Batch {
         member: &[u8],
         value: &[u8],
     ) {
+        if cf == Cf::Score && storage.pop_hints().any() {
+            storage.pop_hints().wrote(&coll.prefix(), member);
+        }
         self.put_raw(storage, cf.name(), coll.entry_key(member), value);
     }
 

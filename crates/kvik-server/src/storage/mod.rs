@@ -36,6 +36,7 @@ pub mod locks;
 pub mod members;
 mod memtables;
 pub mod options;
+pub mod pop_hints;
 pub mod replica;
 pub mod stream;
 #[cfg(test)]
@@ -267,6 +268,8 @@ pub struct Storage {
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
     wal: wal::WalGroup,
+    /// Where sorted sets' low ends start, as their pops left them (see `pop_hints`).
+    pop_hints: pop_hints::PopHints,
     /// Whether writes are taken: disk space, and RocksDB's last write (see `health`).
     health: health::WriteHealth,
     /// The recent batches replicas are fed from (see `backlog`).
@@ -362,6 +365,7 @@ impl Storage {
             memtable_entry_flushes: AtomicU64::new(0),
             shared,
             wal: wal::WalGroup::default(),
+            pop_hints: Default::default(),
             health: health::WriteHealth::default(),
             backlog: backlog::Backlog::default(),
             files_held: Mutex::new(0),
@@ -943,6 +947,11 @@ impl Storage {
             self.backlog.flushed(upto);
         }
         Ok(())
+    }
+
+    /// Where sorted sets' low ends start, as their pops left them (see `pop_hints`).
+    pub fn pop_hints(&self) -> &pop_hints::PopHints {
+        &self.pop_hints
     }
 
     /// Group commit's switch and test hook (see `wal`).

@@ -665,6 +665,9 @@ pub(crate) struct ZWriter<'a, 'k> {
     held: Option<HeldColl>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
+    /// The last index entry a pop from the low end removed: noted at the commit, so the
+    /// set's next pop seeks from there (`storage::pop_hints`).
+    popped_to: Option<Vec<u8>>,
 }
 
 impl<'a, 'k> ZWriter<'a, 'k> {
@@ -689,6 +692,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             pending: HashMap::new(),
             held,
             wait: ctx.wait(),
+            popped_to: None,
         }))
     }
 
@@ -764,13 +768,38 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         let n = count.min(self.meta.len);
         let items = if n == 0 {
             Vec::new()
+        } else if max {
+            self.current().by_rank(0, n - 1, true)?
         } else {
-            self.current().by_rank(0, n - 1, max)?
+            self.pop_low(n)?
         };
         for (m, s) in &items {
             self.remove(m, *s);
         }
         Ok(items)
+    }
+
+    /// The `n` lowest members, read from where this set's last pop left its low end, if that
+    /// is noted (`storage::pop_hints`): past the tombstones of the members popped before.
+    fn pop_low(&mut self, n: u64) -> Result<Vec<Item>, CmdError> {
+        let set = self.current();
+        let mut c = set.index();
+        match self.storage.pop_hints().get(&self.coll().raw().prefix()) {
+            Some(from) => c.seek(&from),
+            None => c.first(),
+        }
+        let mut out = Vec::with_capacity((n as usize).min(1 << 16));
+        let mut last = None;
+        while (out.len() as u64) < n {
+            let Some((e, _)) = c.entry() else { break };
+            let Some((s, m)) = split_index(e) else { break };
+            out.push((m.to_vec(), s));
+            last = Some(e.to_vec());
+            c.next();
+        }
+        c.status()?;
+        self.popped_to = last;
+        Ok(out)
     }
 
     /// Commits the changes: the members and the meta record with the new length, or the key's
@@ -789,7 +818,17 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             let update = self.held.and_then(|h| h.update(false));
             batch.put_meta_with_update(self.storage, self.db, self.key, &self.meta, update);
         }
-        self.storage.commit_with(batch, self.wait)?;
+        let storage = self.storage;
+        let prefix = Coll::new(self.db, self.key, &self.meta).raw().prefix();
+        storage.commit_with(batch, self.wait)?;
+        // A transaction's writes may still be rolled back (a script's abort): only a pop
+        // written for good is noted.
+        if let Some(to) = self
+            .popped_to
+            .filter(|_| self.meta.len > 0 && !storage.in_txn())
+        {
+            storage.pop_hints().set(prefix, to);
+        }
         Ok(())
     }
 
