@@ -819,7 +819,6 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             batch.put_meta_with_update(self.storage, self.db, self.key, &self.meta, update);
         }
         let storage = self.storage;
-        let prefix = Coll::new(self.db, self.key, &self.meta).raw().prefix();
         storage.commit_with(batch, self.wait)?;
         // A transaction's writes may still be rolled back (a script's abort): only a pop
         // written for good is noted.
@@ -827,6 +826,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             .popped_to
             .filter(|_| self.meta.len > 0 && !storage.in_txn())
         {
+            let prefix = Coll::new(self.db, self.key, &self.meta).raw().prefix();
             storage.pop_hints().set(prefix, to);
         }
         Ok(())
