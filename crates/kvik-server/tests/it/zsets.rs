@@ -1136,45 +1136,48 @@ fn random_members_of_a_big_set() {
     assert!(one.starts_with('m'));
 }
 
-/// A queue on ZPOPMIN: each pop seeks from where the last one left the set's low end
-/// (`storage::pop_hints`) instead of stepping over the tombstones of every member popped
+/// A queue on ZPOPMIN (or ZPOPMAX): each pop seeks from where the last one left the set's
+/// end (`storage::pop_hints`) instead of stepping over the tombstones of every member popped
 /// before it. Counted by RocksDB (INFO rocksdb `iter_skipped`), not timed: 200 pops after
-/// 2,000 step over a handful of entries each, where reading from the set's start stepped
-/// over all 2,000 popped members' entries every time.
+/// 2,000 step over a handful of entries each, where reading from the set's end stepped over
+/// all 2,000 popped members' entries every time.
 #[test]
-fn pops_from_the_head_do_not_step_over_the_members_popped_before() {
+fn pops_from_either_end_do_not_step_over_the_members_popped_before() {
     let s = TestServer::start();
     let mut c = s.client();
-    let mut pipe = redis::pipe();
-    for i in 0..3000 {
-        pipe.cmd("ZADD")
-            .arg("q")
-            .arg(i)
-            .arg(format!("m{i}"))
-            .ignore();
+    for (key, pop) in [("q", "ZPOPMIN"), ("p", "ZPOPMAX")] {
+        let mut pipe = redis::pipe();
+        for i in 0..3000 {
+            pipe.cmd("ZADD")
+                .arg(key)
+                .arg(i)
+                .arg(format!("m{i}"))
+                .ignore();
+        }
+        let () = pipe.query(&mut c).unwrap();
+        let nth = |i: i32| if pop == "ZPOPMIN" { i } else { 2999 - i };
+        for i in 0..2000 {
+            let got: Vec<String> = redis::cmd(pop).arg(key).query(&mut c).unwrap();
+            assert_eq!(got[0], format!("m{}", nth(i)), "{pop}");
+        }
+        let before = info_field(&mut c, "rocksdb", "iter_skipped").unwrap();
+        for i in 2000..2200 {
+            let got: Vec<String> = redis::cmd(pop).arg(key).query(&mut c).unwrap();
+            assert_eq!(got[0], format!("m{}", nth(i)), "{pop}");
+        }
+        let skipped = info_field(&mut c, "rocksdb", "iter_skipped").unwrap() - before;
+        assert!(
+            skipped < 200 * 20,
+            "200 {pop}s stepped over {skipped} entries (from the set's end: ~2,000 each)"
+        );
     }
-    let () = pipe.query(&mut c).unwrap();
-    for i in 0..2000 {
-        let got: Vec<String> = redis::cmd("ZPOPMIN").arg("q").query(&mut c).unwrap();
-        assert_eq!(got[0], format!("m{i}"));
-    }
-    let before = info_field(&mut c, "rocksdb", "iter_skipped").unwrap();
-    for i in 2000..2200 {
-        let got: Vec<String> = redis::cmd("ZPOPMIN").arg("q").query(&mut c).unwrap();
-        assert_eq!(got[0], format!("m{i}"));
-    }
-    let skipped = info_field(&mut c, "rocksdb", "iter_skipped").unwrap() - before;
-    assert!(
-        skipped < 200 * 20,
-        "200 pops stepped over {skipped} entries (from the set's start: ~2,000 each)"
-    );
 }
 
-/// Pops stay exact around everything that writes below where the last pop left the set:
-/// random ZADD, ZINCRBY, ZREM, ZPOPMIN with counts, ZPOPMAX, DEL, and pops in MULTI/EXEC and
-/// scripts, each reply checked against a model of the set.
+/// Pops stay exact around everything that writes past where the last pop left the set's end:
+/// random ZADD, ZINCRBY, ZREM, ZPOPMIN and ZPOPMAX with counts, DEL, and pops in MULTI/EXEC
+/// and scripts, each reply checked against a model of the set.
 #[test]
-fn pops_stay_exact_around_writes_below_where_they_left_off() {
+fn pops_stay_exact_around_writes_past_where_they_left_off() {
     use std::collections::BTreeSet;
     let s = TestServer::start();
     let mut c = s.client();
@@ -1190,10 +1193,15 @@ fn pops_stay_exact_around_writes_below_where_they_left_off() {
     let score_of = |model: &BTreeSet<(i64, String)>, m: &str| {
         model.iter().find(|(_, x)| x == m).map(|(s, _)| *s)
     };
-    let pop_low = |model: &mut BTreeSet<(i64, String)>, n: usize| -> Vec<String> {
+    let pop = |model: &mut BTreeSet<(i64, String)>, n: usize, max: bool| -> Vec<String> {
         let mut out = Vec::new();
         for _ in 0..n {
-            let Some(first) = model.iter().next().cloned() else {
+            let end = if max {
+                model.iter().next_back()
+            } else {
+                model.iter().next()
+            };
+            let Some(first) = end.cloned() else {
                 break;
             };
             model.remove(&first);
@@ -1238,42 +1246,35 @@ fn pops_stay_exact_around_writes_below_where_they_left_off() {
                 }
                 let _: i64 = redis::cmd("ZREM").arg("z").arg(&m).query(&mut c).unwrap();
             }
-            5..=6 => {
+            5..=7 => {
                 let n = 1 + next(3) as usize;
-                let want = pop_low(&mut model, n);
-                let got: Vec<String> = redis::cmd("ZPOPMIN").arg("z").arg(n).query(&mut c).unwrap();
-                assert_eq!(got, want, "step {step}: ZPOPMIN z {n}");
-            }
-            7 => {
-                let want: Vec<String> = match model.iter().next_back().cloned() {
-                    Some(last) => {
-                        model.remove(&last);
-                        vec![last.1, last.0.to_string()]
-                    }
-                    None => vec![],
-                };
-                let got: Vec<String> = redis::cmd("ZPOPMAX").arg("z").query(&mut c).unwrap();
-                assert_eq!(got, want, "step {step}: ZPOPMAX");
+                let max = next(2) == 0;
+                let name = if max { "ZPOPMAX" } else { "ZPOPMIN" };
+                let want = pop(&mut model, n, max);
+                let got: Vec<String> = redis::cmd(name).arg("z").arg(n).query(&mut c).unwrap();
+                assert_eq!(got, want, "step {step}: {name} z {n}");
             }
             8 => {
-                // A transaction and a script: a pop, a write below it, a pop.
+                // A transaction and a script: a pop, a write past it, a pop.
+                let max = next(2) == 0;
+                let name = if max { "zpopmax" } else { "zpopmin" };
                 let score = next(100) as i64;
-                let mut want = pop_low(&mut model, 1);
+                let mut want = pop(&mut model, 1, max);
                 if let Some(old) = score_of(&model, &m) {
                     model.remove(&(old, m.clone()));
                 }
                 model.insert((score, m.clone()));
-                want.extend(pop_low(&mut model, 1));
+                want.extend(pop(&mut model, 1, max));
                 let got: Vec<String> = if step % 2 == 0 {
                     let (a, _, b): (Vec<String>, i64, Vec<String>) = redis::pipe()
                         .atomic()
-                        .cmd("ZPOPMIN")
+                        .cmd(name)
                         .arg("z")
                         .cmd("ZADD")
                         .arg("z")
                         .arg(score)
                         .arg(&m)
-                        .cmd("ZPOPMIN")
+                        .cmd(name)
                         .arg("z")
                         .query(&mut c)
                         .unwrap();
@@ -1281,19 +1282,20 @@ fn pops_stay_exact_around_writes_below_where_they_left_off() {
                 } else {
                     redis::cmd("EVAL")
                         .arg(
-                            "local a = redis.call('zpopmin', KEYS[1]) \
+                            "local a = redis.call(ARGV[3], KEYS[1]) \
                              redis.call('zadd', KEYS[1], ARGV[1], ARGV[2]) \
-                             local b = redis.call('zpopmin', KEYS[1]) \
+                             local b = redis.call(ARGV[3], KEYS[1]) \
                              for _, x in ipairs(b) do table.insert(a, x) end return a",
                         )
                         .arg(1)
                         .arg("z")
                         .arg(score)
                         .arg(&m)
+                        .arg(name)
                         .query(&mut c)
                         .unwrap()
                 };
-                assert_eq!(got, want, "step {step}: pop, ZADD {score} {m}, pop");
+                assert_eq!(got, want, "step {step}: {name}, ZADD {score} {m}, {name}");
             }
             _ => {
                 if next(8) == 0 {

@@ -53,6 +53,7 @@ use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
 };
 use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
+use crate::storage::pop_hints::End;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
 use range::{LexBound, LexRange, ScoreRange};
@@ -665,9 +666,9 @@ pub(crate) struct ZWriter<'a, 'k> {
     held: Option<HeldColl>,
     /// Whether reads and the commit may wait (not on an I/O thread; see `Mode::NoWait`).
     wait: Wait,
-    /// The last index entry a pop from the low end removed: noted at the commit, so the
-    /// set's next pop seeks from there (`storage::pop_hints`).
-    popped_to: Option<Vec<u8>>,
+    /// The end a pop took from and the last index entry it removed: noted at the commit, so
+    /// the set's next pop from that end seeks from there (`storage::pop_hints`).
+    popped_to: Option<(End, Vec<u8>)>,
 }
 
 impl<'a, 'k> ZWriter<'a, 'k> {
@@ -766,12 +767,11 @@ impl<'a, 'k> ZWriter<'a, 'k> {
     /// returns them in pop order.
     fn pop(&mut self, count: u64, max: bool) -> Result<Vec<Item>, CmdError> {
         let n = count.min(self.meta.len);
+        let end = if max { End::High } else { End::Low };
         let items = if n == 0 {
             Vec::new()
-        } else if max {
-            self.current().by_rank(0, n - 1, true)?
         } else {
-            self.pop_low(n)?
+            self.pop_from(end, n)?
         };
         for (m, s) in &items {
             self.remove(m, *s);
@@ -779,14 +779,21 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         Ok(items)
     }
 
-    /// The `n` lowest members, read from where this set's last pop left its low end, if that
-    /// is noted (`storage::pop_hints`): past the tombstones of the members popped before.
-    fn pop_low(&mut self, n: u64) -> Result<Vec<Item>, CmdError> {
+    /// The `n` members nearest `end`, nearest first, read from where this set's last pop from
+    /// that end left it, if that is noted (`storage::pop_hints`): past the tombstones of the
+    /// members popped before.
+    fn pop_from(&mut self, end: End, n: u64) -> Result<Vec<Item>, CmdError> {
         let set = self.current();
         let mut c = set.index();
-        match self.storage.pop_hints().get(&self.coll().raw().prefix()) {
-            Some(from) => c.seek(&from),
-            None => c.first(),
+        let note = self
+            .storage
+            .pop_hints()
+            .get(&self.coll().raw().prefix(), end);
+        match (end, note) {
+            (End::Low, Some(from)) => c.seek(&from),
+            (End::Low, None) => c.first(),
+            (End::High, Some(from)) => c.seek_back(&from),
+            (End::High, None) => c.last(),
         }
         let mut out = Vec::with_capacity((n as usize).min(1 << 16));
         let mut last = None;
@@ -795,10 +802,13 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             let Some((s, m)) = split_index(e) else { break };
             out.push((m.to_vec(), s));
             last = Some(e.to_vec());
-            c.next();
+            match end {
+                End::Low => c.next(),
+                End::High => c.prev(),
+            }
         }
         c.status()?;
-        self.popped_to = last;
+        self.popped_to = last.map(|e| (end, e));
         Ok(out)
     }
 
@@ -822,12 +832,12 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         storage.commit_with(batch, self.wait)?;
         // A transaction's writes may still be rolled back (a script's abort): only a pop
         // written for good is noted.
-        if let Some(to) = self
+        if let Some((end, to)) = self
             .popped_to
             .filter(|_| self.meta.len > 0 && !storage.in_txn())
         {
             let prefix = Coll::new(self.db, self.key, &self.meta).raw().prefix();
-            storage.pop_hints().set(prefix, to);
+            storage.pop_hints().set(prefix, end, to);
         }
         Ok(())
     }
