@@ -304,6 +304,16 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         self.len() == 0
     }
 
+    /// The latest state for this writer's reads: from memory only on an I/O thread.
+    pub fn view(&self) -> View<'s> {
+        self.storage.latest_with(self.wait)
+    }
+
+    /// Whether the writer may wait (a worker, not an I/O thread; see `Mode::NoWait`).
+    pub fn may_wait(&self) -> bool {
+        self.wait.allowed()
+    }
+
     /// The collection's entries location, if it exists.
     pub fn coll(&self) -> Option<Coll<'k>> {
         self.meta.as_ref().map(|m| Coll::new(self.db, self.key, m))
@@ -737,6 +747,10 @@ impl<'a> MemberScan<'a> {
 
 /// Collections up to this many members are sampled in one pass (uniform and cheap).
 pub const SMALL_SAMPLE: u64 = 512;
+
+/// The most members a pop (SPOP, ZPOPMIN, ZPOPMAX) takes on an I/O thread; a bigger count
+/// goes to a worker, as a long read would hold up the thread's other clients.
+pub const IO_THREAD_MAX_POP: u64 = 128;
 
 /// Most repeated picks drawn by position in one pass (above, each pick is a walk).
 const MAX_POSITIONAL_PICKS: u64 = 1 << 20;

@@ -14,11 +14,13 @@
 use super::cached::{member_values, KeyReads};
 use super::collection::{
     self, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE,
+    IO_THREAD_MAX_POP, SMALL_SAMPLE,
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
 use super::spec::{numkeys_at_1, CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
+use crate::storage::pop_decks::MAX_DECK_MEMBERS;
 use crate::storage::{Batch, Cf, Coll, View};
 use std::collections::{BTreeSet, HashSet};
 
@@ -100,6 +102,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .group("set")
         .doc("Returns the number of members in a set.", "1.0.0", "O(1)"),
     CommandSpec::new("spop", -2, WRITE_FAST, KeySpec::ONE, spop)
+        .rtc_write()
         .event(Class::Set, "spop")
         .event(Class::Generic, "del")
         .cache(CacheEffect::Invalidate)
@@ -259,26 +262,26 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Set)?;
     let Some(count) = count else {
         let picked = match w.coll() {
-            Some(coll) => {
-                let view = w.storage.latest();
-                Sampler::new(&view, Cf::Data, coll, w.len()).one()?
-            }
+            Some(coll) => pick_to_pop(&mut w, coll, 1)?.pop(),
             None => None,
         };
-        if let Some((m, _)) = &picked {
+        if let Some(m) = &picked {
             w.delete(m);
             w.commit_notify(ctx, Class::Set, "spop")?;
         }
-        ctx.out.bulk_or_null(picked.as_ref().map(|e| &e.0[..]));
+        ctx.out.bulk_or_null(picked.as_deref());
         return Ok(());
     };
     let Some(coll) = w.coll().filter(|_| count > 0) else {
         ctx.out.set(0);
         return Ok(());
     };
-    let view = w.storage.latest();
+    if !w.may_wait() && count.min(w.len()) > IO_THREAD_MAX_POP {
+        return Err(CmdError::WOULD_BLOCK);
+    }
     if count >= w.len() {
         // Everything: reply with all members and drop the set in O(1) (a meta delete).
+        let view = w.view();
         ctx.out.set(w.len() as usize);
         let out = &mut *ctx.out;
         view.for_each_member(Cf::Data, &coll, |m, _| {
@@ -290,15 +293,110 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         w.commit_notify(ctx, Class::Set, "spop")?;
         return Ok(());
     }
-    let picks = Sampler::new(&view, Cf::Data, coll, w.len()).distinct(count)?;
-    drop(view);
-    for (m, _) in &picks {
+    let picks = pick_to_pop(&mut w, coll, count)?;
+    for m in &picks {
         w.delete(m);
     }
     w.commit_notify(ctx, Class::Set, "spop")?;
     ctx.out.set(picks.len());
-    for (m, _) in &picks {
+    for m in &picks {
         ctx.out.bulk(m);
+    }
+    Ok(())
+}
+
+/// `count` (at most the set's length) distinct random members of the set `w` writes, for
+/// SPOP: taken from the set's deck (`storage::pop_decks`), dealt by one pass over the set
+/// when it has none, so a set emptied by SPOP is read once rather than walked for every pop.
+/// A set too big for a deck is sampled by walks. A transaction rolled back after the deck
+/// gave its cards drops the decks (`Storage::forget_pop_notes`). On an I/O thread, dealing
+/// or walking a set of more than [`SMALL_SAMPLE`] members is left to a worker (WouldBlock).
+fn pick_to_pop(
+    w: &mut CollWrite<'_, '_>,
+    coll: Coll<'_>,
+    count: u64,
+) -> Result<Vec<Vec<u8>>, CmdError> {
+    let storage = w.storage;
+    if w.len() > MAX_DECK_MEMBERS {
+        if !w.may_wait() && w.len() > SMALL_SAMPLE {
+            return Err(CmdError::WOULD_BLOCK);
+        }
+        let view = w.view();
+        let picks = Sampler::new(&view, Cf::Data, coll, w.len()).distinct(count)?;
+        return Ok(picks.into_iter().map(|(m, _)| m).collect());
+    }
+    let decks = storage.pop_decks();
+    let prefix = coll.prefix();
+    let mut picks: Vec<Vec<u8>> = Vec::with_capacity(count.min(1024) as usize);
+    if let Err(e) = take_from_deck(w, coll, &prefix, count, &mut picks) {
+        // Not known from memory (an I/O thread): the cards taken stay in the deck, in their
+        // places, for the worker that runs the command again.
+        for p in picks.into_iter().rev() {
+            decks.put_back(&prefix, p);
+        }
+        return Err(e);
+    }
+    Ok(picks)
+}
+
+/// [`pick_to_pop`]'s deck: appends to `picks` cards that are members still, dealing the deck
+/// (once) when there is none or it runs out; a sample fills up what a set whose members are
+/// too big to deal cannot.
+fn take_from_deck(
+    w: &mut CollWrite<'_, '_>,
+    coll: Coll<'_>,
+    prefix: &[u8],
+    count: u64,
+    picks: &mut Vec<Vec<u8>>,
+) -> Result<(), CmdError> {
+    let decks = w.storage.pop_decks();
+    // The picks so far, to pass over a card met twice (a member removed and added again).
+    let mut picked: HashSet<Vec<u8>> = HashSet::new();
+    let mut dealt = false;
+    while (picks.len() as u64) < count {
+        match decks.take(prefix) {
+            Some(card) => {
+                if picked.contains(&card) {
+                    continue;
+                }
+                match w.contains_many(&[&card]) {
+                    Ok(found) if !found[0] => continue,
+                    Ok(_) => {}
+                    Err(e) => {
+                        decks.put_back(prefix, card);
+                        return Err(e);
+                    }
+                }
+                if count > 1 {
+                    picked.insert(card.clone());
+                }
+                picks.push(card);
+            }
+            None if !dealt => {
+                if !w.may_wait() && w.len() > SMALL_SAMPLE {
+                    return Err(CmdError::WOULD_BLOCK);
+                }
+                dealt = true;
+                let mut cards = Vec::with_capacity(w.len() as usize);
+                w.view().for_each_member(Cf::Data, &coll, |m, _| {
+                    if !picked.contains(m) {
+                        cards.push(m.to_vec());
+                    }
+                    true
+                })?;
+                if !decks.deal(prefix.to_vec(), coll.version, cards) {
+                    let view = w.view();
+                    let sample = Sampler::new(&view, Cf::Data, coll, w.len()).distinct(count)?;
+                    for (m, _) in sample {
+                        if (picks.len() as u64) < count && !picked.contains(&m) {
+                            picks.push(m);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+            None => return Ok(()),
+        }
     }
     Ok(())
 }

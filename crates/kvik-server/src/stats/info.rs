@@ -369,6 +369,8 @@ fn memory_section(server: &Server, w: &mut Lines<'_>) {
         "kvik_rocksdb_estimate_num_keys",
         st.property_sum("rocksdb.estimate-num-keys"),
     );
+    // Outside the budget, bounded (`storage::pop_decks::MAX_BYTES`).
+    w.field("kvik_pop_decks", st.pop_decks().bytes());
 }
 
 /// How the memory budget (`maxmemory`) is split and used: the hot cache, the block cache (the

@@ -372,8 +372,14 @@ impl Batch {
         member: &[u8],
         value: &[u8],
     ) {
-        if cf == Cf::Score && storage.pop_hints().any() {
-            storage.pop_hints().wrote(&coll.prefix(), member);
+        match cf {
+            Cf::Score if storage.pop_hints().any() => {
+                storage.pop_hints().wrote(&coll.prefix(), member)
+            }
+            Cf::Data if storage.pop_decks().may_hold(coll.version) => {
+                storage.pop_decks().wrote(&coll.prefix(), member)
+            }
+            _ => {}
         }
         self.put_raw(storage, cf.name(), coll.entry_key(member), value);
     }

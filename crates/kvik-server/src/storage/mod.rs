@@ -36,6 +36,7 @@ pub mod locks;
 pub mod members;
 mod memtables;
 pub mod options;
+pub mod pop_decks;
 pub mod pop_hints;
 pub mod replica;
 pub mod stream;
@@ -270,6 +271,8 @@ pub struct Storage {
     wal: wal::WalGroup,
     /// Where sorted sets' low ends start, as their pops left them (see `pop_hints`).
     pop_hints: pop_hints::PopHints,
+    /// A random order of sets' members that SPOP takes from (see `pop_decks`).
+    pop_decks: pop_decks::PopDecks,
     /// Whether writes are taken: disk space, and RocksDB's last write (see `health`).
     health: health::WriteHealth,
     /// The recent batches replicas are fed from (see `backlog`).
@@ -366,6 +369,7 @@ impl Storage {
             shared,
             wal: wal::WalGroup::default(),
             pop_hints: Default::default(),
+            pop_decks: Default::default(),
             health: health::WriteHealth::default(),
             backlog: backlog::Backlog::default(),
             files_held: Mutex::new(0),
@@ -604,6 +608,10 @@ impl Storage {
             }
         }
         let result = self.write(batch.inner.take().unwrap_or_default(), wait);
+        if result.is_err() {
+            // Pops may have been noted on writes that did not happen.
+            self.forget_pop_notes();
+        }
         if result.is_ok() {
             tally.apply(&self.counts);
             // After the write, so a running field expiry cycle that could not see the new
@@ -952,6 +960,19 @@ impl Storage {
     /// Where sorted sets' low ends start, as their pops left them (see `pop_hints`).
     pub fn pop_hints(&self) -> &pop_hints::PopHints {
         &self.pop_hints
+    }
+
+    /// A random order of sets' members that SPOP takes from (see `pop_decks`).
+    pub fn pop_decks(&self) -> &pop_decks::PopDecks {
+        &self.pop_decks
+    }
+
+    /// Forgets what `pop_hints` and `pop_decks` know of collections' members: for writes that
+    /// do not pass through `Batch` (a replica applying its primary's writes, a full sync), and
+    /// for writes a pop noted that are never made (a failed write, a script's rollback).
+    pub fn forget_pop_notes(&self) {
+        self.pop_hints.clear();
+        self.pop_decks.clear();
     }
 
     /// Group commit's switch and test hook (see `wal`).

@@ -292,7 +292,7 @@ impl Storage {
     /// (FLUSHDB, FLUSHALL, the counts' fold) empties the cache and reloads the counts.
     pub fn apply_replicated(&self, data: &[u8], position: &Position) -> StorageResult<()> {
         // The primary's writes do not pass through `Batch`: notes of pops may no longer hold.
-        self.pop_hints().clear();
+        self.forget_pop_notes();
         let ids = self.cf_ids();
         let mut batch = WriteBatch::from_data(data);
         let mut walk = Walk {
@@ -365,7 +365,7 @@ impl Storage {
     /// copy, written without the WAL, is flushed), so a crash in between leaves no position
     /// and the next sync is full again.
     pub fn load_checkpoint(&self, dir: &Path, position: &Position) -> StorageResult<u64> {
-        self.pop_hints().clear();
+        self.forget_pop_notes();
         self.clear_repl_position()?;
         let names = DB::list_cf(&Options::default(), dir)?;
         let src = DB::open_cf_for_read_only(&Options::default(), dir, &names, false)?;

@@ -607,6 +607,10 @@ impl Storage {
             Some(open.batch.effects.drain(undo.effects..).collect::<Vec<_>>())
         })
         .flatten();
+        if dropped.is_some() {
+            // Pops noted on writes that are now never made (see `forget_pop_notes`).
+            self.forget_pop_notes();
+        }
         for e in dropped.iter().flatten() {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.end_write(db, key, true);
@@ -688,6 +692,7 @@ impl Txn<'_> {
         }
         let open = OPEN.with(|o| o.borrow_mut().take());
         RECORDING.with(|r| r.set(false));
+        self.storage.forget_pop_notes();
         for e in open.iter().flat_map(|o| &o.batch.effects) {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.storage.cache.end_write(db, key, true);

@@ -221,6 +221,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
     ),
     z("zpopmin", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmin, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::ZSet, "zpopmin")
 .event(Class::Generic, "del").doc(
         "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
@@ -228,6 +229,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.",
     ),
     z("zpopmax", -2, WRITE_FAST, KeySpec::ONE, pop::zpopmax, ACL_WRITE_FAST)
+.rtc_write()
 .event(Class::ZSet, "zpopmax")
 .event(Class::Generic, "del").doc(
         "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.",
@@ -830,12 +832,9 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         }
         let storage = self.storage;
         storage.commit_with(batch, self.wait)?;
-        // A transaction's writes may still be rolled back (a script's abort): only a pop
-        // written for good is noted.
-        if let Some((end, to)) = self
-            .popped_to
-            .filter(|_| self.meta.len > 0 && !storage.in_txn())
-        {
+        // Noted in a transaction too (an I/O thread's turn): one rolled back forgets the
+        // notes (`Storage::forget_pop_notes`).
+        if let Some((end, to)) = self.popped_to.filter(|_| self.meta.len > 0) {
             let prefix = Coll::new(self.db, self.key, &self.meta).raw().prefix();
             storage.pop_hints().set(prefix, end, to);
         }

@@ -53,8 +53,10 @@ fn zpop_generic(ctx: &mut Ctx<'_>, args: &Args, max: bool) -> CmdResult {
         None => None,
     };
     let key = &args[1];
-    let storage = ctx.storage();
-    let _g = storage.lock(ctx.db(), &[key]);
+    if ctx.mode.no_wait() && count.is_some_and(|n| n > collection::IO_THREAD_MAX_POP) {
+        return Err(CmdError::WOULD_BLOCK);
+    }
+    let _g = ctx.lock_keys(&[key])?;
     let popped = pop_first(ctx, std::slice::from_ref(key), max, count.unwrap_or(1))?;
     let items = popped.map(|(_, items)| items).unwrap_or_default();
     if count.is_some() {
