@@ -346,6 +346,50 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
         out.iter().all(|m| !removed.contains(m)),
         "a removed member popped"
     );
+    // In pipelines (one I/O-thread turn each): members added and popped in the same turn.
+    let mut added = HashSet::new();
+    let mut taken = Vec::new();
+    let mut add = redis::cmd("SADD");
+    add.arg("p");
+    for i in 0..1000 {
+        add.arg(format!("p{i}"));
+        added.insert(format!("p{i}"));
+    }
+    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    for round in 0..300 {
+        let (x, y) = (format!("x{round}"), format!("y{round}"));
+        let (_, a, _, b): (i64, String, i64, Vec<String>) = redis::pipe()
+            .cmd("SADD")
+            .arg("p")
+            .arg(&x)
+            .cmd("SPOP")
+            .arg("p")
+            .cmd("SADD")
+            .arg("p")
+            .arg(&y)
+            .cmd("SPOP")
+            .arg("p")
+            .arg(2)
+            .query(&mut c)
+            .unwrap();
+        added.insert(x);
+        added.insert(y);
+        taken.push(a);
+        taken.extend(b);
+    }
+    // Only the first SPOP, which deals the deck of 1,000, needs a worker.
+    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    assert!(on_io_threads >= 1000, "{on_io_threads} of 1,200 ran on an I/O thread");
+    let rest = members(&mut c, "p");
+    let distinct: HashSet<&String> = taken.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        taken.len(),
+        "a pipelined pop took a member twice"
+    );
+    assert!(taken.iter().all(|m| added.contains(m) && !rest.contains(m)));
+    assert_eq!(taken.len() + rest.len(), added.len());
     // The 200 added after the deal, among ~1,090 pops: each half holds ~100 of them.
     let first_half = out[..out.len() / 2]
         .iter()

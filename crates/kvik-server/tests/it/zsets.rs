@@ -1174,8 +1174,8 @@ fn pops_from_either_end_do_not_step_over_the_members_popped_before() {
 }
 
 /// Pops stay exact around everything that writes past where the last pop left the set's end:
-/// random ZADD, ZINCRBY, ZREM, ZPOPMIN and ZPOPMAX with counts, DEL, and pops in MULTI/EXEC
-/// and scripts, each reply checked against a model of the set.
+/// random ZADD, ZINCRBY, ZREM, ZPOPMIN and ZPOPMAX with counts, DEL, and pops in MULTI/EXEC,
+/// in scripts and in pipelines (one I/O-thread turn), each reply checked against a model.
 #[test]
 fn pops_stay_exact_around_writes_past_where_they_left_off() {
     use std::collections::BTreeSet;
@@ -1212,7 +1212,7 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
     };
     for step in 0..3000 {
         let m = format!("m{}", next(60));
-        match next(10) {
+        match next(11) {
             0..=2 => {
                 let score = next(100) as i64;
                 if let Some(old) = score_of(&model, &m) {
@@ -1297,8 +1297,37 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
                 };
                 assert_eq!(got, want, "step {step}: {name}, ZADD {score} {m}, {name}");
             }
+            9 => {
+                // One pipeline, so one I/O-thread turn: a pop, a write past it, a pop.
+                let max = next(2) == 0;
+                let name = if max { "ZPOPMAX" } else { "ZPOPMIN" };
+                let score = next(100) as i64;
+                let mut want = pop(&mut model, 2, max);
+                if let Some(old) = score_of(&model, &m) {
+                    model.remove(&(old, m.clone()));
+                }
+                model.insert((score, m.clone()));
+                want.extend(pop(&mut model, 1, max));
+                let (a, _, b): (Vec<String>, i64, Vec<String>) = redis::pipe()
+                    .cmd(name)
+                    .arg("z")
+                    .arg(2)
+                    .cmd("ZADD")
+                    .arg("z")
+                    .arg(score)
+                    .arg(&m)
+                    .cmd(name)
+                    .arg("z")
+                    .query(&mut c)
+                    .unwrap();
+                assert_eq!(
+                    [a, b].concat(),
+                    want,
+                    "step {step}: pipelined {name}, ZADD, {name}"
+                );
+            }
             _ => {
-                if next(8) == 0 {
+                if next(4) == 0 {
                     model.clear();
                     let _: i64 = redis::cmd("DEL").arg("z").query(&mut c).unwrap();
                 }
