@@ -4,7 +4,8 @@
 # ~33,000 distinct members at N=40000) and popped as many times as it has members (-c 50). A
 # pop that stepped over the tombstones of the members popped before slowed as the set emptied
 # (docs/benchmarks.md sections 42, 43); the rate of a run cut at TIMEOUT seconds is the members
-# it popped per second.
+# it popped per second. Before its SPOP run, the full set is read by READS SRANDMEMBER (and
+# SRANDMEMBER 5) requests.
 # Sides alternate per round: kvik binaries given as arguments (the first is OLD, the second NEW),
 # then redis-server with appendonly yes, appendfsync everysec.
 #
@@ -18,6 +19,7 @@ ensure_redis
 ROUNDS=${ROUNDS:-3}
 N=${N:-40000}
 TIMEOUT=${TIMEOUT:-60}
+READS=${READS:-50000}
 BINS=("$@")
 
 # pop_rate port key card_cmd pop_cmd: pops the key's members, prints "popped rate".
@@ -40,9 +42,20 @@ run_side() { # label
   redis-benchmark -p "$port" -q -n "$N" -c 50 -r 100000 -t zadd >/dev/null 2>&1
   zmax=$(pop_rate "$port" myzset ZCARD ZPOPMAX)
   redis-benchmark -p "$port" -q -n "$N" -c 50 -r 100000 -t sadd >/dev/null 2>&1
+  srand1=$(read_rate "$port" SRANDMEMBER myset)
+  srand5=$(read_rate "$port" SRANDMEMBER myset 5)
   spop=$(pop_rate "$port" myset SCARD SPOP)
   printf '%-10s ZPOPMIN %s  ZPOPMAX %s  SPOP %s   (members popped, popped/s)\n' \
     "$label" "$zmin" "$zmax" "$spop"
+  printf '%-10s SRANDMEMBER %s  SRANDMEMBER 5 %s   (req/s, %s requests)\n' \
+    "$label" "$srand1" "$srand5" "$READS"
+}
+
+# read_rate port command...: requests per second of READS runs of the command (-c 50).
+read_rate() {
+  local port=$1; shift
+  timeout "$TIMEOUT" redis-benchmark -p "$port" -q -n "$READS" -c 50 "$@" 2>&1 | tr '\r' '\n' |
+    grep -o '[0-9.]* requests per second' | cut -d' ' -f1
 }
 
 for r in $(seq "$ROUNDS"); do

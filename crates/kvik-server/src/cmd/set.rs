@@ -116,6 +116,7 @@ pub static COMMANDS: &[CommandSpec] = &[
              count.",
         ),
     CommandSpec::new("srandmember", -2, READ, KeySpec::ONE, srandmember)
+        .rtc_nowait_read()
         .acl(ACL_READ_SLOW)
         .group("set")
         .doc(
@@ -453,7 +454,8 @@ fn scard<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> 
 }
 
 /// SRANDMEMBER key [count]: one random member (nil if none); with a positive count up to that
-/// many distinct members, with a negative count that many picks that may repeat.
+/// many distinct members, with a negative count that many picks that may repeat. Drawn from
+/// the set's deck (`storage::pop_decks`) where it can, else sampled by walks.
 fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::syntax());
@@ -462,11 +464,19 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let member = match ctx.read_collection(&args[1], Kind::Set)? {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
-                Sampler::new(&view, Cf::Data, coll, meta.len).one()?
+                match deck_picks(ctx, &view, coll, meta.len, 1, true)? {
+                    Some(mut picks) => picks.pop(),
+                    None => {
+                        walks_on_a_worker(ctx, meta.len)?;
+                        Sampler::new(&view, Cf::Data, coll, meta.len)
+                            .one()?
+                            .map(|(m, _)| m)
+                    }
+                }
             }
             None => None,
         };
-        ctx.out.bulk_or_null(member.as_ref().map(|e| &e.0[..]));
+        ctx.out.bulk_or_null(member.as_deref());
         return Ok(());
     };
     let count = parse_count(count_arg)?;
@@ -475,16 +485,24 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
+    let n = count.unsigned_abs();
+    if let Some(picks) = deck_picks(ctx, &view, coll, meta.len, n, count >= 0)? {
+        ctx.out.array(picks.len());
+        for m in &picks {
+            ctx.out.bulk(m);
+        }
+        return Ok(());
+    }
+    walks_on_a_worker(ctx, meta.len)?;
     let sampler = Sampler::new(&view, Cf::Data, coll, meta.len);
     if count >= 0 {
-        let picks = sampler.distinct(count as u64)?;
+        let picks = sampler.distinct(n)?;
         ctx.out.array(picks.len());
         for (m, _) in &picks {
             ctx.out.bulk(m);
         }
         return Ok(());
     }
-    let n = count.unsigned_abs();
     let limit = collection::max_reply_bytes(ctx);
     // Each pick costs at least 7 bytes of reply ("$1\r\nx\r\n"): refuse what cannot fit.
     if n.saturating_mul(7) > limit {
@@ -503,6 +521,99 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Err(ERR_OUT_OF_RANGE);
     }
     Ok(())
+}
+
+/// On an I/O thread, ends the command with WouldBlock if sampling a set of `len` members
+/// without a deck could take long (more than [`SMALL_SAMPLE`]): a worker samples it.
+fn walks_on_a_worker(ctx: &Ctx<'_>, len: u64) -> Result<(), CmdError> {
+    if ctx.mode.no_wait() && len > SMALL_SAMPLE {
+        return Err(CmdError::WOULD_BLOCK);
+    }
+    Ok(())
+}
+
+/// The most picks SRANDMEMBER draws from a deck; more are sampled as before.
+const MAX_DECK_PICKS: u64 = 1024;
+
+/// `n` random members of the set `coll` (of `len` members), from distinct places of the deck
+/// when `distinct`, each checked to be a member in `view`. A set without a deck is dealt one
+/// first, under the key's lock, if the decks have room (`PopDecks::may_deal_for_reads`: a
+/// set refused once is not read for a deck again; not in a transaction, whose thread may
+/// hold other keys' locks). `None` when a deck cannot answer: none, a count past
+/// [`MAX_DECK_PICKS`] or a quarter of the deck for distinct picks, or most cards drawn not
+/// members in `view` (removed since the deal; the deck is then dropped, and dealt again).
+fn deck_picks(
+    ctx: &Ctx<'_>,
+    view: &View<'_>,
+    coll: Coll<'_>,
+    len: u64,
+    n: u64,
+    distinct: bool,
+) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
+    if n == 0 || len > MAX_DECK_MEMBERS || n > MAX_DECK_PICKS || (distinct && n > len / 4) {
+        return Ok(None);
+    }
+    let storage = ctx.storage();
+    let decks = storage.pop_decks();
+    let prefix = coll.prefix();
+    if !decks.has(&prefix) {
+        if storage.in_txn() || !decks.may_deal_for_reads(&prefix) {
+            return Ok(None);
+        }
+        if ctx.mode.no_wait() {
+            // Dealing takes the key's lock and reads the whole set: a worker's job.
+            return Err(CmdError::WOULD_BLOCK);
+        }
+        let _guard = storage.lock(ctx.db(), &[coll.key]);
+        let latest = storage.latest();
+        // The set may have been replaced since `view` was taken: deal only the same version.
+        let same = latest
+            .get_meta(coll.db, coll.key)?
+            .is_some_and(|m| m.kind == Kind::Set && m.version == coll.version);
+        if !same {
+            return Ok(None);
+        }
+        if !decks.has(&prefix) {
+            let mut cards = Vec::with_capacity(len as usize);
+            latest.for_each_member(Cf::Data, &coll, |m, _| {
+                cards.push(m.to_vec());
+                true
+            })?;
+            if !decks.deal_for_reads(prefix.clone(), coll.version, cards) {
+                return Ok(None);
+            }
+        }
+    }
+    let n = n as usize;
+    let mut picks = Vec::with_capacity(n);
+    let mut taken: HashSet<Vec<u8>> = HashSet::new();
+    for _ in 0..4 {
+        let want = n - picks.len();
+        let Some(cards) = decks.sample(&prefix, want + want / 4 + 2, distinct) else {
+            return Ok(None);
+        };
+        let found = view.get_members(&coll, &cards)?;
+        let drawn = cards.len();
+        let stale = found.iter().filter(|f| f.is_none()).count();
+        for (card, f) in cards.into_iter().zip(found) {
+            if f.is_none() || picks.len() == n {
+                continue;
+            }
+            if distinct && !taken.insert(card.clone()) {
+                continue;
+            }
+            picks.push(card);
+        }
+        if picks.len() == n {
+            return Ok(Some(picks));
+        }
+        if stale * 2 > drawn {
+            // Most cards drawn are stale: deal again rather than keep drawing.
+            decks.forget(&prefix);
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]: the next cursor and members.

@@ -1,22 +1,24 @@
-//! A random order of a set's members, drawn once, that SPOP takes from. A random member of a
-//! set stored in RocksDB costs a walk of seeks (`cmd::collection::Sampler`), each stepping over
-//! the tombstones of the members popped before, so a set emptied by SPOP ran at a twentieth
-//! of redis-server's rate (docs/benchmarks.md section 43). The first SPOP of a set of at most
-//! [`MAX_DECK_MEMBERS`] reads it once and shuffles it into a deck; the next ones take from the
-//! deck's end.
+//! A random order of a set's members, drawn once, that SPOP takes from and SRANDMEMBER
+//! samples. A random member of a set stored in RocksDB costs a walk of seeks
+//! (`cmd::collection::Sampler`), each stepping over the tombstones of the members popped
+//! before, so a set emptied by SPOP ran at a twentieth of redis-server's rate, and SRANDMEMBER
+//! at a tenth (docs/benchmarks.md section 43). The first SPOP or SRANDMEMBER of a set of at
+//! most [`MAX_DECK_MEMBERS`] reads it once and shuffles it into a deck; later pops take from
+//! the deck's end, later reads draw cards at random places.
 //!
 //! The deck stays a uniform random order of the set's members: a member written to the set
 //! ([`PopDecks::wrote`], from `Batch::put_member`) goes to a uniformly random place among those
-//! not taken yet. A member removed by anything else stays in the deck; the taker checks each
-//! card against the set and passes over those no longer in it. Whatever writes members
-//! without `Batch` (a replica applying its primary's writes, a full sync) drops every deck.
-//! Sets are told apart by their storage prefix, which holds their version (unique per set). In
-//! memory only, bounded by [`MAX_BYTES`].
+//! not taken yet. A member removed by anything else stays in the deck; pops and reads check
+//! each card against the set and pass over those no longer in it. Whatever writes members
+//! without `Batch` (a replica applying its primary's writes, a full sync) drops every deck, as
+//! does a write that failed or a transaction rolled back. Sets are told apart by their storage
+//! prefix, which holds their version (unique per set). In memory only, bounded by
+//! [`MAX_BYTES`].
 
 use crate::fast_hash::FastHash;
 use parking_lot::Mutex;
 use rand::Rng;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The biggest set dealt into a deck; bigger ones are sampled by walks.
@@ -43,6 +45,9 @@ struct Deck {
 struct Decks {
     by_set: HashMap<Vec<u8>, Deck, FastHash>,
     bytes: usize,
+    /// Sets a read could not deal (no room): not read again for a deck until the decks are
+    /// dropped (at most [`MAX_DECKS`], then forgotten).
+    refused: HashSet<Vec<u8>, FastHash>,
 }
 
 #[derive(Default)]
@@ -120,6 +125,69 @@ impl PopDecks {
         true
     }
 
+    /// Whether a read may deal the set at `prefix`: reads fill at most half of [`MAX_BYTES`]
+    /// and of [`MAX_DECKS`], never dropping other decks, and a set once refused is not dealt
+    /// by reads again (until the decks are dropped).
+    pub fn may_deal_for_reads(&self, prefix: &[u8]) -> bool {
+        let decks = self.decks.lock();
+        decks.bytes < MAX_BYTES / 2
+            && decks.by_set.len() < MAX_DECKS / 2
+            && !decks.refused.contains(prefix)
+    }
+
+    /// [`PopDecks::deal`] for a read: only into room left (see
+    /// [`PopDecks::may_deal_for_reads`]); a set that does not fit is remembered as refused.
+    pub fn deal_for_reads(&self, prefix: Vec<u8>, version: u64, cards: Vec<Vec<u8>>) -> bool {
+        let bytes: usize = prefix.len() + cards.iter().map(|c| card_bytes(c)).sum::<usize>();
+        {
+            let mut decks = self.decks.lock();
+            if decks.bytes + bytes > MAX_BYTES / 2 || decks.by_set.len() >= MAX_DECKS / 2 {
+                if decks.refused.len() >= MAX_DECKS {
+                    decks.refused.clear();
+                }
+                decks.refused.insert(prefix);
+                return false;
+            }
+        }
+        self.deal(prefix, version, cards)
+    }
+
+    /// Whether the set at `prefix` has a deck.
+    pub fn has(&self, prefix: &[u8]) -> bool {
+        self.versions.load(Ordering::Acquire) != 0 && self.decks.lock().by_set.contains_key(prefix)
+    }
+
+    /// `n` cards of the set's deck at random, from distinct places when `distinct`, for reads
+    /// (SRANDMEMBER), which leave the deck as it is. `None` without a deck, or when `distinct`
+    /// asks for more than a quarter of it (one pass over the set serves that better).
+    pub fn sample(&self, prefix: &[u8], n: usize, distinct: bool) -> Option<Vec<Vec<u8>>> {
+        if self.versions.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let decks = self.decks.lock();
+        let cards = &decks.by_set.get(prefix)?.cards;
+        let len = cards.len();
+        if len == 0 || (distinct && n > len / 4) {
+            return None;
+        }
+        let mut rng = rand::thread_rng();
+        Some(if distinct {
+            rand::seq::index::sample(&mut rng, len, n)
+                .iter()
+                .map(|i| cards[i].clone())
+                .collect()
+        } else {
+            (0..n)
+                .map(|_| cards[rng.gen_range(0..len)].clone())
+                .collect()
+        })
+    }
+
+    /// Drops the deck of the set at `prefix` (a read found too many of its cards stale).
+    pub fn forget(&self, prefix: &[u8]) {
+        self.drop_deck(&mut self.decks.lock(), prefix);
+    }
+
     /// Whether the collection of `version` may have a deck: a writer asks before it builds
     /// the prefix to tell [`PopDecks::wrote`].
     pub fn may_hold(&self, version: u64) -> bool {
@@ -170,6 +238,7 @@ impl PopDecks {
 
     fn drop_all(&self, decks: &mut Decks) {
         decks.by_set.clear();
+        decks.refused.clear();
         decks.bytes = 0;
         self.versions.store(0, Ordering::Release);
     }
@@ -219,6 +288,40 @@ mod tests {
             places.insert(order.iter().position(|c| c == b"n").unwrap());
         }
         assert_eq!(places.len(), 4);
+    }
+
+    #[test]
+    fn reads_draw_cards_without_taking_them_and_deal_only_into_room() {
+        let d = PopDecks::default();
+        assert_eq!(d.sample(b"s", 1, true), None);
+        let cards: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i]).collect();
+        assert!(d.deal_for_reads(b"s".to_vec(), 1, cards));
+        let some = d.sample(b"s", 10, true).unwrap();
+        assert_eq!(
+            some.iter().collect::<HashSet<_>>().len(),
+            10,
+            "distinct places"
+        );
+        assert_eq!(d.sample(b"s", 11, true), None, "more than a quarter");
+        assert_eq!(
+            d.sample(b"s", 100, false).unwrap().len(),
+            100,
+            "with repeats"
+        );
+        let mut left = 0;
+        while d.take(b"s").is_some() {
+            left += 1;
+        }
+        assert_eq!(left, 40, "reads take no card");
+        let big = vec![vec![0u8; 1 << 20]; 9];
+        assert!(d.may_deal_for_reads(b"big"));
+        assert!(!d.deal_for_reads(b"big".to_vec(), 2, big));
+        assert!(
+            !d.may_deal_for_reads(b"big"),
+            "refused once, not read again"
+        );
+        d.clear();
+        assert!(d.may_deal_for_reads(b"big"));
     }
 
     #[test]

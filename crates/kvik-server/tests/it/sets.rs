@@ -380,7 +380,10 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
     }
     // Only the first SPOP, which deals the deck of 1,000, needs a worker.
     let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
-    assert!(on_io_threads >= 1000, "{on_io_threads} of 1,200 ran on an I/O thread");
+    assert!(
+        on_io_threads >= 1000,
+        "{on_io_threads} of 1,200 ran on an I/O thread"
+    );
     let rest = members(&mut c, "p");
     let distinct: HashSet<&String> = taken.iter().collect();
     assert_eq!(
@@ -399,6 +402,70 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
         (50..=150).contains(&first_half),
         "{first_half} of the 200 members added after the deal came out in the first half"
     );
+}
+
+/// SRANDMEMBER draws from the set's deck (`storage::pop_decks`), dealt by the first read on a
+/// worker, then on the I/O thread: members removed after the deal never come back, members
+/// added after it do, with and without counts, and a deck gone mostly stale is dealt again.
+#[test]
+fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let mut add = redis::cmd("SADD");
+    add.arg("s");
+    for i in 0..1000 {
+        add.arg(format!("m{i}"));
+    }
+    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    let _: String = q(&mut c, &["SRANDMEMBER", "s"]);
+    let mut removed: HashSet<String> = (0..100).map(|i| format!("m{i}")).collect();
+    let mut rem = redis::cmd("SREM");
+    rem.arg("s");
+    for m in &removed {
+        rem.arg(m);
+    }
+    assert_eq!(rem.query::<i64>(&mut c).unwrap(), 100);
+    let mut add = redis::cmd("SADD");
+    add.arg("s");
+    for i in 0..100 {
+        add.arg(format!("n{i}"));
+    }
+    assert_eq!(add.query::<i64>(&mut c).unwrap(), 100);
+    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let mut seen = HashSet::new();
+    for _ in 0..2000 {
+        let m: String = q(&mut c, &["SRANDMEMBER", "s"]);
+        assert!(!removed.contains(&m), "{m} was removed");
+        seen.insert(m);
+    }
+    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    assert!(on_io_threads >= 1500, "{on_io_threads} of 2,000 ran on an I/O thread");
+    // 2,000 picks of 1,000 members: ~865 distinct, ~200 picks of the 100 added.
+    assert!(seen.len() >= 600, "only {} distinct members", seen.len());
+    let added = seen.iter().filter(|m| m.starts_with('n')).count();
+    assert!(added >= 30, "only {added} of the members added after the deal came out");
+    for _ in 0..50 {
+        let some: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "20"]);
+        assert_eq!(some.iter().collect::<HashSet<_>>().len(), 20);
+        let rep: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "-30"]);
+        assert_eq!(rep.len(), 30);
+        assert!(some.iter().chain(&rep).all(|m| !removed.contains(m)));
+    }
+    // Most of the deck stale: the reads deal again and stay exact.
+    let mut rem = redis::cmd("SREM");
+    rem.arg("s");
+    for i in 100..900 {
+        rem.arg(format!("m{i}"));
+        removed.insert(format!("m{i}"));
+    }
+    assert_eq!(rem.query::<i64>(&mut c).unwrap(), 800);
+    let mut seen = HashSet::new();
+    for _ in 0..500 {
+        let m: String = q(&mut c, &["SRANDMEMBER", "s"]);
+        assert!(!removed.contains(&m), "{m} was removed");
+        seen.insert(m);
+    }
+    assert!(seen.len() >= 120, "only {} distinct of 200 members", seen.len());
 }
 
 #[test]
