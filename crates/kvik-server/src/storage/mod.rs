@@ -968,11 +968,29 @@ impl Storage {
     }
 
     /// Forgets what `pop_hints` and `pop_decks` know of collections' members: for writes that
-    /// do not pass through `Batch` (a replica applying its primary's writes, a full sync), and
-    /// for writes a pop noted that are never made (a failed write, a script's rollback).
+    /// do not pass through `Batch` (a full sync, a replicated range delete), and for writes a
+    /// pop noted that are never made (a failed write, a script's rollback).
     pub fn forget_pop_notes(&self) {
         self.pop_hints.clear();
         self.pop_decks.clear();
+    }
+
+    /// [`Storage::forget_pop_notes`] of the collections stored as `keys` only (a replica's
+    /// applied batch, whose every collection change writes the collection's meta record).
+    pub fn forget_pop_notes_of<'k>(&self, keys: impl Iterator<Item = (u16, &'k [u8])>) {
+        if !self.pop_hints.any() && !self.pop_decks.any() {
+            return;
+        }
+        let parts: Vec<Vec<u8>> = keys
+            .map(|(db, key)| {
+                let mut p = encoding::data_prefix(db, key, 0);
+                p.truncate(p.len() - 8);
+                p
+            })
+            .collect();
+        let written: std::collections::HashSet<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+        self.pop_hints.forget_keys(&written);
+        self.pop_decks.forget_keys(&written);
     }
 
     /// Group commit's switch and test hook (see `wal`).

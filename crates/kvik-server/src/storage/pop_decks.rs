@@ -9,9 +9,9 @@
 //! The deck stays a uniform random order of the set's members: a member written to the set
 //! ([`PopDecks::wrote`], from `Batch::put_member`) goes to a uniformly random place among those
 //! not taken yet. A member removed by anything else stays in the deck; pops and reads check
-//! each card against the set and pass over those no longer in it. Whatever writes members
-//! without `Batch` (a replica applying its primary's writes, a full sync) drops every deck, as
-//! does a write that failed or a transaction rolled back. Sets are told apart by their storage
+//! each card against the set and pass over those no longer in it. Writes that do not pass
+//! through `Batch` drop decks: a replica's applied batch those of the sets it changes, a full
+//! sync all of them, as does a write that failed or a transaction rolled back. Sets are told apart by their storage
 //! prefix, which holds their version (unique per set). In memory only, bounded by
 //! [`MAX_BYTES`].
 
@@ -61,6 +61,11 @@ pub struct PopDecks {
 /// The memory a card of `member` takes.
 pub fn card_bytes(member: &[u8]) -> usize {
     member.len() + CARD_OVERHEAD
+}
+
+/// A collection's storage prefix without its version (its last 8 bytes): the key it holds.
+pub fn without_version(prefix: &[u8]) -> &[u8] {
+    &prefix[..prefix.len().saturating_sub(8)]
 }
 
 fn version_bit(version: u64) -> u64 {
@@ -152,6 +157,11 @@ impl PopDecks {
         self.deal(prefix, version, cards)
     }
 
+    /// Whether any deck exists.
+    pub fn any(&self) -> bool {
+        self.versions.load(Ordering::Acquire) != 0
+    }
+
     /// Whether the set at `prefix` has a deck.
     pub fn has(&self, prefix: &[u8]) -> bool {
         self.versions.load(Ordering::Acquire) != 0 && self.decks.lock().by_set.contains_key(prefix)
@@ -211,6 +221,24 @@ impl PopDecks {
         decks.bytes += bytes;
         if decks.bytes > MAX_BYTES {
             self.drop_all(&mut decks);
+        }
+    }
+
+    /// Drops the decks of the collections `written` holds the key part of (their storage
+    /// prefixes without the version): a replica applying its primary's writes to them.
+    pub fn forget_keys(&self, written: &HashSet<&[u8]>) {
+        if self.versions.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut decks = self.decks.lock();
+        let gone: Vec<Vec<u8>> = decks
+            .by_set
+            .keys()
+            .filter(|p| written.contains(without_version(p)))
+            .cloned()
+            .collect();
+        for p in gone {
+            self.drop_deck(&mut decks, &p);
         }
     }
 

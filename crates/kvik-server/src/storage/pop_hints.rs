@@ -7,14 +7,14 @@
 //!
 //! A low note holds only while no entry at or below it exists, a high note while none at or
 //! above it does: a write of a score entry on the popped side of a note forgets it
-//! ([`PopHints::wrote`], from `Batch::put_member`), and whatever writes entries without
-//! `Batch` (a replica applying its primary's writes, a full sync) forgets them all. Sets are
+//! ([`PopHints::wrote`], from `Batch::put_member`); writes that do not pass through `Batch`
+//! forget notes: a replica's applied batch those of the sets it changes, a full sync all. Sets are
 //! told apart by their storage prefix, which holds their version (unique per set), so a set
 //! deleted and made again never meets an old note. In memory only, bounded.
 
 use crate::fast_hash::FastHash;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Sets noted at most; past it all notes are dropped (a note is only a shortcut).
@@ -96,6 +96,17 @@ impl PopHints {
         if ends.low.is_none() && ends.high.is_none() {
             notes.remove(prefix);
         }
+    }
+
+    /// Forgets the notes of the sets `written` holds the key part of (see
+    /// `pop_decks::forget_keys`).
+    pub fn forget_keys(&self, written: &HashSet<&[u8]>) {
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        self.notes
+            .lock()
+            .retain(|p, _| !written.contains(super::pop_decks::without_version(p)));
     }
 
     /// Forgets every note (writes that bypassed `Batch`).

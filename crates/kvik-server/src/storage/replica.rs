@@ -291,8 +291,6 @@ impl Storage {
     /// and the key counts follow the delta records it carries. A batch with a range delete
     /// (FLUSHDB, FLUSHALL, the counts' fold) empties the cache and reloads the counts.
     pub fn apply_replicated(&self, data: &[u8], position: &Position) -> StorageResult<()> {
-        // The primary's writes do not pass through `Batch`: notes of pops may no longer hold.
-        self.forget_pop_notes();
         let ids = self.cf_ids();
         let mut batch = WriteBatch::from_data(data);
         let mut walk = Walk {
@@ -319,6 +317,9 @@ impl Storage {
         // Held as a writer holds them (from before the write to after the cache update), so
         // readers' isolation (`cmd::isolation`) works on replicas too.
         let _locks = self.lock_in(keys.iter().map(|(db, key, _)| (*db, *key)));
+        // The primary's writes do not pass through `Batch`: the notes of pops, and the decks,
+        // of the collections they change (each changes its meta record too) may not hold.
+        self.forget_pop_notes_of(keys.iter().map(|(db, key, _)| (*db, *key)));
         for &(db, key, _) in &keys {
             self.cache.begin_write(db, key);
         }
@@ -353,6 +354,7 @@ impl Storage {
                 }
             }
         } else {
+            self.forget_pop_notes();
             self.cache.clear();
             self.flushed(None);
             self.reload_counts()?;

@@ -759,3 +759,48 @@ fn kvik_holds_the_wal_archive_to_its_size_limit() {
     assert!(caught_up(&mut p, &mut r));
     converged(&mut p, &mut r);
 }
+
+/// A replica's SRANDMEMBER draws from a deck it dealt itself (`storage::pop_decks`); the
+/// primary's batches do not pass through the replica's `Batch`, so applying one drops the
+/// decks of the sets it changes: members the primary adds come out of the replica's next
+/// reads, members it removes never do.
+#[test]
+fn a_replica_reads_random_members_the_primary_added_after_its_deck_was_dealt() {
+    let primary = TestServer::start();
+    let replica = start_replica_of(&primary, &[]);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    let mut add = redis::cmd("SADD");
+    add.arg("s");
+    for i in 0..1000 {
+        add.arg(format!("m{i}"));
+    }
+    assert_eq!(add.query::<i64>(&mut p).unwrap(), 1000);
+    assert!(caught_up(&mut p, &mut r));
+    let _: String = q(&mut r, &["SRANDMEMBER", "s"]);
+    let mut change = redis::pipe();
+    change.cmd("SREM").arg("s");
+    for i in 0..500 {
+        change.arg(format!("m{i}"));
+    }
+    change.ignore().cmd("SADD").arg("s");
+    for i in 0..500 {
+        change.arg(format!("n{i}"));
+    }
+    let () = change.ignore().query(&mut p).unwrap();
+    assert!(caught_up(&mut p, &mut r));
+    let mut added = 0;
+    for _ in 0..400 {
+        let m: String = q(&mut r, &["SRANDMEMBER", "s"]);
+        let i: usize = m[1..].parse().unwrap();
+        assert!(
+            m.starts_with('n') || i >= 500,
+            "{m} was removed on the primary"
+        );
+        added += usize::from(m.starts_with('n'));
+    }
+    // Half the set is new: ~200 of 400 picks.
+    assert!(
+        added >= 100,
+        "{added} of 400 picks were members the primary added"
+    );
+}

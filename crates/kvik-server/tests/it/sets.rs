@@ -439,11 +439,17 @@ fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
         seen.insert(m);
     }
     let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
-    assert!(on_io_threads >= 1500, "{on_io_threads} of 2,000 ran on an I/O thread");
+    assert!(
+        on_io_threads >= 1500,
+        "{on_io_threads} of 2,000 ran on an I/O thread"
+    );
     // 2,000 picks of 1,000 members: ~865 distinct, ~200 picks of the 100 added.
     assert!(seen.len() >= 600, "only {} distinct members", seen.len());
     let added = seen.iter().filter(|m| m.starts_with('n')).count();
-    assert!(added >= 30, "only {added} of the members added after the deal came out");
+    assert!(
+        added >= 30,
+        "only {added} of the members added after the deal came out"
+    );
     for _ in 0..50 {
         let some: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "20"]);
         assert_eq!(some.iter().collect::<HashSet<_>>().len(), 20);
@@ -465,7 +471,11 @@ fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
         assert!(!removed.contains(&m), "{m} was removed");
         seen.insert(m);
     }
-    assert!(seen.len() >= 120, "only {} distinct of 200 members", seen.len());
+    assert!(
+        seen.len() >= 120,
+        "only {} distinct of 200 members",
+        seen.len()
+    );
 }
 
 #[test]
