@@ -8,14 +8,16 @@
 //!
 //! The deck stays a uniform random order of the set's members: a member written to the set
 //! ([`PopDecks::wrote`], from `Batch::put_member`) goes to a uniformly random place among those
-//! not taken yet. A member removed by anything else stays in the deck; pops and reads check
-//! each card against the set and pass over those no longer in it. Writes that do not pass
+//! not taken yet, unless it still has a card (removed and added again: its card is valid
+//! again). A member removed by anything else keeps its card; pops and reads check each card
+//! against the set and pass over those no longer in it. Writes that do not pass
 //! through `Batch` drop decks: a replica's applied batch those of the sets it changes, a full
 //! sync all of them, as does a write that failed or a transaction rolled back. Sets are told apart by their storage
 //! prefix, which holds their version (unique per set). In memory only, bounded by
 //! [`MAX_BYTES`].
 
 use crate::fast_hash::FastHash;
+use bytes::Bytes;
 use parking_lot::Mutex;
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
@@ -31,11 +33,15 @@ pub const MAX_BYTES: usize = 16 << 20;
 /// Decks kept at most; a deal past it drops the others first.
 const MAX_DECKS: usize = 4096;
 
-/// What one card costs beyond its member's bytes (the `Vec` and the allocator's rounding).
-const CARD_OVERHEAD: usize = 32;
+/// What one card costs beyond its member's bytes: its handle in the deck and in the set of
+/// held members, the table's slot and the allocator's rounding.
+const CARD_OVERHEAD: usize = 96;
 
 struct Deck {
-    cards: Vec<Vec<u8>>,
+    cards: Vec<Bytes>,
+    /// The members that have a card, so a member removed and added again keeps its one card
+    /// (valid again) rather than getting a second that would double its chance.
+    held: HashSet<Bytes, FastHash>,
     /// The set's version (its bit in [`PopDecks::versions`]).
     version: u64,
     bytes: usize,
@@ -82,13 +88,14 @@ impl PopDecks {
         let mut decks = self.decks.lock();
         let deck = decks.by_set.get_mut(prefix)?;
         let card = deck.cards.pop()?;
+        deck.held.remove(&card);
         deck.bytes -= card_bytes(&card);
         let used_up = deck.cards.is_empty();
         decks.bytes -= card_bytes(&card);
         if used_up {
             self.drop_deck(&mut decks, prefix);
         }
-        Some(card)
+        Some(card.to_vec())
     }
 
     /// Returns `card`, just taken, to the top of the set's deck (a command that took it could
@@ -100,19 +107,24 @@ impl PopDecks {
             return;
         };
         let bytes = card_bytes(&card);
-        deck.cards.push(card);
-        deck.bytes += bytes;
-        decks.bytes += bytes;
+        let card = Bytes::from(card);
+        if deck.held.insert(card.clone()) {
+            deck.cards.push(card);
+            deck.bytes += bytes;
+            decks.bytes += bytes;
+        }
     }
 
     /// Makes `cards` (the members of the set at `prefix`, of `version`, in any order) its
     /// deck, shuffled. Returns false, keeping nothing, if they pass [`MAX_BYTES`] on their own.
-    pub fn deal(&self, prefix: Vec<u8>, version: u64, mut cards: Vec<Vec<u8>>) -> bool {
+    pub fn deal(&self, prefix: Vec<u8>, version: u64, cards: Vec<Vec<u8>>) -> bool {
         let bytes: usize = prefix.len() + cards.iter().map(|c| card_bytes(c)).sum::<usize>();
         if bytes > MAX_BYTES {
             return false;
         }
+        let mut cards: Vec<Bytes> = cards.into_iter().map(Bytes::from).collect();
         rand::seq::SliceRandom::shuffle(&mut cards[..], &mut rand::thread_rng());
+        let held = cards.iter().cloned().collect();
         let mut decks = self.decks.lock();
         self.drop_deck(&mut decks, &prefix);
         if decks.bytes + bytes > MAX_BYTES || decks.by_set.len() >= MAX_DECKS {
@@ -120,6 +132,7 @@ impl PopDecks {
         }
         let deck = Deck {
             cards,
+            held,
             version,
             bytes,
         };
@@ -184,11 +197,11 @@ impl PopDecks {
         Some(if distinct {
             rand::seq::index::sample(&mut rng, len, n)
                 .iter()
-                .map(|i| cards[i].clone())
+                .map(|i| cards[i].to_vec())
                 .collect()
         } else {
             (0..n)
-                .map(|_| cards[rng.gen_range(0..len)].clone())
+                .map(|_| cards[rng.gen_range(0..len)].to_vec())
                 .collect()
         })
     }
@@ -212,8 +225,13 @@ impl PopDecks {
         let Some(deck) = decks.by_set.get_mut(prefix) else {
             return;
         };
+        if deck.held.contains(member) {
+            return;
+        }
         let bytes = card_bytes(member);
-        deck.cards.push(member.to_vec());
+        let card = Bytes::copy_from_slice(member);
+        deck.held.insert(card.clone());
+        deck.cards.push(card);
         let last = deck.cards.len() - 1;
         let at = rand::thread_rng().gen_range(0..=last);
         deck.cards.swap(at, last);
@@ -297,6 +315,18 @@ mod tests {
         assert_eq!(d.take(b"other"), None);
         assert_eq!(d.bytes(), 0);
         assert!(!d.may_hold(1), "a deck used up is dropped");
+    }
+
+    #[test]
+    fn a_member_added_again_keeps_its_one_card() {
+        let d = PopDecks::default();
+        d.deal(b"s".to_vec(), 1, vec![b"a".to_vec(), b"b".to_vec()]);
+        d.wrote(b"s", b"a");
+        d.wrote(b"s", b"c");
+        d.wrote(b"s", b"c");
+        let mut all: Vec<Vec<u8>> = std::iter::from_fn(|| d.take(b"s")).collect();
+        all.sort();
+        assert_eq!(all, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
     }
 
     #[test]
