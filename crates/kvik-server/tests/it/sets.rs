@@ -23,6 +23,16 @@ fn set_of(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// SADD key with every member of `members`, in one command: the number added.
+fn sadd_all(con: &mut Connection, key: &str, members: impl IntoIterator<Item = String>) -> i64 {
+    let mut add = redis::cmd("SADD");
+    add.arg(key);
+    for m in members {
+        add.arg(m);
+    }
+    add.query(con).unwrap()
+}
+
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 #[test]
@@ -251,12 +261,10 @@ fn random_picks_spread_over_a_big_set() {
 fn spop_empties_a_set_without_stepping_over_the_members_popped_before() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    let mut add = redis::cmd("SADD");
-    add.arg("s");
-    for i in 0..3000 {
-        add.arg(format!("m{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 3000);
+    assert_eq!(
+        sadd_all(&mut c, "s", (0..3000).map(|i| format!("m{i}"))),
+        3000
+    );
     let before = info_field(&mut c, "rocksdb", "iter_skipped").unwrap();
     let mut popped = HashSet::new();
     for _ in 0..3000 {
@@ -282,19 +290,15 @@ fn spop_empties_a_set_without_stepping_over_the_members_popped_before() {
 fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    let mut add = redis::cmd("SADD");
-    add.arg("s");
-    for i in 0..1000 {
-        add.arg(format!("m{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    assert_eq!(
+        sadd_all(&mut c, "s", (0..1000).map(|i| format!("m{i}"))),
+        1000
+    );
     let mut out: Vec<String> = vec![q(&mut c, &["SPOP", "s"])];
-    let mut add = redis::cmd("SADD");
-    add.arg("s");
-    for i in 0..200 {
-        add.arg(format!("n{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 200);
+    assert_eq!(
+        sadd_all(&mut c, "s", (0..200).map(|i| format!("n{i}"))),
+        200
+    );
     let mut removed = HashSet::new();
     for i in (0..1000).step_by(10) {
         let m = format!("m{i}");
@@ -347,15 +351,9 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
         "a removed member popped"
     );
     // In pipelines (one I/O-thread turn each): members added and popped in the same turn.
-    let mut added = HashSet::new();
+    let mut added: HashSet<String> = (0..1000).map(|i| format!("p{i}")).collect();
     let mut taken = Vec::new();
-    let mut add = redis::cmd("SADD");
-    add.arg("p");
-    for i in 0..1000 {
-        add.arg(format!("p{i}"));
-        added.insert(format!("p{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    assert_eq!(sadd_all(&mut c, "p", added.clone()), 1000);
     let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
     for round in 0..300 {
         let (x, y) = (format!("x{round}"), format!("y{round}"));
@@ -411,12 +409,10 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
 fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
     let srv = TestServer::start();
     let mut c = srv.client();
-    let mut add = redis::cmd("SADD");
-    add.arg("s");
-    for i in 0..1000 {
-        add.arg(format!("m{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    assert_eq!(
+        sadd_all(&mut c, "s", (0..1000).map(|i| format!("m{i}"))),
+        1000
+    );
     let _: String = q(&mut c, &["SRANDMEMBER", "s"]);
     let mut removed: HashSet<String> = (0..100).map(|i| format!("m{i}")).collect();
     let mut rem = redis::cmd("SREM");
@@ -425,12 +421,10 @@ fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
         rem.arg(m);
     }
     assert_eq!(rem.query::<i64>(&mut c).unwrap(), 100);
-    let mut add = redis::cmd("SADD");
-    add.arg("s");
-    for i in 0..100 {
-        add.arg(format!("n{i}"));
-    }
-    assert_eq!(add.query::<i64>(&mut c).unwrap(), 100);
+    assert_eq!(
+        sadd_all(&mut c, "s", (0..100).map(|i| format!("n{i}"))),
+        100
+    );
     let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
     let mut seen = HashSet::new();
     for _ in 0..2000 {

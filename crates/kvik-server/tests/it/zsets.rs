@@ -1210,6 +1210,16 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
         }
         out
     };
+    // The model of `first` pops, a ZADD of `m` at `score`, one more pop.
+    let pop_write_pop = |model: &mut BTreeSet<(i64, String)>, first, max, m: &str, score| {
+        let mut want = pop(model, first, max);
+        if let Some(old) = score_of(model, m) {
+            model.remove(&(old, m.to_string()));
+        }
+        model.insert((score, m.to_string()));
+        want.extend(pop(model, 1, max));
+        want
+    };
     for step in 0..3000 {
         let m = format!("m{}", next(60));
         match next(11) {
@@ -1259,12 +1269,7 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
                 let max = next(2) == 0;
                 let name = if max { "zpopmax" } else { "zpopmin" };
                 let score = next(100) as i64;
-                let mut want = pop(&mut model, 1, max);
-                if let Some(old) = score_of(&model, &m) {
-                    model.remove(&(old, m.clone()));
-                }
-                model.insert((score, m.clone()));
-                want.extend(pop(&mut model, 1, max));
+                let want = pop_write_pop(&mut model, 1, max, &m, score);
                 let got: Vec<String> = if step % 2 == 0 {
                     let (a, _, b): (Vec<String>, i64, Vec<String>) = redis::pipe()
                         .atomic()
@@ -1302,12 +1307,7 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
                 let max = next(2) == 0;
                 let name = if max { "ZPOPMAX" } else { "ZPOPMIN" };
                 let score = next(100) as i64;
-                let mut want = pop(&mut model, 2, max);
-                if let Some(old) = score_of(&model, &m) {
-                    model.remove(&(old, m.clone()));
-                }
-                model.insert((score, m.clone()));
-                want.extend(pop(&mut model, 1, max));
+                let want = pop_write_pop(&mut model, 2, max, &m, score);
                 let (a, _, b): (Vec<String>, i64, Vec<String>) = redis::pipe()
                     .cmd(name)
                     .arg("z")
