@@ -4,8 +4,8 @@
 # ~33,000 distinct members at N=40000) and popped as many times as it has members (-c 50). A
 # pop that stepped over the tombstones of the members popped before slowed as the set emptied
 # (docs/benchmarks.md sections 42, 43); the rate of a run cut at TIMEOUT seconds is the members
-# it popped per second. Before its SPOP run, the full set is read by READS SRANDMEMBER (and
-# SRANDMEMBER 5) requests.
+# it popped per second. Before the ZPOPMAX and SPOP runs, the full collection is read by READS
+# ZRANDMEMBER (and ZRANDMEMBER 5 WITHSCORES), SRANDMEMBER (and SRANDMEMBER 5) requests.
 # Sides alternate per round: kvik binaries given as arguments (the first is OLD, the second NEW),
 # then redis-server with appendonly yes, appendfsync everysec.
 #
@@ -40,6 +40,8 @@ run_side() { # label
   redis-benchmark -p "$port" -q -n "$N" -c 50 -r 100000 -t zadd >/dev/null 2>&1
   zmin=$(pop_rate "$port" myzset ZCARD ZPOPMIN)
   redis-benchmark -p "$port" -q -n "$N" -c 50 -r 100000 -t zadd >/dev/null 2>&1
+  zrand1=$(read_rate "$port" ZRANDMEMBER myzset)
+  zrand5=$(read_rate "$port" ZRANDMEMBER myzset 5 WITHSCORES)
   zmax=$(pop_rate "$port" myzset ZCARD ZPOPMAX)
   redis-benchmark -p "$port" -q -n "$N" -c 50 -r 100000 -t sadd >/dev/null 2>&1
   srand1=$(read_rate "$port" SRANDMEMBER myset)
@@ -47,8 +49,8 @@ run_side() { # label
   spop=$(pop_rate "$port" myset SCARD SPOP)
   printf '%-10s ZPOPMIN %s  ZPOPMAX %s  SPOP %s   (members popped, popped/s)\n' \
     "$label" "$zmin" "$zmax" "$spop"
-  printf '%-10s SRANDMEMBER %s  SRANDMEMBER 5 %s   (req/s, %s requests)\n' \
-    "$label" "$srand1" "$srand5" "$READS"
+  printf '%-10s SRANDMEMBER %s  SRANDMEMBER 5 %s  ZRANDMEMBER %s  ZRANDMEMBER 5 WITHSCORES %s   (req/s, %s requests)\n' \
+    "$label" "$srand1" "$srand5" "$zrand1" "$zrand5" "$READS"
 }
 
 # read_rate port command...: requests per second of READS runs of the command (-c 50).

@@ -26,6 +26,7 @@ use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
 use crate::storage::locks::KeyGuard;
+use crate::storage::pop_decks::MAX_DECK_MEMBERS;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, StorageError, View, Wait};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
@@ -926,6 +927,94 @@ impl<'v, 'k> Sampler<'v, 'k> {
         }
         random_walk(&mut self.cursor(), &mut rng)
     }
+}
+
+/// The most picks a read (SRANDMEMBER, ZRANDMEMBER) draws from a deck; more are sampled by
+/// walks.
+const MAX_DECK_PICKS: u64 = 1024;
+
+/// `n` random members, with their values, of the collection `coll` of `kind` (a set or a
+/// sorted set, of `len` members), from distinct places of its deck (`storage::pop_decks`)
+/// when `distinct`, each checked to be a member in `view`. A set without a deck is dealt one
+/// first, under the key's lock, if the decks have room (`PopDecks::may_deal_for_reads`: a
+/// set refused once is not read for a deck again; not in a transaction, whose thread may
+/// hold other keys' locks). `None` when a deck cannot answer: none, a count past
+/// [`MAX_DECK_PICKS`] or a quarter of the deck for distinct picks, or most cards drawn not
+/// members in `view` (removed since the deal; the deck is then dropped, and dealt again).
+#[allow(clippy::too_many_arguments)]
+pub fn deck_picks(
+    ctx: &Ctx<'_>,
+    view: &View<'_>,
+    coll: Coll<'_>,
+    kind: Kind,
+    len: u64,
+    n: u64,
+    distinct: bool,
+) -> Result<Option<Vec<Entry>>, CmdError> {
+    if n == 0 || len > MAX_DECK_MEMBERS || n > MAX_DECK_PICKS || (distinct && n > len / 4) {
+        return Ok(None);
+    }
+    let storage = ctx.storage();
+    let decks = storage.pop_decks();
+    let prefix = coll.prefix();
+    if !decks.has(&prefix) {
+        if storage.in_txn() || !decks.may_deal_for_reads(&prefix) {
+            return Ok(None);
+        }
+        if ctx.mode.no_wait() {
+            // Dealing takes the key's lock and reads the whole set: a worker's job.
+            return Err(CmdError::WOULD_BLOCK);
+        }
+        let _guard = storage.lock(ctx.db(), &[coll.key]);
+        let latest = storage.latest();
+        // The set may have been replaced since `view` was taken: deal only the same version.
+        let same = latest
+            .get_meta(coll.db, coll.key)?
+            .is_some_and(|m| m.kind == kind && m.version == coll.version);
+        if !same {
+            return Ok(None);
+        }
+        if !decks.has(&prefix) {
+            let mut cards = Vec::with_capacity(len as usize);
+            latest.for_each_member(Cf::Data, &coll, |m, _| {
+                cards.push(m.to_vec());
+                true
+            })?;
+            if !decks.deal_for_reads(prefix.clone(), coll.version, cards) {
+                return Ok(None);
+            }
+        }
+    }
+    let n = n as usize;
+    let mut picks = Vec::with_capacity(n);
+    let mut taken: HashSet<Vec<u8>> = HashSet::new();
+    for _ in 0..4 {
+        let want = n - picks.len();
+        let Some(cards) = decks.sample(&prefix, want + want / 4 + 2, distinct) else {
+            return Ok(None);
+        };
+        let found = view.get_members(&coll, &cards)?;
+        let drawn = cards.len();
+        let stale = found.iter().filter(|f| f.is_none()).count();
+        for (card, f) in cards.into_iter().zip(found) {
+            let Some(value) = f.filter(|_| picks.len() < n) else {
+                continue;
+            };
+            if distinct && !taken.insert(card.clone()) {
+                continue;
+            }
+            picks.push((card, value));
+        }
+        if picks.len() == n {
+            return Ok(Some(picks));
+        }
+        if stale * 2 > drawn {
+            // Most cards drawn are stale: deal again rather than keep drawing.
+            decks.forget(&prefix);
+            return Ok(None);
+        }
+    }
+    Ok(None)
 }
 
 /// The entry under the cursor, copied.

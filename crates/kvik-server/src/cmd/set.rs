@@ -13,8 +13,8 @@
 
 use super::cached::{member_values, KeyReads};
 use super::collection::{
-    self, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler, ERR_OUT_OF_RANGE,
-    IO_THREAD_MAX_POP, SMALL_SAMPLE,
+    self, deck_picks, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler,
+    ERR_OUT_OF_RANGE, IO_THREAD_MAX_POP, SMALL_SAMPLE,
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
@@ -464,8 +464,8 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let member = match ctx.read_collection(&args[1], Kind::Set)? {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
-                match deck_picks(ctx, &view, coll, meta.len, 1, true)? {
-                    Some(mut picks) => picks.pop(),
+                match deck_picks(ctx, &view, coll, Kind::Set, meta.len, 1, true)? {
+                    Some(mut picks) => picks.pop().map(|(m, _)| m),
                     None => {
                         walks_on_a_worker(ctx, meta.len)?;
                         Sampler::new(&view, Cf::Data, coll, meta.len)
@@ -486,9 +486,9 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
     let n = count.unsigned_abs();
-    if let Some(picks) = deck_picks(ctx, &view, coll, meta.len, n, count >= 0)? {
+    if let Some(picks) = deck_picks(ctx, &view, coll, Kind::Set, meta.len, n, count >= 0)? {
         ctx.out.array(picks.len());
-        for m in &picks {
+        for (m, _) in &picks {
             ctx.out.bulk(m);
         }
         return Ok(());
@@ -530,90 +530,6 @@ fn walks_on_a_worker(ctx: &Ctx<'_>, len: u64) -> Result<(), CmdError> {
         return Err(CmdError::WOULD_BLOCK);
     }
     Ok(())
-}
-
-/// The most picks SRANDMEMBER draws from a deck; more are sampled as before.
-const MAX_DECK_PICKS: u64 = 1024;
-
-/// `n` random members of the set `coll` (of `len` members), from distinct places of the deck
-/// when `distinct`, each checked to be a member in `view`. A set without a deck is dealt one
-/// first, under the key's lock, if the decks have room (`PopDecks::may_deal_for_reads`: a
-/// set refused once is not read for a deck again; not in a transaction, whose thread may
-/// hold other keys' locks). `None` when a deck cannot answer: none, a count past
-/// [`MAX_DECK_PICKS`] or a quarter of the deck for distinct picks, or most cards drawn not
-/// members in `view` (removed since the deal; the deck is then dropped, and dealt again).
-fn deck_picks(
-    ctx: &Ctx<'_>,
-    view: &View<'_>,
-    coll: Coll<'_>,
-    len: u64,
-    n: u64,
-    distinct: bool,
-) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
-    if n == 0 || len > MAX_DECK_MEMBERS || n > MAX_DECK_PICKS || (distinct && n > len / 4) {
-        return Ok(None);
-    }
-    let storage = ctx.storage();
-    let decks = storage.pop_decks();
-    let prefix = coll.prefix();
-    if !decks.has(&prefix) {
-        if storage.in_txn() || !decks.may_deal_for_reads(&prefix) {
-            return Ok(None);
-        }
-        if ctx.mode.no_wait() {
-            // Dealing takes the key's lock and reads the whole set: a worker's job.
-            return Err(CmdError::WOULD_BLOCK);
-        }
-        let _guard = storage.lock(ctx.db(), &[coll.key]);
-        let latest = storage.latest();
-        // The set may have been replaced since `view` was taken: deal only the same version.
-        let same = latest
-            .get_meta(coll.db, coll.key)?
-            .is_some_and(|m| m.kind == Kind::Set && m.version == coll.version);
-        if !same {
-            return Ok(None);
-        }
-        if !decks.has(&prefix) {
-            let mut cards = Vec::with_capacity(len as usize);
-            latest.for_each_member(Cf::Data, &coll, |m, _| {
-                cards.push(m.to_vec());
-                true
-            })?;
-            if !decks.deal_for_reads(prefix.clone(), coll.version, cards) {
-                return Ok(None);
-            }
-        }
-    }
-    let n = n as usize;
-    let mut picks = Vec::with_capacity(n);
-    let mut taken: HashSet<Vec<u8>> = HashSet::new();
-    for _ in 0..4 {
-        let want = n - picks.len();
-        let Some(cards) = decks.sample(&prefix, want + want / 4 + 2, distinct) else {
-            return Ok(None);
-        };
-        let found = view.get_members(&coll, &cards)?;
-        let drawn = cards.len();
-        let stale = found.iter().filter(|f| f.is_none()).count();
-        for (card, f) in cards.into_iter().zip(found) {
-            if f.is_none() || picks.len() == n {
-                continue;
-            }
-            if distinct && !taken.insert(card.clone()) {
-                continue;
-            }
-            picks.push(card);
-        }
-        if picks.len() == n {
-            return Ok(Some(picks));
-        }
-        if stale * 2 > drawn {
-            // Most cards drawn are stale: deal again rather than keep drawing.
-            decks.forget(&prefix);
-            return Ok(None);
-        }
-    }
-    Ok(None)
 }
 
 /// SSCAN key cursor [MATCH pattern] [COUNT count]: the next cursor and members.

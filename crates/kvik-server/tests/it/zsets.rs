@@ -1136,6 +1136,78 @@ fn random_members_of_a_big_set() {
     assert!(one.starts_with('m'));
 }
 
+/// ZRANDMEMBER draws from the sorted set's deck (`storage::pop_decks`), dealt by its first
+/// read: members removed after the deal never come back, members added after it do, and a
+/// member whose score changed keeps one card and is read with its new score.
+#[test]
+fn zrandmember_draws_from_the_deck_only_what_the_set_holds() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let mut add = redis::cmd("ZADD");
+    add.arg("z");
+    for i in 0..1000 {
+        add.arg(i).arg(format!("m{i}"));
+    }
+    assert_eq!(add.query::<i64>(&mut c).unwrap(), 1000);
+    let _: String = redis::cmd("ZRANDMEMBER").arg("z").query(&mut c).unwrap();
+    let mut change = redis::pipe();
+    change.cmd("ZREM").arg("z");
+    for i in 0..100 {
+        change.arg(format!("m{i}"));
+    }
+    change.ignore().cmd("ZADD").arg("z");
+    for i in 0..100 {
+        change.arg(10_000 + i).arg(format!("n{i}"));
+    }
+    change
+        .ignore()
+        .cmd("ZADD")
+        .arg("z")
+        .arg(5000)
+        .arg("m500")
+        .ignore();
+    let () = change.query(&mut c).unwrap();
+    let score_of = |m: &str| -> i64 {
+        let i: i64 = m[1..].parse().unwrap();
+        match m {
+            "m500" => 5000,
+            _ if m.starts_with('n') => 10_000 + i,
+            _ => i,
+        }
+    };
+    let mut added = 0;
+    for _ in 0..2000 {
+        let m: String = redis::cmd("ZRANDMEMBER").arg("z").query(&mut c).unwrap();
+        let i: i64 = m[1..].parse().unwrap();
+        assert!(m.starts_with('n') || i >= 100, "{m} was removed");
+        added += usize::from(m.starts_with('n'));
+    }
+    assert!(
+        added >= 30,
+        "only {added} of 2,000 picks were members added after the deal"
+    );
+    for _ in 0..50 {
+        for count in [20i64, -30] {
+            let got: Vec<(String, i64)> = redis::cmd("ZRANDMEMBER")
+                .arg("z")
+                .arg(count)
+                .arg("WITHSCORES")
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(got.len(), count.unsigned_abs() as usize);
+            if count > 0 {
+                let names: HashSet<&String> = got.iter().map(|(m, _)| m).collect();
+                assert_eq!(names.len(), got.len(), "distinct");
+            }
+            for (m, score) in &got {
+                let i: i64 = m[1..].parse().unwrap();
+                assert!(m.starts_with('n') || i >= 100, "{m} was removed");
+                assert_eq!(*score, score_of(m), "{m}'s score");
+            }
+        }
+    }
+}
+
 /// A queue on ZPOPMIN (or ZPOPMAX): each pop seeks from where the last one left the set's
 /// end (`storage::pop_hints`) instead of stepping over the tombstones of every member popped
 /// before it. Counted by RocksDB (INFO rocksdb `iter_skipped`), not timed: 200 pops after

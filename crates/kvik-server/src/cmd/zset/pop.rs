@@ -184,7 +184,12 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if args.len() == 2 {
         let picked = match ZSet::read(ctx, &args[1])? {
-            Some(z) => Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?,
+            Some(z) => {
+                match collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, 1, true)? {
+                    Some(mut picks) => picks.pop(),
+                    None => Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?,
+                }
+            }
             None => None,
         };
         match picked {
@@ -213,8 +218,9 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let sampler = Sampler::new(&z.view, Cf::Data, z.coll, z.len);
     let score = |v: &[u8]| decode_score(v).unwrap_or(0.0);
+    let n = count.unsigned_abs();
+    let from_deck = collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, n, count > 0)?;
     if count < 0 {
-        let n = count.unsigned_abs();
         let limit = collection::max_reply_bytes(ctx);
         // Each pick costs at least 7 bytes of reply ("$1\r\nx\r\n"): refuse what cannot fit.
         if n.saturating_mul(7) > limit {
@@ -225,7 +231,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         out.array(if withscores && !pairs { n * 2 } else { n } as usize);
         let start = out.buf.len() as u64;
         let mut too_big = false;
-        sampler.with_repeats(n, |m, v| {
+        let mut write = |m: &[u8], v: &[u8]| {
             if pairs {
                 out.array(2);
             }
@@ -235,7 +241,19 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             }
             too_big = out.buf.len() as u64 - start > limit;
             !too_big
-        })?;
+        };
+        match from_deck {
+            Some(picks) => {
+                for (m, v) in &picks {
+                    if !write(m, v) {
+                        break;
+                    }
+                }
+            }
+            None => {
+                sampler.with_repeats(n, write)?;
+            }
+        }
         if too_big {
             return Err(ERR_OUT_OF_RANGE);
         }
@@ -246,8 +264,11 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         all.reverse();
         all
     } else {
-        sampler
-            .distinct(count as u64)?
+        let picks = match from_deck {
+            Some(picks) => picks,
+            None => sampler.distinct(count as u64)?,
+        };
+        picks
             .into_iter()
             .map(|(m, v)| {
                 let s = score(&v);
