@@ -53,11 +53,13 @@ run_side() { # label
     "$label" "$srand1" "$srand5" "$zrand1" "$zrand5" "$READS"
 }
 
-# read_rate port command...: requests per second of READS runs of the command (-c 50).
+# read_rate port command...: requests per second of READS runs of the command (-c 50), or
+# "cut" if they did not finish within TIMEOUT seconds.
 read_rate() {
-  local port=$1; shift
-  timeout "$TIMEOUT" redis-benchmark -p "$port" -q -n "$READS" -c 50 "$@" 2>&1 | tr '\r' '\n' |
-    grep -o '[0-9.]* requests per second' | cut -d' ' -f1
+  local port=$1 rate; shift
+  rate=$(timeout "$TIMEOUT" redis-benchmark -p "$port" -q -n "$READS" -c 50 "$@" 2>&1 |
+    tr '\r' '\n' | grep -o '[0-9.]* requests per second' | cut -d' ' -f1 || true)
+  echo "${rate:-cut}"
 }
 
 for r in $(seq "$ROUNDS"); do

@@ -1,5 +1,5 @@
 //! A random order of a set's members, drawn once, that SPOP takes from and SRANDMEMBER
-//! samples. A random member of a set stored in RocksDB costs a walk of seeks
+//! samples (ZRANDMEMBER the same for a sorted set's members). A random member of a set stored in RocksDB costs a walk of seeks
 //! (`cmd::collection::Sampler`), each stepping over the tombstones of the members popped
 //! before, so a set emptied by SPOP ran at a twentieth of redis-server's rate, and SRANDMEMBER
 //! at a tenth (docs/benchmarks.md section 43). The first SPOP or SRANDMEMBER of a set of at
