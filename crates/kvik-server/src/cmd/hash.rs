@@ -584,7 +584,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
                 let len = live_len(&view, &coll, &meta)?;
-                Sampler::new(&view, Cf::Data, coll, len).one()?
+                match deck_picks_of_hash(ctx, &view, coll, &meta, 1, true)? {
+                    Some(mut picks) => picks.pop(),
+                    None => Sampler::new(&view, Cf::Data, coll, len).one()?,
+                }
             }
             None => None,
         };
@@ -615,8 +618,12 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let sampler = Sampler::new(&view, Cf::Data, coll, len);
     let resp3_pairs = with_values && ctx.out.proto == Proto::Resp3;
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
+    let from_deck = deck_picks_of_hash(ctx, &view, coll, &meta, count.unsigned_abs(), count >= 0)?;
     if count >= 0 {
-        let picks = sampler.distinct(count as u64)?;
+        let picks = match from_deck {
+            Some(picks) => picks,
+            None => sampler.distinct(count as u64)?,
+        };
         ctx.out.array(picks.len() * per_pick);
         for (f, v) in &picks {
             write_pick(ctx, f, v, with_values, resp3_pairs);
@@ -632,15 +639,43 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     ctx.out.array(n as usize * per_pick);
     let start = ctx.out.buf.len() as u64;
     let mut too_big = false;
-    sampler.with_repeats(n, |f, v| {
+    let mut write = |f: &[u8], v: &[u8]| {
         write_pick(ctx, f, v, with_values, resp3_pairs);
         too_big = ctx.out.buf.len() as u64 - start > limit;
         !too_big
-    })?;
+    };
+    match from_deck {
+        Some(picks) => {
+            for (f, v) in &picks {
+                if !write(f, v) {
+                    break;
+                }
+            }
+        }
+        None => {
+            sampler.with_repeats(n, write)?;
+        }
+    }
     if too_big {
         return Err(ERR_OUT_OF_RANGE);
     }
     Ok(())
+}
+
+/// [`collection::deck_picks`] for a hash without field TTLs (with them, which fields count
+/// changes with the clock, and a deck does not follow it: `None`, sampled by walks).
+fn deck_picks_of_hash(
+    ctx: &Ctx<'_>,
+    view: &crate::storage::View<'_>,
+    coll: Coll<'_>,
+    meta: &crate::storage::encoding::Meta,
+    n: u64,
+    distinct: bool,
+) -> Result<Option<Vec<collection::Entry>>, CmdError> {
+    if meta.field_ttls {
+        return Ok(None);
+    }
+    collection::deck_picks(ctx, view, coll, Kind::Hash, meta.len, n, distinct)
 }
 
 /// The number of fields reads see: the meta length, or for a hash with field TTLs (whose

@@ -552,6 +552,72 @@ fn an_expired_hash_is_gone_with_its_fields() {
     assert_eq!(q::<i64>(&mut c, &["TTL", "h"]), -1);
 }
 
+/// HRANDFIELD of a hash without field TTLs draws from its deck (`storage::pop_decks`), dealt
+/// by its first read: fields deleted after the deal never come back, fields added after it do,
+/// and a field whose value changed keeps one card and is read with its new value.
+#[test]
+fn hrandfield_draws_from_the_deck_only_what_the_hash_holds() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let mut hset = redis::cmd("HSET");
+    hset.arg("h");
+    for i in 0..1000 {
+        hset.arg(format!("f{i}")).arg(format!("v{i}"));
+    }
+    assert_eq!(hset.query::<i64>(&mut c).unwrap(), 1000);
+    let _: String = q(&mut c, &["HRANDFIELD", "h"]);
+    let mut change = redis::pipe();
+    change.cmd("HDEL").arg("h");
+    for i in 0..100 {
+        change.arg(format!("f{i}"));
+    }
+    change.ignore().cmd("HSET").arg("h");
+    for i in 0..100 {
+        change.arg(format!("g{i}")).arg(format!("w{i}"));
+    }
+    change
+        .ignore()
+        .cmd("HSET")
+        .arg("h")
+        .arg("f500")
+        .arg("x")
+        .ignore();
+    let () = change.query(&mut c).unwrap();
+    let value_of = |f: &str| match f {
+        "f500" => "x".to_string(),
+        _ if f.starts_with('g') => format!("w{}", &f[1..]),
+        _ => format!("v{}", &f[1..]),
+    };
+    let removed = |f: &str| f.starts_with('f') && f[1..].parse::<u32>().unwrap() < 100;
+    let mut added = 0;
+    for _ in 0..2000 {
+        let f: String = q(&mut c, &["HRANDFIELD", "h"]);
+        assert!(!removed(&f), "{f} was deleted");
+        added += usize::from(f.starts_with('g'));
+    }
+    assert!(
+        added >= 30,
+        "only {added} of 2,000 picks were fields added after the deal"
+    );
+    for _ in 0..50 {
+        for count in ["20", "-30"] {
+            let got: Vec<(String, String)> = q(&mut c, &["HRANDFIELD", "h", count, "WITHVALUES"]);
+            assert_eq!(
+                got.len(),
+                count.trim_start_matches('-').parse::<usize>().unwrap()
+            );
+            if !count.starts_with('-') {
+                let names: HashSet<&String> = got.iter().map(|(f, _)| f).collect();
+                assert_eq!(names.len(), got.len(), "distinct");
+            }
+            for (f, v) in &got {
+                assert!(!removed(f), "{f} was deleted");
+                assert_eq!(*v, value_of(f), "{f}'s value");
+            }
+        }
+    }
+}
+
 #[test]
 fn hashes_survive_a_restart() {
     let mut srv = TestServer::start();
