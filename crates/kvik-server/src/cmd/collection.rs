@@ -841,6 +841,32 @@ impl<'v, 'k> Sampler<'v, 'k> {
         Ok(Some(out))
     }
 
+    /// [`Sampler::distinct`], or the picks a deck gave ([`deck_picks`]) when it answered.
+    pub fn distinct_or(
+        &self,
+        deck: Option<Vec<Entry>>,
+        count: u64,
+    ) -> Result<Vec<Entry>, StorageError> {
+        match deck {
+            Some(picks) => Ok(picks),
+            None => self.distinct(count),
+        }
+    }
+
+    /// [`Sampler::with_repeats`], or the picks a deck gave ([`deck_picks`]), when it
+    /// answered, passed to `f` the same way.
+    pub fn with_repeats_or(
+        &self,
+        deck: Option<Vec<Entry>>,
+        count: u64,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool, StorageError> {
+        match deck {
+            Some(picks) => Ok(picks.iter().all(|(m, v)| f(m, v))),
+            None => self.with_repeats(count, f),
+        }
+    }
+
     /// `count` picks that may repeat, passed to `f` one by one (negative HRANDFIELD /
     /// SRANDMEMBER counts). Stops early, returning false, when `f` does.
     pub fn with_repeats(

@@ -620,10 +620,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
     let from_deck = deck_picks_of_hash(ctx, &view, coll, &meta, count.unsigned_abs(), count >= 0)?;
     if count >= 0 {
-        let picks = match from_deck {
-            Some(picks) => picks,
-            None => sampler.distinct(count as u64)?,
-        };
+        let picks = sampler.distinct_or(from_deck, count as u64)?;
         ctx.out.array(picks.len() * per_pick);
         for (f, v) in &picks {
             write_pick(ctx, f, v, with_values, resp3_pairs);
@@ -639,23 +636,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     ctx.out.array(n as usize * per_pick);
     let start = ctx.out.buf.len() as u64;
     let mut too_big = false;
-    let mut write = |f: &[u8], v: &[u8]| {
+    sampler.with_repeats_or(from_deck, n, |f, v| {
         write_pick(ctx, f, v, with_values, resp3_pairs);
         too_big = ctx.out.buf.len() as u64 - start > limit;
         !too_big
-    };
-    match from_deck {
-        Some(picks) => {
-            for (f, v) in &picks {
-                if !write(f, v) {
-                    break;
-                }
-            }
-        }
-        None => {
-            sampler.with_repeats(n, write)?;
-        }
-    }
+    })?;
     if too_big {
         return Err(ERR_OUT_OF_RANGE);
     }

@@ -486,17 +486,13 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
     let n = count.unsigned_abs();
-    if let Some(picks) = deck_picks(ctx, &view, coll, Kind::Set, meta.len, n, count >= 0)? {
-        ctx.out.array(picks.len());
-        for (m, _) in &picks {
-            ctx.out.bulk(m);
-        }
-        return Ok(());
+    let from_deck = deck_picks(ctx, &view, coll, Kind::Set, meta.len, n, count >= 0)?;
+    if from_deck.is_none() {
+        walks_on_a_worker(ctx, meta.len)?;
     }
-    walks_on_a_worker(ctx, meta.len)?;
     let sampler = Sampler::new(&view, Cf::Data, coll, meta.len);
     if count >= 0 {
-        let picks = sampler.distinct(n)?;
+        let picks = sampler.distinct_or(from_deck, n)?;
         ctx.out.array(picks.len());
         for (m, _) in &picks {
             ctx.out.bulk(m);
@@ -512,7 +508,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let start = ctx.out.buf.len() as u64;
     let out = &mut *ctx.out;
     let mut too_big = false;
-    sampler.with_repeats(n, |m, _| {
+    sampler.with_repeats_or(from_deck, n, |m, _| {
         out.bulk(m);
         too_big = out.buf.len() as u64 - start > limit;
         !too_big

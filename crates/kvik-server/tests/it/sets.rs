@@ -470,6 +470,21 @@ fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
         "only {} distinct of 200 members",
         seen.len()
     );
+    // Picks from a deck keep the reply within proto-max-bulk-len, as walks do: 8 picks of
+    // 200 KB members pass 1 MB.
+    q::<()>(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "1mb"]);
+    let big = "x".repeat(200_000);
+    let members: Vec<String> = (0..8).map(|i| format!("{i}{big}")).collect();
+    assert_eq!(sadd_all(&mut c, "big", members), 8);
+    let _: String = q(&mut c, &["SRANDMEMBER", "big"]);
+    assert_eq!(
+        err(&mut c, &["SRANDMEMBER", "big", "-8"]),
+        "ERR value is out of range"
+    );
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["SRANDMEMBER", "big", "-2"]).len(),
+        2
+    );
 }
 
 #[test]

@@ -231,7 +231,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         out.array(if withscores && !pairs { n * 2 } else { n } as usize);
         let start = out.buf.len() as u64;
         let mut too_big = false;
-        let mut write = |m: &[u8], v: &[u8]| {
+        sampler.with_repeats_or(from_deck, n, |m, v| {
             if pairs {
                 out.array(2);
             }
@@ -241,19 +241,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             }
             too_big = out.buf.len() as u64 - start > limit;
             !too_big
-        };
-        match from_deck {
-            Some(picks) => {
-                for (m, v) in &picks {
-                    if !write(m, v) {
-                        break;
-                    }
-                }
-            }
-            None => {
-                sampler.with_repeats(n, write)?;
-            }
-        }
+        })?;
         if too_big {
             return Err(ERR_OUT_OF_RANGE);
         }
@@ -264,11 +252,8 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         all.reverse();
         all
     } else {
-        let picks = match from_deck {
-            Some(picks) => picks,
-            None => sampler.distinct(count as u64)?,
-        };
-        picks
+        sampler
+            .distinct_or(from_deck, count as u64)?
             .into_iter()
             .map(|(m, v)| {
                 let s = score(&v);
