@@ -74,6 +74,8 @@ pub struct Config {
     pub memtable_max_entries: AtomicU64,
     /// `rocksdb-bottom-compression` (see `storage::options::BottomCompression`).
     pub bottom_compression: RwLock<BottomCompression>,
+    /// `rocksdb-tombstone-cleanup` (see `storage::options::TombstoneCleanup`).
+    pub tombstone_cleanup: AtomicBool,
     /// Free bytes on the data directory's file system below which writes are refused
     /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
     pub disk_free_min: AtomicU64,
@@ -975,6 +977,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rocksdb-tombstone-cleanup",
+        default: "yes",
+        mutable: false,
+        help: "compact soon the files dense in deletions, and flush a memtable that scans step over many deleted entries in, so a mass DEL, HDEL or pop does not slow later scans of what is left (SCAN, RANDOMKEY, HGETALL, ZRANGE)",
+        get: |c| if c.tombstone_cleanup.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.tombstone_cleanup.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rocksdb-level0-slowdown-writes-trigger",
         default: "20",
         mutable: true,
@@ -1497,6 +1510,7 @@ impl Default for Config {
             cache_maxmemory: AtomicU64::new(0),
             compact_rate_limit: AtomicU64::new(0),
             bottom_compression: RwLock::new(BottomCompression::Lz4),
+            tombstone_cleanup: AtomicBool::new(true),
             max_write_buffer_bytes: AtomicU64::new(
                 crate::storage::options::DEFAULT_MAX_WRITE_BUFFER_BYTES,
             ),
@@ -1651,6 +1665,7 @@ impl Config {
             bottom_compression: *self.bottom_compression.read(),
             wal_ttl_secs: self.repl.wal_ttl_secs.load(Relaxed),
             wal_size_limit_mb: self.repl.wal_size_limit.load(Relaxed).div_ceil(1 << 20),
+            tombstone_cleanup: self.tombstone_cleanup.load(Relaxed),
         }
     }
 

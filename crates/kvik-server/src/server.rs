@@ -449,8 +449,13 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
                 server.storage.check_stall();
-                server.storage.flush_crowded_memtables(
+                server.storage.flush_memtables(
                     server.config.memtable_max_entries.load(Ordering::Relaxed),
+                    if server.config.tombstone_cleanup.load(Ordering::Relaxed) {
+                        crate::storage::options::TombstoneCleanup::QUIET_FLUSH_DELETIONS
+                    } else {
+                        0
+                    },
                 );
                 // A replica applies its primary's expirations and counts; it writes none. Nor
                 // does a primary whose writes FAILOVER or CLIENT PAUSE WRITE paused (as Redis).

@@ -848,6 +848,16 @@ const TICKERS: &[(&str, Ticker)] = &[
     // Entries iterators stepped over without returning them: tombstones and older versions
     // (a pop from a sorted set's head reading past the members popped before it).
     ("iter_skipped", Ticker::NumberIterSkip),
+    // What flushes and compactions wrote and read; the `marked` ones are the compactions of
+    // files marked dense in deletions (`rocksdb-tombstone-cleanup`).
+    ("flush_write_bytes", Ticker::FlushWriteBytes),
+    ("compact_read_bytes", Ticker::CompactReadBytes),
+    ("compact_write_bytes", Ticker::CompactWriteBytes),
+    ("compact_read_marked_bytes", Ticker::CompactReadBytesMarked),
+    (
+        "compact_write_marked_bytes",
+        Ticker::CompactWriteBytesMarked,
+    ),
 ];
 
 /// DB-wide integer properties INFO rocksdb shows, as (field, property).
@@ -915,6 +925,8 @@ fn rocksdb_section(server: &Server, w: &mut Lines<'_>) {
     );
     // Memtables flushed for their entry count (`rocksdb-memtable-max-entries`).
     w.field("memtable_entry_flushes", st.memtable_entry_flushes());
+    // Memtables of deletions flushed once writes stopped (`rocksdb-tombstone-cleanup`).
+    w.field("memtable_deletion_flushes", st.memtable_deletion_flushes());
     for cf in crate::storage::COLUMN_FAMILIES {
         let mut line = String::new();
         for (i, (field, property)) in CF_PROPERTIES.iter().enumerate() {

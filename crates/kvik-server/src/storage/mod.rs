@@ -264,7 +264,7 @@ pub struct Storage {
     /// them reads them again (see `txn`).
     flushes: AtomicU64,
     /// Memtables flushed for their entry count (see `memtables`).
-    memtable_entry_flushes: AtomicU64,
+    memtables: memtables::MemtableWatch,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,
     /// Group commit: when the WAL buffer reaches the file (see `wal`).
@@ -353,6 +353,12 @@ impl Storage {
         ];
         let db = Arc::new(DB::open_cf_descriptors(&opts, dir, cfs)?);
         let _ = handle.set(Arc::downgrade(&db));
+        let triggers = options::TombstoneCleanup::memtable_options(tuning.tombstone_cleanup);
+        let triggers: Vec<(&str, &str)> = triggers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        for name in TUNED_CFS {
+            let cf = db.cf_handle(name).expect("the column families just opened");
+            db.set_options_cf(cf, &triggers)?;
+        }
         let mut storage = Storage {
             db,
             fsync: AtomicU8::new(FsyncPolicy::Everysec as u8),
@@ -365,7 +371,7 @@ impl Storage {
             counts: KeyCounts::default(),
             commit_gate: RwLock::new(()),
             flushes: AtomicU64::new(0),
-            memtable_entry_flushes: AtomicU64::new(0),
+            memtables: Default::default(),
             shared,
             wal: wal::WalGroup::default(),
             pop_hints: Default::default(),

@@ -180,6 +180,9 @@ pub struct Tuning {
     /// replicas to catch up from (`repl-wal-ttl`, `repl-wal-size-limit`); 0 and 0: none.
     pub wal_ttl_secs: u64,
     pub wal_size_limit_mb: u64,
+    /// `rocksdb-tombstone-cleanup`: files dense in deletions are compacted soon, and a scan
+    /// that steps over many of them in the active memtable flushes it ([`TombstoneCleanup`]).
+    pub tombstone_cleanup: bool,
 }
 
 /// RocksDB's write stall thresholds (all mutable at run time).
@@ -239,6 +242,7 @@ impl Default for Tuning {
             bottom_compression: BottomCompression::Lz4,
             wal_ttl_secs: 0,
             wal_size_limit_mb: 0,
+            tombstone_cleanup: true,
         }
     }
 }
@@ -396,7 +400,56 @@ pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Op
     o.set_level_zero_stop_writes_trigger(s.level0_stop_writes_trigger as i32);
     o.set_soft_pending_compaction_bytes_limit(s.soft_pending_compaction_bytes_limit as usize);
     o.set_hard_pending_compaction_bytes_limit(s.hard_pending_compaction_bytes_limit as usize);
+    if t.tombstone_cleanup {
+        o.add_compact_on_deletion_collector_factory(
+            TombstoneCleanup::WINDOW,
+            TombstoneCleanup::DELETIONS_IN_WINDOW,
+            TombstoneCleanup::FILE_RATIO,
+        );
+    }
     o
+}
+
+/// How deletions are kept from slowing the reads that come after them (`rocksdb-tombstone-
+/// cleanup`). A deleted record stays in RocksDB as a tombstone until a compaction carries it
+/// down to the level holding what it deletes; until then every scan over its range steps over
+/// it (SCAN or RANDOMKEY after a mass DEL, HGETALL of a hash whose fields were mostly deleted,
+/// the expiry index's scan from its oldest entry: Kvrocks #876, blackwidow #19). RocksDB
+/// compacts by size, not by deletions, so a wave of them can sit in the upper levels, and in
+/// the memtable, indefinitely. Two of its mechanisms end that:
+/// - a table property collector marks an SST for compaction when its deletions are dense
+///   (at least [`Self::DELETIONS_IN_WINDOW`] in some [`Self::WINDOW`] consecutive entries, or
+///   [`Self::FILE_RATIO`] of the file); marked files are compacted when nothing more urgent is
+///   pending, down to where the tombstones and what they delete are dropped together;
+/// - an iterator that steps over [`Self::SCAN_FLUSH_TRIGGER`] deleted or overwritten entries of
+///   the active memtable in one seek or step (or [`Self::AVG_SCAN_FLUSH_TRIGGER`] on average per
+///   step, over at least that many) has the memtable flushed at the column family's next
+///   write, so the collector sees them; and kvik's timer flushes a memtable holding
+///   [`Self::QUIET_FLUSH_DELETIONS`] deletions that took no write since its last tick
+///   (`storage::memtables`), for the wave that no write follows.
+pub struct TombstoneCleanup;
+
+impl TombstoneCleanup {
+    pub const WINDOW: usize = 32_768;
+    pub const DELETIONS_IN_WINDOW: usize = 16_384;
+    pub const FILE_RATIO: f64 = 0.5;
+    pub const SCAN_FLUSH_TRIGGER: u32 = 10_000;
+    pub const AVG_SCAN_FLUSH_TRIGGER: u32 = 100;
+    pub const QUIET_FLUSH_DELETIONS: u64 = Self::SCAN_FLUSH_TRIGGER as u64;
+
+    /// The memtable triggers, as RocksDB's `SetOptions` names them (the C API has no setter
+    /// for them on `Options`); 0 turns them off.
+    pub fn memtable_options(on: bool) -> [(&'static str, String); 2] {
+        let (op, avg) = if on {
+            (Self::SCAN_FLUSH_TRIGGER, Self::AVG_SCAN_FLUSH_TRIGGER)
+        } else {
+            (0, 0)
+        };
+        [
+            ("memtable_op_scan_flush_trigger", op.to_string()),
+            ("memtable_avg_op_scan_flush_trigger", avg.to_string()),
+        ]
+    }
 }
 
 impl super::Storage {
@@ -560,6 +613,15 @@ mod tests {
             is("memtable_prefix_bloom_size_ratio", bloom);
             is("memtable_whole_key_filtering", whole_key);
             is("write_buffer_size", &(4u64 << 20).to_string());
+            is("memtable_op_scan_flush_trigger", "10000");
+            is("memtable_avg_op_scan_flush_trigger", "100");
+            let collectors = &opts["table_properties_collectors"];
+            assert!(
+                collectors.contains("CompactOnDeletionCollector")
+                    && collectors.contains("deletion_trigger=16384")
+                    && collectors.contains("window_size=32768"),
+                "{cf}: {collectors}"
+            );
             is("level0_slowdown_writes_trigger", "21");
             is("level0_stop_writes_trigger", "37");
             is(
@@ -685,5 +747,66 @@ mod tests {
             zstd < lz4 && lz4 < none,
             "SST bytes: zstd {zstd}, lz4 {lz4}, none {none}"
         );
+    }
+
+    /// With `rocksdb-tombstone-cleanup`, a scan that steps over the deletions a mass DEL left
+    /// in the active memtable has it flushed at the next write; without it the memtable stays.
+    #[test]
+    fn a_scan_over_many_deletions_in_the_memtable_has_it_flushed() {
+        use crate::storage::{encoding::Meta, Batch, CF_META};
+        const KEYS: u32 = 30_000;
+        for cleanup in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let t = Tuning {
+                tombstone_cleanup: cleanup,
+                ..tuning()
+            };
+            let s = Storage::open_tuned(dir.path(), HotCache::new(CacheSettings::default()), &t)
+                .unwrap();
+            let active = || {
+                s.db.property_int_value_cf(s.cf(CF_META), "rocksdb.num-entries-active-mem-table")
+                    .unwrap()
+                    .unwrap()
+            };
+            let write = |from: u32, to: u32, delete: bool| {
+                let mut b = Batch::default();
+                for i in from..to {
+                    let key = format!("key:{i:06}");
+                    if delete {
+                        b.delete_meta(&s, 0, key.as_bytes());
+                    } else {
+                        b.put_meta(&s, 0, key.as_bytes(), &Meta::string(b"v".to_vec(), 0));
+                    }
+                }
+                s.commit(b).unwrap();
+            };
+            write(0, KEYS, false);
+            s.db.flush_cf(s.cf(CF_META)).unwrap();
+            write(0, KEYS - 10, true);
+            assert!(active() >= u64::from(KEYS - 10));
+            let mut found = Vec::new();
+            s.scan_meta(0, None, 100, |key, _| {
+                found.push(String::from_utf8_lossy(key).into_owned());
+                true
+            })
+            .unwrap();
+            found.sort();
+            let left: Vec<String> = (KEYS - 10..KEYS).map(|i| format!("key:{i:06}")).collect();
+            assert_eq!(found, left);
+            // The flush the scan asked for is requested by the next write into the memtable
+            // and scheduled by the one after it.
+            write(KEYS, KEYS + 1, false);
+            write(KEYS + 1, KEYS + 2, false);
+            s.db.flush_wal(true).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while cleanup && active() > 100 && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if cleanup {
+                assert!(active() <= 100, "flushed: {} entries left", active());
+            } else {
+                assert!(active() >= u64::from(KEYS - 10), "kept: {}", active());
+            }
+        }
     }
 }

@@ -343,3 +343,103 @@ fn the_bottom_compression_is_a_setting() {
     let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-bottom-compression"]);
     assert_eq!(got[1], "none");
 }
+
+/// What an HSCAN or a ZRANGE from a collection's start steps over (INFO rocksdb `iter_skipped`,
+/// RocksDB's count of entries iterators passed without returning them) after HDEL and ZPOPMIN
+/// removed all but 10 of 30,000 entries.
+fn skipped_by_scans(con: &mut Connection) -> u64 {
+    let before = rocksdb_field(con, "iter_skipped");
+    let _: redis::Value = q(con, &["HSCAN", "h", "0", "COUNT", "100"]);
+    let _: Vec<String> = q(con, &["ZRANGE", "z", "0", "0"]);
+    rocksdb_field(con, "iter_skipped") - before
+}
+
+fn fill_and_delete(con: &mut Connection, entries: u64, keep: u64) {
+    for start in (0..entries).step_by(1000) {
+        let mut hset = redis::cmd("HSET");
+        let mut zadd = redis::cmd("ZADD");
+        hset.arg("h");
+        zadd.arg("z");
+        for i in start..start + 1000 {
+            hset.arg(format!("f:{i:06}")).arg("v");
+            zadd.arg(i).arg(format!("m:{i:06}"));
+        }
+        let () = redis::pipe()
+            .add_command(hset)
+            .ignore()
+            .add_command(zadd)
+            .ignore()
+            .query(con)
+            .unwrap();
+    }
+    for start in (0..entries - keep).step_by(1000) {
+        let end = (start + 1000).min(entries - keep);
+        let mut hdel = redis::cmd("HDEL");
+        hdel.arg("h");
+        for i in start..end {
+            hdel.arg(format!("f:{i:06}"));
+        }
+        let () = redis::pipe()
+            .add_command(hdel)
+            .ignore()
+            .cmd("ZPOPMIN")
+            .arg("z")
+            .arg(end - start)
+            .ignore()
+            .query(con)
+            .unwrap();
+    }
+    let left: (u64, u64) = redis::pipe()
+        .cmd("HLEN")
+        .arg("h")
+        .cmd("ZCARD")
+        .arg("z")
+        .query(con)
+        .unwrap();
+    assert_eq!(left, (keep, keep));
+}
+
+/// A mass deletion does not slow the scans of what is left (blackwidow #19: HGETALL slow after
+/// most fields were deleted): with `rocksdb-tombstone-cleanup`, the memtable holding the
+/// deletions is flushed once writes stop and the files dense in them are compacted, so an
+/// HSCAN and a ZRANGE from the start soon step over almost nothing; without it they step
+/// over every deleted entry, and go on doing so. Counted by RocksDB, not timed.
+#[test]
+fn scans_after_a_mass_deletion_soon_step_over_nothing() {
+    const ENTRIES: u64 = 30_000;
+    const KEEP: u64 = 10;
+    let s = TestServer::start();
+    let mut con = s.client();
+    let got: Vec<String> = q(&mut con, &["CONFIG", "GET", "rocksdb-tombstone-cleanup"]);
+    assert_eq!(got[1], "yes");
+    fill_and_delete(&mut con, ENTRIES, KEEP);
+    let mut last = u64::MAX;
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            last = skipped_by_scans(&mut con);
+            last < 1_000
+        }),
+        "scans still step over {last} entries after 20 s"
+    );
+    assert!(rocksdb_field(&mut con, "memtable_deletion_flushes") >= 1);
+    let fields: Vec<String> = q(&mut con, &["HKEYS", "h"]);
+    assert_eq!(fields.len() as u64, KEEP);
+    let first: Vec<String> = q(&mut con, &["ZRANGE", "z", "0", "0"]);
+    assert_eq!(first, vec![format!("m:{:06}", ENTRIES - KEEP)]);
+
+    let off = TestServer::start_with(&["--rocksdb-tombstone-cleanup", "no"]);
+    let mut con = off.client();
+    fill_and_delete(&mut con, ENTRIES, KEEP);
+    std::thread::sleep(Duration::from_secs(2));
+    let skipped = skipped_by_scans(&mut con);
+    assert!(
+        skipped >= 2 * (ENTRIES - KEEP),
+        "without the cleanup the scans step over each deleted field and member: {skipped}"
+    );
+    assert_eq!(rocksdb_field(&mut con, "memtable_deletion_flushes"), 0);
+    let e = err(
+        &mut con,
+        &["CONFIG", "SET", "rocksdb-tombstone-cleanup", "yes"],
+    );
+    assert!(e.contains("rocksdb-tombstone-cleanup"), "{e}");
+}
