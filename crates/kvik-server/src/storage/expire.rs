@@ -174,9 +174,18 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
     let _guard = storage.lock(db, &keys);
     let mut batch = Batch::default();
     let mut deleted = 0;
-    for (at, key) in entries {
+    // One batched read of the group's records (sorted keys share their index and data block
+    // lookups), where a read per key was a third of the cycle's CPU.
+    let raw_keys: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(db, k)).collect();
+    let metas = storage.db.batched_multi_get_cf_opt(
+        storage.cf(CF_META),
+        raw_keys.iter().map(Vec::as_slice),
+        false,
+        &ReadOptions::default(),
+    );
+    for ((at, key), meta) in entries.iter().zip(metas) {
         // Entries are due (`at` <= the scan's now), so a key still at `at` has expired.
-        match storage.get_meta(db, key)? {
+        match meta?.as_deref().and_then(super::encoding::Meta::decode) {
             Some(meta) if meta.expire_at_ms == *at => {
                 batch.delete_meta(storage, db, key);
                 deleted += 1;
