@@ -980,7 +980,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "rocksdb-tombstone-cleanup",
         default: "yes",
         mutable: false,
-        help: "compact soon the files dense in deletions, and flush a memtable that scans step over many deleted entries in, so a mass DEL, HDEL or pop does not slow later scans of what is left (SCAN, RANDOMKEY, HGETALL, ZRANGE)",
+        help: "compact soon the files dense in deletions, and flush a memtable that scans step over many deleted entries in, so a mass HDEL, SREM or pop does not slow later scans of what is left (HSCAN, HGETALL, ZRANGE, ZSCAN); set at start",
         get: |c| if c.tombstone_cleanup.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.tombstone_cleanup.store(parse_bool(v)?, Relaxed);

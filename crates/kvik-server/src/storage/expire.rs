@@ -185,7 +185,7 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
     );
     for ((at, key), meta) in entries.iter().zip(metas) {
         // Entries are due (`at` <= the scan's now), so a key still at `at` has expired.
-        match meta?.as_deref().and_then(super::encoding::Meta::decode) {
+        match meta?.as_deref().and_then(Meta::decode) {
             Some(meta) if meta.expire_at_ms == *at => {
                 batch.delete_meta(storage, db, key);
                 deleted += 1;

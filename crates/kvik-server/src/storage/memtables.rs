@@ -78,13 +78,13 @@ impl super::Storage {
         asked
     }
 
-    /// Memtables flushed for their entry count so far (INFO `kvik_memtable_entry_flushes`).
+    /// Memtables flushed for their entry count so far (INFO rocksdb `memtable_entry_flushes`).
     pub fn memtable_entry_flushes(&self) -> u64 {
         self.memtables.entry_flushes.load(Relaxed)
     }
 
-    /// Memtables flushed for the deletions they held once writes stopped (INFO
-    /// `kvik_memtable_deletion_flushes`).
+    /// Memtables flushed for the deletions they held once writes stopped (INFO rocksdb
+    /// `memtable_deletion_flushes`).
     pub fn memtable_deletion_flushes(&self) -> u64 {
         self.memtables.deletion_flushes.load(Relaxed)
     }

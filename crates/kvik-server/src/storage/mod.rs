@@ -263,7 +263,7 @@ pub struct Storage {
     /// FLUSHDB and FLUSHALL so far: a transaction whose key states were noted before one of
     /// them reads them again (see `txn`).
     flushes: AtomicU64,
-    /// Memtables flushed for their entry count (see `memtables`).
+    /// What the timer saw of each memtable, and the flushes it asked for (see `memtables`).
     memtables: memtables::MemtableWatch,
     /// Block cache, write buffer manager and statistics, shared by the column families.
     shared: options::Shared,

@@ -413,10 +413,10 @@ pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Op
 /// How deletions are kept from slowing the reads that come after them (`rocksdb-tombstone-
 /// cleanup`). A deleted record stays in RocksDB as a tombstone until a compaction carries it
 /// down to the level holding what it deletes; until then every scan over its range steps over
-/// it (SCAN or RANDOMKEY after a mass DEL, HGETALL of a hash whose fields were mostly deleted,
-/// the expiry index's scan from its oldest entry: Kvrocks #876, blackwidow #19). RocksDB
-/// compacts by size, not by deletions, so a wave of them can sit in the upper levels, and in
-/// the memtable, indefinitely. Two of its mechanisms end that:
+/// it (HSCAN or HGETALL of a hash whose fields were mostly deleted, ZRANGE after ZPOPMIN,
+/// blackwidow #19, Pika #148). RocksDB compacts by size, not by deletions, so a wave of them
+/// can sit in the upper levels, and in the memtable, indefinitely. Two of RocksDB's mechanisms
+/// and one of kvik's end that:
 /// - a table property collector marks an SST for compaction when its deletions are dense
 ///   (at least [`Self::DELETIONS_IN_WINDOW`] in some [`Self::WINDOW`] consecutive entries, or
 ///   [`Self::FILE_RATIO`] of the file); marked files are compacted when nothing more urgent is
