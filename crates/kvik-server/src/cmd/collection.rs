@@ -749,6 +749,15 @@ impl<'a> MemberScan<'a> {
 /// Collections up to this many members are sampled in one pass (uniform and cheap).
 pub const SMALL_SAMPLE: u64 = 512;
 
+/// On an I/O thread, ends the command with WouldBlock if sampling a collection of `len`
+/// members without a deck could take long (more than [`SMALL_SAMPLE`]): a worker samples it.
+pub fn walks_on_a_worker(ctx: &Ctx<'_>, len: u64) -> Result<(), CmdError> {
+    if ctx.mode.no_wait() && len > SMALL_SAMPLE {
+        return Err(CmdError::WOULD_BLOCK);
+    }
+    Ok(())
+}
+
 /// The most members a pop (SPOP, ZPOPMIN, ZPOPMAX) takes on an I/O thread; a bigger count
 /// goes to a worker, as a long read would hold up the thread's other clients.
 pub const IO_THREAD_MAX_POP: u64 = 128;

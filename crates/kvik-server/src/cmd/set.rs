@@ -13,8 +13,8 @@
 
 use super::cached::{member_values, KeyReads};
 use super::collection::{
-    self, deck_picks, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler,
-    ERR_OUT_OF_RANGE, IO_THREAD_MAX_POP, SMALL_SAMPLE,
+    self, deck_picks, notify_write, put_or_delete_meta, walks_on_a_worker, CollWrite, MemberScan,
+    Sampler, ERR_OUT_OF_RANGE, IO_THREAD_MAX_POP, SMALL_SAMPLE,
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
@@ -515,15 +515,6 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     })?;
     if too_big {
         return Err(ERR_OUT_OF_RANGE);
-    }
-    Ok(())
-}
-
-/// On an I/O thread, ends the command with WouldBlock if sampling a set of `len` members
-/// without a deck could take long (more than [`SMALL_SAMPLE`]): a worker samples it.
-fn walks_on_a_worker(ctx: &Ctx<'_>, len: u64) -> Result<(), CmdError> {
-    if ctx.mode.no_wait() && len > SMALL_SAMPLE {
-        return Err(CmdError::WOULD_BLOCK);
     }
     Ok(())
 }

@@ -272,7 +272,9 @@ pub static COMMANDS: &[CommandSpec] = &[
             "7.0.0",
             "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.",
         ),
-    z("zrandmember", -2, READ, KeySpec::ONE, pop::zrandmember, ACL_READ_SLOW).doc(
+    z("zrandmember", -2, READ, KeySpec::ONE, pop::zrandmember, ACL_READ_SLOW)
+.rtc_nowait_read()
+.doc(
         "Returns one or more random members from a sorted set.",
         "6.2.0",
         "O(N) where N is the number of members returned; kvik walks the members up to the farthest one picked.",

@@ -187,7 +187,10 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             Some(z) => {
                 match collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, 1, true)? {
                     Some(mut picks) => picks.pop(),
-                    None => Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?,
+                    None => {
+                        collection::walks_on_a_worker(ctx, z.len)?;
+                        Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?
+                    }
                 }
             }
             None => None,
@@ -220,6 +223,10 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let score = |v: &[u8]| decode_score(v).unwrap_or(0.0);
     let n = count.unsigned_abs();
     let from_deck = collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, n, count > 0)?;
+    if from_deck.is_none() {
+        // Sampling walks, or the whole set is read: a worker's job past a small set.
+        collection::walks_on_a_worker(ctx, z.len)?;
+    }
     if count < 0 {
         let limit = collection::max_reply_bytes(ctx);
         // Each pick costs at least 7 bytes of reply ("$1\r\nx\r\n"): refuse what cannot fit.
