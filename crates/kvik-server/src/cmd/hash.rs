@@ -183,6 +183,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1)",
     ),
     CommandSpec::new("hrandfield", -2, READ, KeySpec::ONE, hrandfield)
+        .rtc_nowait_read()
         .acl(ACL_READ_SLOW)
         .group("hash")
         .doc(
@@ -583,10 +584,13 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let field = match ctx.read_collection(&args[1], Kind::Hash)? {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
-                let len = live_len(&view, &coll, &meta)?;
                 match deck_picks_of_hash(ctx, &view, coll, &meta, 1, true)? {
                     Some(mut picks) => picks.pop(),
-                    None => Sampler::new(&view, Cf::Data, coll, len).one()?,
+                    None => {
+                        collection::walks_on_a_worker(ctx, meta.len)?;
+                        let len = live_len(&view, &coll, &meta)?;
+                        Sampler::new(&view, Cf::Data, coll, len).one()?
+                    }
                 }
             }
             None => None,
@@ -609,6 +613,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return Ok(());
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
+    if meta.field_ttls {
+        // Counting the live fields walks the hash.
+        collection::walks_on_a_worker(ctx, meta.len)?;
+    }
     let len = live_len(&view, &coll, &meta)?;
     if len == 0 {
         // Every field expired (not removed yet): as if the key did not exist.
@@ -619,6 +627,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let resp3_pairs = with_values && ctx.out.proto == Proto::Resp3;
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
     let from_deck = deck_picks_of_hash(ctx, &view, coll, &meta, count.unsigned_abs(), count >= 0)?;
+    if from_deck.is_none() {
+        // Sampling walks: a worker's job past a small hash.
+        collection::walks_on_a_worker(ctx, len)?;
+    }
     if count >= 0 {
         let picks = sampler.distinct_or(from_deck, count as u64)?;
         ctx.out.array(picks.len() * per_pick);
