@@ -17,10 +17,6 @@ fn login(port: u16, user: &str, pass: &str) -> Connection {
     con
 }
 
-fn rtc_commands(con: &mut Connection) -> u64 {
-    info_field(con, "stats", "rtc_commands").unwrap()
-}
-
 const NO_SET: &str = "NOPERM this user has no permissions to run the 'set' command";
 const NO_KEY: &str =
     "NOPERM this user has no permissions to access one of the keys used as arguments";

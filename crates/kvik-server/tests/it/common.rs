@@ -120,6 +120,11 @@ pub fn stat(con: &mut Connection, field: &str) -> u64 {
 }
 
 /// The numeric value of `field` in an INFO section, if INFO has it.
+/// Commands run to completion on an I/O thread so far (INFO stats `rtc_commands`).
+pub fn rtc_commands(con: &mut Connection) -> u64 {
+    info_field(con, "stats", "rtc_commands").expect("INFO has rtc_commands")
+}
+
 pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<u64> {
     info(con, section)
         .values()

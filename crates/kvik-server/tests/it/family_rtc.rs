@@ -10,10 +10,6 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-fn rtc(con: &mut Connection) -> u64 {
-    info_field(con, "stats", "rtc_commands").expect("INFO has rtc_commands")
-}
-
 fn hits(con: &mut Connection) -> u64 {
     info_field(con, "stats", "keyspace_hits").expect("INFO has keyspace_hits")
 }
@@ -21,7 +17,7 @@ fn hits(con: &mut Connection) -> u64 {
 /// Runs `cmd` and returns its reply (errors as their text) and how many commands the I/O
 /// thread answered meanwhile.
 fn run(con: &mut Connection, cmd: &[&str]) -> (String, u64) {
-    let before = rtc(con);
+    let before = rtc_commands(con);
     let mut c = redis::cmd(cmd[0]);
     for a in &cmd[1..] {
         c.arg(*a);
@@ -30,7 +26,7 @@ fn run(con: &mut Connection, cmd: &[&str]) -> (String, u64) {
         Ok(v) => format!("{v:?}"),
         Err(e) => format!("error {e}"),
     };
-    (reply, rtc(con) - before)
+    (reply, rtc_commands(con) - before)
 }
 
 /// Data the moved commands work on; not counted. The bitmap is segmented (past the inline

@@ -2,7 +2,7 @@
 //! leaves before the flush that covers it, a pipeline runs as if sent one command at a time, and
 //! a kill -9 loses nothing acknowledged with many pipelining writers.
 
-use crate::common::{info_field, read_raw, resp, Endpoint, TestServer};
+use crate::common::{info_field, read_raw, resp, rtc_commands, Endpoint, TestServer};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -278,7 +278,7 @@ fn simple_writes_run_to_completion_on_the_io_thread() {
     for rtc in ["yes", "no"] {
         let s = TestServer::start_with(&["--rtc-write", rtc]);
         let mut c = s.client();
-        let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+        let before = rtc_commands(&mut c);
         let mut got = Vec::new();
         for args in script {
             let mut cmd = redis::cmd(args[0]);
@@ -290,7 +290,7 @@ fn simple_writes_run_to_completion_on_the_io_thread() {
                 Err(e) => format!("error: {e}"),
             });
         }
-        served.push(info_field(&mut c, "stats", "rtc_commands").unwrap() - before);
+        served.push(rtc_commands(&mut c) - before);
         replies.push(got);
     }
     assert_eq!(replies[0], replies[1]);
@@ -324,7 +324,7 @@ fn writes_whose_prior_state_is_on_disk_run_on_the_io_thread() {
     let mut s =
         TestServer::start_with(&["--maxmemory", "16mb", "--rtc-disk-read-slow-us", "1000000"]);
     let mut c = set_all_and_restart(&mut s, KEYS, &value);
-    let before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let before = rtc_commands(&mut c);
     for i in 0..KEYS {
         let old: String = redis::cmd("SET")
             .arg(format!("k:{i}"))
@@ -334,7 +334,7 @@ fn writes_whose_prior_state_is_on_disk_run_on_the_io_thread() {
             .unwrap();
         assert_eq!(old, value, "k:{i}");
     }
-    let served = info_field(&mut c, "stats", "rtc_commands").unwrap() - before;
+    let served = rtc_commands(&mut c) - before;
     let fallbacks = info_field(&mut c, "stats", "rtc_fallbacks").unwrap();
     assert!(
         served >= KEYS as u64,

@@ -589,7 +589,7 @@ fn hrandfield_draws_from_the_deck_only_what_the_hash_holds() {
         _ => format!("v{}", &f[1..]),
     };
     let removed = |f: &str| f.starts_with('f') && f[1..].parse::<u32>().unwrap() < 100;
-    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let rtc_before = rtc_commands(&mut c);
     let mut added = 0;
     for _ in 0..2000 {
         let f: String = q(&mut c, &["HRANDFIELD", "h"]);
@@ -597,7 +597,7 @@ fn hrandfield_draws_from_the_deck_only_what_the_hash_holds() {
         added += usize::from(f.starts_with('g'));
     }
     // Drawn from the deck on the I/O thread (the deal on a worker).
-    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    let on_io_threads = rtc_commands(&mut c) - rtc_before;
     assert!(
         on_io_threads >= 1500,
         "{on_io_threads} of 2,000 ran on an I/O thread"

@@ -354,7 +354,7 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
     let mut added: HashSet<String> = (0..1000).map(|i| format!("p{i}")).collect();
     let mut taken = Vec::new();
     assert_eq!(sadd_all(&mut c, "p", added.clone()), 1000);
-    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let rtc_before = rtc_commands(&mut c);
     for round in 0..300 {
         let (x, y) = (format!("x{round}"), format!("y{round}"));
         let (_, a, _, b): (i64, String, i64, Vec<String>) = redis::pipe()
@@ -377,7 +377,7 @@ fn spop_takes_members_added_after_the_deal_and_never_ones_removed() {
         taken.extend(b);
     }
     // Only the first SPOP, which deals the deck of 1,000, needs a worker.
-    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    let on_io_threads = rtc_commands(&mut c) - rtc_before;
     assert!(
         on_io_threads >= 1000,
         "{on_io_threads} of 1,200 ran on an I/O thread"
@@ -425,14 +425,14 @@ fn srandmember_draws_from_the_deck_only_what_the_set_holds() {
         sadd_all(&mut c, "s", (0..100).map(|i| format!("n{i}"))),
         100
     );
-    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let rtc_before = rtc_commands(&mut c);
     let mut seen = HashSet::new();
     for _ in 0..2000 {
         let m: String = q(&mut c, &["SRANDMEMBER", "s"]);
         assert!(!removed.contains(&m), "{m} was removed");
         seen.insert(m);
     }
-    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    let on_io_threads = rtc_commands(&mut c) - rtc_before;
     assert!(
         on_io_threads >= 1500,
         "{on_io_threads} of 2,000 ran on an I/O thread"

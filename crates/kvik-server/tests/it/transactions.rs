@@ -527,7 +527,7 @@ fn cache_hits_inside_multi_are_queued_not_answered() {
     for _ in 0..3 {
         let _: String = q(&mut c, &["GET", "k"]); // the cache holds k now
     }
-    let rtc = |c: &mut Connection| info_field(c, "stats", "rtc_commands").unwrap();
+    let rtc = |c: &mut Connection| rtc_commands(c);
     let before = rtc(&mut c);
     assert!(before > 0, "GET of a cached key runs on the I/O thread");
     let mut r = s.raw();

@@ -1175,7 +1175,7 @@ fn zrandmember_draws_from_the_deck_only_what_the_set_holds() {
             _ => i,
         }
     };
-    let rtc_before = info_field(&mut c, "stats", "rtc_commands").unwrap();
+    let rtc_before = rtc_commands(&mut c);
     let mut added = 0;
     for _ in 0..2000 {
         let m: String = redis::cmd("ZRANDMEMBER").arg("z").query(&mut c).unwrap();
@@ -1184,7 +1184,7 @@ fn zrandmember_draws_from_the_deck_only_what_the_set_holds() {
         added += usize::from(m.starts_with('n'));
     }
     // Drawn from the deck on the I/O thread (the deal, and any walk, on a worker).
-    let on_io_threads = info_field(&mut c, "stats", "rtc_commands").unwrap() - rtc_before;
+    let on_io_threads = rtc_commands(&mut c) - rtc_before;
     assert!(
         on_io_threads >= 1500,
         "{on_io_threads} of 2,000 ran on an I/O thread"
