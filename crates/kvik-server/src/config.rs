@@ -109,6 +109,9 @@ pub struct Config {
     pub rtc_disk_read_slow_us: AtomicU64,
     /// Stop trying a command on the I/O thread while its tries keep falling back (`cmd::rtc_backoff`).
     pub rtc_backoff: AtomicBool,
+    /// `pool-reads-unlocked`: a worker runs a read of the I/O threads' kind without its keys'
+    /// locks, checked against writes as they check theirs (`cmd::isolation`).
+    pub pool_reads_unlocked: AtomicBool,
     /// `rtc-lock-wait-us` (see `cmd::ctx::io_thread_lock_wait`).
     pub rtc_lock_wait_us: AtomicU64,
     /// `rtc-lock-retries`: turns an I/O thread tries a command again whose key another thread
@@ -1300,6 +1303,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "pool-reads-unlocked",
+        default: "yes",
+        mutable: true,
+        help: "a worker runs a read that the I/O threads may run without locks (GET, HGET, MGET, ZRANDMEMBER ...) without its keys' locks too, checked against writes as they check theirs; one that a write overlapped runs again under the locks (no: every read on a worker takes its keys' locks, and blocks the I/O threads' reads of those keys meanwhile)",
+        get: |c| if c.pool_reads_unlocked.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.pool_reads_unlocked.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "pubsub-rtc-max-receivers",
         default: "1024",
         mutable: true,
@@ -1537,6 +1551,7 @@ impl Default for Config {
             rtc_disk_read: AtomicBool::new(true),
             rtc_disk_read_slow_us: AtomicU64::new(1000),
             rtc_backoff: AtomicBool::new(true),
+            pool_reads_unlocked: AtomicBool::new(true),
             rtc_lock_wait_us: AtomicU64::new(300),
             rtc_lock_retries: AtomicU64::new(8),
             io_key_affinity: AtomicBool::new(true),

@@ -8,7 +8,11 @@
 //! locks of its keys too ([`lock_read_keys`]). On an I/O thread, which never waits, a cached
 //! read first checks that no writer holds one of its keys and, when it reads several, that no
 //! write of any of them began or ended while it read ([`RtcRead`]); otherwise the pool runs it.
-//! Reads without key arguments (KEYS, SCAN, DBSIZE) take no locks.
+//! A worker runs the reads the I/O threads may run that way the same way first
+//! ([`RtcRead::begin_on_worker`]), as its locks would stop the I/O threads' reads of those keys
+//! meanwhile: while workers kept reading a hot key under its lock, the I/O threads' reads of it
+//! found it held, went to the pool too and took the lock in turn, and the key stayed there for
+//! as long as the load lasted. Reads without key arguments (KEYS, SCAN, DBSIZE) take no locks.
 
 use super::spec::Flags;
 use super::Entry;
@@ -17,6 +21,7 @@ use crate::reply::Args;
 use crate::server::Server;
 use crate::storage::locks::KeyGuard;
 use crate::storage::locks::Patience;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// The keys `args` names, per `entry`'s spec (allocates only for movable keys).
 fn keys<'a>(entry: &Entry, args: &'a Args) -> impl Iterator<Item = &'a [u8]> {
@@ -104,6 +109,25 @@ impl RtcRead {
         args: &Args,
     ) -> Option<RtcRead> {
         Self::begin_with(server, db, entry, args, true)
+    }
+
+    /// On a worker: [`RtcRead::begin_stored`] for a read the I/O threads run that way
+    /// (`pool-reads-unlocked`); `None` means it takes its keys' locks ([`lock_read_keys`]), as
+    /// it does again if the check fails after it ran.
+    pub(super) fn begin_on_worker(
+        server: &Server,
+        db: u16,
+        entry: &Entry,
+        args: &Args,
+    ) -> Option<RtcRead> {
+        let spec = entry.spec;
+        let unlocked = (spec.rtc_nowait_read || spec.rtc_storage)
+            && spec.flags.contains(Flags::READONLY)
+            && server.config.pool_reads_unlocked.load(Relaxed);
+        if !unlocked || keys(entry, args).next().is_none() {
+            return None;
+        }
+        Self::begin_stored(server, db, entry, args)
     }
 
     fn begin_with(

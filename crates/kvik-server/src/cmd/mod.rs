@@ -379,8 +379,16 @@ fn execute_checked(
     }
     if !multi::intercept(server, session, out, entry, args) {
         let db = Ctx::physical_db(server, session);
-        let _reading = isolation::lock_read_keys(server, db, entry, args);
-        run_entry(server, session, out, entry, args, mode, queue_wait, start);
+        let unlocked = isolation::RtcRead::begin_on_worker(server, db, entry, args);
+        let ran = unlocked.is_some_and(|check| {
+            run_entry_checked(
+                server, session, out, entry, args, mode, queue_wait, start, check,
+            )
+        });
+        if !ran {
+            let _reading = isolation::lock_read_keys(server, db, entry, args);
+            run_entry(server, session, out, entry, args, mode, queue_wait, start);
+        }
     }
     Ready::collect()
 }
@@ -917,6 +925,44 @@ pub(crate) fn run_entry(
     );
 }
 
+/// [`run_entry`] for a read run without its keys' locks ([`isolation::RtcRead::begin_on_worker`]):
+/// `false` if a write of its keys began or ended while it read, and then nothing of it was
+/// shown, answered or accounted (it runs again under the locks).
+#[allow(clippy::too_many_arguments)]
+fn run_entry_checked(
+    server: &Server,
+    session: &mut Session,
+    out: &mut Reply,
+    entry: &Entry,
+    args: &Args,
+    mode: Mode,
+    queue_wait: Duration,
+    start: Instant,
+    check: isolation::RtcRead,
+) -> bool {
+    let mark = out.buf.len();
+    let result = call_handler(server, session, out, entry, args, mode, Some(check), start);
+    if matches!(&result, Err(e) if e.kind == ErrorKind::KeyBusy) {
+        out.buf.truncate(mark);
+        server
+            .stats
+            .pool_read_retries
+            .fetch_add(1, Ordering::Relaxed);
+        return false;
+    }
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    monitor::feed(server, session, entry, args);
+    server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
+    server
+        .stats
+        .pool_unlocked_reads
+        .fetch_add(1, Ordering::Relaxed);
+    account(
+        server, session, out, entry, args, mark, result, start, queue_wait,
+    );
+    true
+}
+
 /// [`run_entry`] for a command of a script that an I/O thread runs: in [`Mode::NoWait`];
 /// `false` if it would wait, then nothing of it was run or accounted (the script gives up and
 /// the pool runs it from the start).
@@ -947,9 +993,9 @@ pub(crate) fn try_run_entry(
 /// Runs `entry`'s worker handler with a fresh [`Ctx`] in `mode`, on the on-disk database that
 /// holds the session's selected one (see `storage::dbmap`), with the client noted for
 /// tracking (NOLOOP) and its read keys remembered: the one place both the pool
-/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler. A read run there without
-/// its keys' locks brings its `check`: if a write of its keys began or ended while it read,
-/// it ends with WouldBlock (the pool runs it again). `start` is the command's clock reading:
+/// ([`run_entry`]) and the I/O thread ([`run_here`]) call a handler. A read run without its
+/// keys' locks (on either) brings its `check`: if a write of its keys began or ended while it
+/// read, it ends with KeyBusy (and runs again: on a worker, under the locks). `start` is the command's clock reading:
 /// its time for expiry too (see `clock::unix_ms_at`).
 #[allow(clippy::too_many_arguments)]
 fn call_handler(

@@ -568,6 +568,8 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("io_poll_spins", s.io_poll_spins.load(Relaxed));
     w.field("io_poll_spin_hits", s.io_poll_spin_hits.load(Relaxed));
     w.field("pool_commands", s.pool_commands.load(Relaxed));
+    w.field("pool_unlocked_reads", s.pool_unlocked_reads.load(Relaxed));
+    w.field("pool_read_retries", s.pool_read_retries.load(Relaxed));
     w.field("pool_queue_wait_count", s.queue_wait.count());
     w.field(
         "pool_queue_wait_avg_usec",

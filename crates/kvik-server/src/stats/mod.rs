@@ -64,6 +64,11 @@ pub struct Stats {
     pub io_poll_spin_hits: AtomicU64,
     /// Commands run by the worker pool.
     pub pool_commands: AtomicU64,
+    /// Reads a worker ran without their keys' locks (`pool-reads-unlocked`, `cmd::isolation`).
+    pub pool_unlocked_reads: AtomicU64,
+    /// Reads a worker ran without their keys' locks and again under them, as a write of their
+    /// keys overlapped (`pool-reads-unlocked`, `cmd::isolation`).
+    pub pool_read_retries: AtomicU64,
     /// Time runs of commands waited between the hand-off to the pool and a worker starting them.
     pub queue_wait: WaitHistogram,
     pub commands: Box<[CommandStats]>,
@@ -97,6 +102,8 @@ impl Stats {
             io_poll_spin_hits: AtomicU64::new(0),
             rtc_batched_writes: AtomicU64::new(0),
             pool_commands: AtomicU64::new(0),
+            pool_read_retries: AtomicU64::new(0),
+            pool_unlocked_reads: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
             commands: commands
                 .into_iter()
@@ -190,6 +197,8 @@ impl Stats {
             &self.io_poll_spins,
             &self.io_poll_spin_hits,
             &self.pool_commands,
+            &self.pool_read_retries,
+            &self.pool_unlocked_reads,
         ] {
             a.store(0, Relaxed);
         }

@@ -277,3 +277,71 @@ fn writers_of_one_hot_key_move_to_one_io_thread() {
         drop(victim);
     }
 }
+
+/// A read a worker runs (HRANDFIELD of a quarter of a big hash, read in one pass) leaves its key to
+/// the I/O threads' reads meanwhile (`pool-reads-unlocked`): HGETs of the same hash from
+/// another connection run on the I/O thread without one retry. With the setting off the worker
+/// holds the key's lock as it reads and the HGETs find it held (counted in
+/// `rtc_lock_retries`), which is how one read sent to the pool used to draw the key's other
+/// reads there after it.
+#[test]
+fn a_read_on_a_worker_leaves_its_key_to_the_io_threads_reads() {
+    const FIELDS: usize = 20_000;
+    for unlocked in ["no", "yes"] {
+        let s = TestServer::start_with(&["--pool-reads-unlocked", unlocked]);
+        let mut c = s.client();
+        for chunk in (0..FIELDS).collect::<Vec<_>>().chunks(1000) {
+            let mut cmd = redis::cmd("HSET");
+            cmd.arg("big");
+            for i in chunk {
+                cmd.arg(format!("f{i}")).arg(format!("value-{i}"));
+            }
+            let _: i64 = cmd.query(&mut c).unwrap();
+        }
+        let before = (
+            stat(&mut c, "rtc_lock_retries"),
+            stat(&mut c, "pool_commands"),
+            rtc_commands(&mut c),
+        );
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let mut con = s.client();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut reads = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let some: Vec<String> = q(&mut con, &["HRANDFIELD", "big", "8000"]);
+                    assert_eq!(some.len(), 8000);
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        // Let the first HRANDFIELD reach a worker, then read beside it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stat(&mut c, "pool_commands") == before.1 {
+            assert!(Instant::now() < deadline, "no HRANDFIELD ran on a worker");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut hget = s.client();
+        for i in 0..2000 {
+            let v: String = q(&mut hget, &["HGET", "big", &format!("f{}", i % FIELDS)]);
+            assert_eq!(v, format!("value-{}", i % FIELDS));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = reader.join().unwrap();
+        let held = stat(&mut c, "rtc_lock_retries") - before.0;
+        let on_io_threads = rtc_commands(&mut c) - before.2;
+        eprintln!(
+            "pool-reads-unlocked {unlocked}: {reads} HRANDFIELDs on workers, {held} HGETs found the key held, {on_io_threads} commands on I/O threads"
+        );
+        assert!(reads > 2, "too little overlap: {reads} HRANDFIELDs");
+        if unlocked == "yes" {
+            assert_eq!(held, 0, "an HGET found the key held by a read");
+            assert!(on_io_threads >= 2000, "{on_io_threads} on I/O threads");
+            assert!(stat(&mut c, "pool_unlocked_reads") >= reads);
+        } else {
+            assert!(held > 0, "no HGET found the key held by the worker's read");
+        }
+    }
+}

@@ -574,6 +574,20 @@ fn storage_reads_on_io_threads_never_see_half_a_write() {
     assert!(field("rtc_commands") > 100, "{stats}");
 }
 
+/// The same with every command run by a worker (`rtc-read no`, `rtc-write no`): the reads run
+/// there without their keys' locks (`pool-reads-unlocked`), checked against writes as the I/O
+/// threads check theirs, and again under the locks when a write overlapped.
+#[test]
+fn unlocked_reads_on_workers_never_see_half_a_write() {
+    let s = TestServer::start_with(&["--rtc-read", "no", "--rtc-write", "no"]);
+    readers_see_whole_writes(&s);
+    let mut c = s.client();
+    let unlocked = stat(&mut c, "pool_unlocked_reads");
+    assert!(unlocked > 100, "{unlocked} reads ran without locks");
+    let retried = stat(&mut c, "pool_read_retries");
+    eprintln!("{unlocked} reads ran without locks, {retried} ran again under them");
+}
+
 fn readers_see_whole_writes(s: &TestServer) {
     let mut setup = s.client();
     let _: () = redis::cmd("MSET")
