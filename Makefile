@@ -60,6 +60,7 @@ bench: build
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 bash bench/hot_key.sh
 	$(BENCH_LOCK) env SIZES=4000,20000 bash bench/big_commands.sh
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 KEEP=2000 READS=100 bash bench/tombstones.sh
+	$(BENCH_LOCK) env ROUNDS=1 N=200000 SECS=2 bash bench/slow_commands.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -78,6 +79,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/hot_key.sh
 	$(BENCH_LOCK) bash bench/big_commands.sh
 	$(BENCH_LOCK) bash bench/tombstones.sh
+	$(BENCH_LOCK) bash bench/slow_commands.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -37,6 +37,9 @@ pub struct Config {
     pub dir: RwLock<PathBuf>,
     pub io_threads: AtomicU64,
     pub workers: AtomicU64,
+    /// `slow-lane-threads` and `slow-lane-threshold-us` (see pool::slow_lane).
+    pub slow_lane_threads: AtomicU64,
+    pub slow_lane_threshold_us: AtomicU64,
     /// `pool-mode`, `workers-per-link` and the `pool-*` tunables (see pool::adaptive).
     pub pool: crate::pool::PoolSettings,
     pub databases: AtomicU64,
@@ -434,6 +437,22 @@ pub static SETTINGS: &[Setting] = &[
         help: "number of worker threads that run commands against storage; auto: from the machine's cores",
         get: |c| threads::show(&c.workers),
         set: |c, v| threads::set(&c.workers, v, 1024),
+    },
+    Setting {
+        name: "slow-lane-threads",
+        default: "1",
+        mutable: false,
+        help: "threads of their own for the commands that have been taking long (KEYS over a big keyspace, whole big collections, long scripts), so they cannot hold every worker and core from the quick ones (0: they run on the workers like the rest)",
+        get: |c| c.slow_lane_threads.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.slow_lane_threads, v, 0, 64),
+    },
+    Setting {
+        name: "slow-lane-threshold-us",
+        default: "10000",
+        mutable: true,
+        help: "a command whose recent run times average at least this many microseconds runs on the slow lane (slow-lane-threads) when it goes to the pool; as Redis's slowlog-log-slower-than default",
+        get: |c| c.slow_lane_threshold_us.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.slow_lane_threshold_us, v, 0, u64::MAX),
     },
     Setting {
         name: "pool-mode",
@@ -1501,6 +1520,8 @@ impl Default for Config {
             dir: RwLock::new(PathBuf::new()),
             io_threads: AtomicU64::new(0),
             workers: AtomicU64::new(0),
+            slow_lane_threads: AtomicU64::new(0),
+            slow_lane_threshold_us: AtomicU64::new(0),
             pool: Default::default(),
             databases: AtomicU64::new(0),
             requirepass: RwLock::new(None),

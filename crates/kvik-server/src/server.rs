@@ -57,6 +57,8 @@ pub struct Server {
     pub io_balance: OnceLock<Arc<crate::net::Balance>>,
     /// The worker pool `run` started (`pool-mode`); INFO reads its counters.
     pub pool: OnceLock<Arc<dyn Pool>>,
+    /// Threads for the commands that have been taking long (`slow-lane-threads`).
+    pub slow_lane: crate::pool::slow_lane::SlowLane,
     /// Cluster mode state (empty unless `cluster-enabled yes`).
     pub cluster: crate::cluster::Cluster,
     /// EVAL's script cache, the function libraries, the running scripts (see `scripting`).
@@ -164,6 +166,7 @@ impl Server {
             wal_sync: Default::default(),
             io_balance: OnceLock::new(),
             pool: OnceLock::new(),
+            slow_lane: crate::cmd::slow_lane(),
             cluster: Default::default(),
             scripts: Default::default(),
             repl: Default::default(),

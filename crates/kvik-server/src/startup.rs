@@ -57,6 +57,8 @@ pub fn run(config: Config) -> Result<(), String> {
     let workers = server.config.workers();
     let pool: Arc<dyn Pool> = crate::pool::start(&server.config.pool, workers);
     let _ = server.pool.set(pool.clone());
+    let slow_lane_threads = server.config.slow_lane_threads.load(Ordering::Relaxed);
+    server.slow_lane.start(slow_lane_threads as usize);
     let net = net::start(server.clone(), pool.clone())?;
     let io: Vec<Arc<dyn ClientIo>> = net.handles.iter().map(|h| h.clone() as _).collect();
     let _ = server.io_handles.set(io);
@@ -76,6 +78,7 @@ pub fn run(config: Config) -> Result<(), String> {
     server.wal_sync.stop();
     let _ = wal_sync.join();
     pool.shutdown();
+    server.slow_lane.shutdown();
     let _ = timer.join();
     let _ = compactor.join();
     let _ = saver.join();

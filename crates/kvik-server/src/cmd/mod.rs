@@ -273,6 +273,16 @@ pub fn table() -> &'static CommandTable {
     })
 }
 
+/// The slow lane over this table: any command may go to it but those Redis flags `fast` (GET,
+/// HGET, SET ...), whose long runs are waits for a slow disk, which the workers wait out side
+/// by side and one lane thread would put in a row.
+pub fn slow_lane() -> crate::pool::slow_lane::SlowLane {
+    let t = table();
+    crate::pool::slow_lane::SlowLane::new(
+        (0..t.len()).map(|id| !t.entry(id).spec.flags.contains(Flags::FAST)),
+    )
+}
+
 /// A write command on a read-only replica (`replica-read-only yes`).
 pub(crate) const READONLY_REPLICA: CmdError = CmdError::new(
     crate::error::ErrorKind::ReadOnly,
@@ -1056,6 +1066,7 @@ fn account(
     server
         .stats
         .record_call(entry.id, elapsed, result.as_ref().err());
+    server.slow_lane.observe(entry.id, elapsed);
     server
         .latency
         .record_command(entry.id, elapsed, entry.spec.flags.contains(Flags::FAST));

@@ -1192,7 +1192,9 @@ fn affinity_home(server: &Server, conn: &mut Conn, threads: usize, here: usize) 
 }
 
 /// Hands a run of one connection's commands to the pool as one job ([`run_commands`], the first
-/// in `first_mode`); the job posts the result back to the owning I/O thread.
+/// in `first_mode`), or to the slow lane if its first command has been taking long (outside a
+/// transaction, where it would only be queued); the job posts the result back to the owning
+/// I/O thread.
 fn submit_run(
     server: &Arc<Server>,
     pool: &Arc<dyn Pool>,
@@ -1202,19 +1204,33 @@ fn submit_run(
     run: Vec<Vec<Bytes>>,
     first_mode: Mode,
 ) {
-    let server = server.clone();
-    let home = home.clone();
-    let submitted = Instant::now();
-    pool.submit(Box::new(move || {
-        let queue_wait = submitted.elapsed();
-        let ran = run_commands(
-            &server,
-            session,
-            run,
-            first_mode,
-            queue_wait,
-            OUTPUT_BACKPRESSURE,
-        );
-        home.send(IoMsg::Done(Box::new(Completion { token, ran })));
-    }));
+    let first = match (&session.multi, run.first()) {
+        (None, Some(args)) => cmd::table().resolve(args).ok().map(|e| e.id),
+        _ => None,
+    };
+    let job: crate::pool::Job = Box::new({
+        let server = server.clone();
+        let home = home.clone();
+        let submitted = Instant::now();
+        move || {
+            let queue_wait = submitted.elapsed();
+            let ran = run_commands(
+                &server,
+                session,
+                run,
+                first_mode,
+                queue_wait,
+                OUTPUT_BACKPRESSURE,
+            );
+            home.send(IoMsg::Done(Box::new(Completion { token, ran })));
+        }
+    });
+    let slow_after_us = server.config.slow_lane_threshold_us.load(Relaxed);
+    let job = match first {
+        Some(id) => server.slow_lane.submit_if_slow(id, slow_after_us, job),
+        None => Some(job),
+    };
+    if let Some(job) = job {
+        pool.submit(job);
+    }
 }

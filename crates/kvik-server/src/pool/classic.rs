@@ -40,6 +40,11 @@ pub struct ClassicPool {
 
 impl ClassicPool {
     pub fn new(threads: usize) -> ClassicPool {
+        Self::named(threads, "kvik-worker")
+    }
+
+    /// A pool whose threads are called `{name}-{i}` (the slow lane's are `kvik-slow-*`).
+    pub fn named(threads: usize, name: &str) -> ClassicPool {
         let shared = std::sync::Arc::new(Shared {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -57,7 +62,7 @@ impl ClassicPool {
             .map(|i| {
                 let shared = shared.clone();
                 std::thread::Builder::new()
-                    .name(format!("kvik-worker-{i}"))
+                    .name(format!("{name}-{i}"))
                     .spawn(move || worker_loop(&shared))
                     .expect("spawn worker thread")
             })

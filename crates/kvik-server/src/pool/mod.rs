@@ -12,12 +12,16 @@
 //! - [`classic::ClassicPool`] (`classic`): one queue under a mutex, workers parked on a condvar;
 //!   the baseline the other is measured against.
 //!
+//! Commands that have been taking long run on threads of their own instead
+//! ([`slow_lane::SlowLane`], `slow-lane-threads`), beside either pool.
+//!
 //! Both survive a panicking job (it is caught, logged and counted; the worker carries on) and
 //! never drop a job: a full pool makes the producer wait. Timed work (active expiry, stats, WAL
 //! sync) never rides on the pool; the server's timer thread runs it.
 
 pub mod adaptive;
 pub mod classic;
+pub mod slow_lane;
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

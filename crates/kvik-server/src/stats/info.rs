@@ -605,6 +605,23 @@ fn pool_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("kvik_pool_yield_credit", p.credit);
     w.field("kvik_pool_producer_yields", p.producer_yields);
     w.field("kvik_pool_producer_blocks", p.producer_blocks);
+    slow_lane_fields(server, w);
+}
+
+/// The slow lane (`kvik_slow_lane_*`; see pool::slow_lane): its threads, the runs it took, and
+/// the commands it would take now.
+fn slow_lane_fields(server: &Server, w: &mut Lines<'_>) {
+    let lane = &server.slow_lane;
+    let (threads, jobs) = lane.counts();
+    let threshold = server.config.slow_lane_threshold_us.load(Relaxed);
+    let table = crate::cmd::table();
+    let slow: Vec<&str> = (0..table.len())
+        .filter(|&id| lane.is_slow(id, threshold))
+        .map(|id| table.entry(id).full_name.as_str())
+        .collect();
+    w.field("kvik_slow_lane_threads", threads);
+    w.field("kvik_slow_lane_jobs", jobs);
+    w.field("kvik_slow_lane_commands", slow.join(","));
 }
 
 fn replication_section(server: &Server, w: &mut Lines<'_>) {

@@ -41,6 +41,7 @@ mod script_rtc;
 mod scripting;
 mod server_admin;
 mod sets;
+mod slow_lane;
 mod stale_reads;
 mod storage_scale;
 mod streams;
