@@ -450,9 +450,12 @@ pub static SETTINGS: &[Setting] = &[
         name: "slow-lane-threshold-us",
         default: "10000",
         mutable: true,
-        help: "a command whose recent run times average at least this many microseconds runs on the slow lane (slow-lane-threads) when it goes to the pool; as Redis's slowlog-log-slower-than default",
+        help: "a command whose recent run times average at least this many microseconds runs on the slow lane (slow-lane-threads) when it goes to the pool; as Redis's slowlog-log-slower-than default (at least 1000)",
         get: |c| c.slow_lane_threshold_us.load(Relaxed).to_string(),
-        set: |c, v| set_range(&c.slow_lane_threshold_us, v, 0, u64::MAX),
+        set: |c, v| {
+            let quick = u64::from(crate::pool::slow_lane::QUICK_US);
+            set_range(&c.slow_lane_threshold_us, v, quick, u64::MAX)
+        },
     },
     Setting {
         name: "pool-mode",

@@ -24,6 +24,10 @@ use std::time::Duration;
 /// marks the command slow for a few calls, and a few quick ones clear it.
 const NEWEST_SHARE: u32 = 4;
 
+/// Calls shorter than this leave an average shorter than this alone: a quick command's calls
+/// write no memory both I/O threads share. The lane's threshold is at least this.
+pub const QUICK_US: u32 = 1000;
+
 /// The lane, and the run-time averages that pick what goes there.
 pub struct SlowLane {
     /// The lane's threads (`slow-lane-threads`; unset when 0: slow commands stay on the pool).
@@ -67,12 +71,16 @@ impl SlowLane {
 
     /// Notes that command `id` ran for `elapsed` (on any thread).
     pub fn observe(&self, id: usize, elapsed: Duration) {
-        let Some(average) = self.average_us.get(id) else {
+        if !self.may_go.get(id).copied().unwrap_or(false) {
             return;
-        };
+        }
+        let average = &self.average_us[id];
         let sample = u32::try_from(elapsed.as_micros()).unwrap_or(u32::MAX);
-        // A lost update between two threads only drops one sample from the average.
         let old = average.load(Relaxed);
+        if sample < QUICK_US && old < QUICK_US {
+            return;
+        }
+        // A lost update between two threads only drops one sample from the average.
         let new = if sample >= old {
             old + (sample - old) / NEWEST_SHARE
         } else {
