@@ -341,8 +341,8 @@ struct ShardCell {
 /// Counters for INFO.
 #[derive(Default, Debug)]
 pub struct CacheStats {
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
+    pub hits: crate::stats::sharded::ShardedU64,
+    pub misses: crate::stats::sharded::ShardedU64,
     pub evictions: AtomicU64,
     pub fills: AtomicU64,
     /// Fills refused by admission: the key was asked for less often than the entry it would
@@ -353,13 +353,9 @@ pub struct CacheStats {
 impl CacheStats {
     /// CONFIG RESETSTAT.
     pub fn reset(&self) {
-        for c in [
-            &self.hits,
-            &self.misses,
-            &self.evictions,
-            &self.fills,
-            &self.rejected_fills,
-        ] {
+        self.hits.store(0, Relaxed);
+        self.misses.store(0, Relaxed);
+        for c in [&self.evictions, &self.fills, &self.rejected_fills] {
             c.store(0, Relaxed);
         }
     }

@@ -256,6 +256,7 @@ impl IoThread {
         let server = self.server.clone();
         let mut busy = false;
         self.balance.register_thread(self.index);
+        crate::stats::sharded::claim(self.index);
         loop {
             let waiting = !self.again.is_empty() || !self.retry_next.is_empty();
             let found =

@@ -4,11 +4,13 @@
 //!
 //! The two settings are mirrored here as atomics ([`Latency::configure`], at start and after
 //! every CONFIG SET), so recording a command costs two loads when both are off and one atomic
-//! add on the command's own histogram when tracking is on.
+//! add on the command's own histogram when tracking is on, in the recording thread's own copy
+//! of its buckets (`stats::sharded`: both I/O threads adding to one bucket bounced its line).
 //!
 //! Histograms have two buckets per power of two of microseconds (so a percentile is known to
 //! within 50%), allocated on a command's first call.
 
+use super::sharded::{self, SLOTS};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -27,9 +29,13 @@ struct Event {
     max: u64,
 }
 
-/// A command's latency histogram.
+/// One thread slot's buckets, on lines of their own.
+#[repr(align(64))]
+struct Buckets([AtomicU64; BUCKETS]);
+
+/// A command's latency histogram: buckets per thread slot (`stats::sharded`), summed to read.
 pub struct Histogram {
-    buckets: [AtomicU64; BUCKETS],
+    slots: [Buckets; SLOTS],
 }
 
 impl std::fmt::Debug for Histogram {
@@ -65,21 +71,32 @@ fn bucket_top(i: usize) -> u64 {
 impl Histogram {
     fn new() -> Histogram {
         Histogram {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            slots: std::array::from_fn(|_| Buckets(std::array::from_fn(|_| AtomicU64::new(0)))),
         }
     }
 
     pub fn record(&self, us: u64) {
-        self.buckets[bucket(us)].fetch_add(1, Relaxed);
+        self.slots[sharded::slot()].0[bucket(us)].fetch_add(1, Relaxed);
+    }
+
+    /// Calls per bucket, summed over the slots.
+    fn counts(&self) -> [u64; BUCKETS] {
+        let mut counts = [0; BUCKETS];
+        for slot in &self.slots {
+            for (c, b) in counts.iter_mut().zip(&slot.0) {
+                *c += b.load(Relaxed);
+            }
+        }
+        counts
     }
 
     pub fn count(&self) -> u64 {
-        self.buckets.iter().map(|b| b.load(Relaxed)).sum()
+        self.counts().iter().sum()
     }
 
     /// The `p`th percentile (0-100), in µs: the top of the bucket it falls in.
     pub fn percentile(&self, p: f64) -> u64 {
-        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let counts = self.counts();
         let total: u64 = counts.iter().sum();
         let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
         let mut seen = 0;
@@ -95,7 +112,7 @@ impl Histogram {
     /// `(bound, calls under bound µs)` for bound = 2, 4, 8 ... up to the first bound that
     /// covers every call (LATENCY HISTOGRAM's cumulative `histogram_usec`).
     pub fn cumulative(&self) -> Vec<(u64, u64)> {
-        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let counts = self.counts();
         let total: u64 = counts.iter().sum();
         let mut out = Vec::new();
         let mut seen = 0;
@@ -110,7 +127,7 @@ impl Histogram {
     }
 
     fn reset(&self) {
-        for b in &self.buckets {
+        for b in self.slots.iter().flat_map(|s| &s.0) {
             b.store(0, Relaxed);
         }
     }

@@ -4,10 +4,12 @@
 
 pub mod info;
 pub mod latency;
+pub mod sharded;
 pub mod slowlog;
 
 use crate::error::CmdError;
 use parking_lot::Mutex;
+use sharded::ShardedU64;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -17,8 +19,8 @@ use std::time::Duration;
 pub struct CommandStats {
     /// Its full name ("get", "config|get").
     pub name: String,
-    pub calls: AtomicU64,
-    pub usec: AtomicU64,
+    pub calls: ShardedU64,
+    pub usec: ShardedU64,
     /// Rejected before running (arity, auth ...).
     pub rejected_calls: AtomicU64,
     /// Ran and replied with an error.
@@ -29,15 +31,15 @@ pub struct CommandStats {
 pub struct Stats {
     pub total_connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    pub total_commands_processed: AtomicU64,
+    pub total_commands_processed: ShardedU64,
     pub total_error_replies: AtomicU64,
-    pub keyspace_hits: AtomicU64,
-    pub keyspace_misses: AtomicU64,
+    pub keyspace_hits: ShardedU64,
+    pub keyspace_misses: ShardedU64,
     pub expired_keys: AtomicU64,
-    pub net_input_bytes: AtomicU64,
-    pub net_output_bytes: AtomicU64,
+    pub net_input_bytes: ShardedU64,
+    pub net_output_bytes: ShardedU64,
     /// Commands answered on an I/O thread from the hot cache (run-to-completion).
-    pub rtc_commands: AtomicU64,
+    pub rtc_commands: ShardedU64,
     /// Run-to-completion tries on an I/O thread that would have waited and went to the pool.
     pub rtc_fallbacks: AtomicU64,
     /// Of those, the ones put off to the I/O thread's next turn (a key another thread held;
@@ -63,7 +65,7 @@ pub struct Stats {
     pub io_poll_spins: AtomicU64,
     pub io_poll_spin_hits: AtomicU64,
     /// Commands run by the worker pool.
-    pub pool_commands: AtomicU64,
+    pub pool_commands: ShardedU64,
     /// Reads a worker ran without their keys' locks (`pool-reads-unlocked`, `cmd::isolation`).
     pub pool_unlocked_reads: AtomicU64,
     /// Reads a worker ran without their keys' locks and again under them, as a write of their
@@ -83,14 +85,14 @@ impl Stats {
         Stats {
             total_connections_received: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
-            total_commands_processed: AtomicU64::new(0),
+            total_commands_processed: ShardedU64::default(),
             total_error_replies: AtomicU64::new(0),
-            keyspace_hits: AtomicU64::new(0),
-            keyspace_misses: AtomicU64::new(0),
+            keyspace_hits: ShardedU64::default(),
+            keyspace_misses: ShardedU64::default(),
             expired_keys: AtomicU64::new(0),
-            net_input_bytes: AtomicU64::new(0),
-            net_output_bytes: AtomicU64::new(0),
-            rtc_commands: AtomicU64::new(0),
+            net_input_bytes: ShardedU64::default(),
+            net_output_bytes: ShardedU64::default(),
+            rtc_commands: ShardedU64::default(),
             rtc_fallbacks: AtomicU64::new(0),
             rtc_lock_retries: AtomicU64::new(0),
             io_key_affinity_moves: AtomicU64::new(0),
@@ -101,7 +103,7 @@ impl Stats {
             io_poll_spins: AtomicU64::new(0),
             io_poll_spin_hits: AtomicU64::new(0),
             rtc_batched_writes: AtomicU64::new(0),
-            pool_commands: AtomicU64::new(0),
+            pool_commands: ShardedU64::default(),
             pool_read_retries: AtomicU64::new(0),
             pool_unlocked_reads: AtomicU64::new(0),
             queue_wait: WaitHistogram::default(),
@@ -178,14 +180,8 @@ impl Stats {
         for a in [
             &self.total_connections_received,
             &self.rejected_connections,
-            &self.total_commands_processed,
             &self.total_error_replies,
-            &self.keyspace_hits,
-            &self.keyspace_misses,
             &self.expired_keys,
-            &self.net_input_bytes,
-            &self.net_output_bytes,
-            &self.rtc_commands,
             &self.rtc_fallbacks,
             &self.rtc_lock_retries,
             &self.io_key_affinity_moves,
@@ -196,17 +192,28 @@ impl Stats {
             &self.rtc_batched_writes,
             &self.io_poll_spins,
             &self.io_poll_spin_hits,
-            &self.pool_commands,
             &self.pool_read_retries,
             &self.pool_unlocked_reads,
         ] {
             a.store(0, Relaxed);
         }
+        for a in [
+            &self.total_commands_processed,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.rtc_commands,
+            &self.pool_commands,
+        ] {
+            a.store(0, Relaxed);
+        }
         self.queue_wait.reset();
         for c in self.commands.iter() {
-            for a in [&c.calls, &c.usec, &c.rejected_calls, &c.failed_calls] {
-                a.store(0, Relaxed);
-            }
+            c.calls.store(0, Relaxed);
+            c.usec.store(0, Relaxed);
+            c.rejected_calls.store(0, Relaxed);
+            c.failed_calls.store(0, Relaxed);
         }
         self.errors.lock().clear();
     }
