@@ -4,7 +4,7 @@
 //! A GET answered on an I/O thread bumped seven counters (calls, time, commands processed,
 //! I/O-thread commands, keyspace and cache hits, its latency bucket), all shared by both I/O
 //! threads; under a pipelined load each bump pulled its line from the other core. With those
-//! counters out of the way a GET cost 8% less CPU (docs/benchmarks.md section 47).
+//! counters unshared a pipelined GET costs 5% less CPU (docs/benchmarks.md section 47).
 //!
 //! The I/O threads, which count nearly everything, claim slots by their index ([`claim`]);
 //! every other thread takes one of the remaining slots in turn on its first count. Threads
