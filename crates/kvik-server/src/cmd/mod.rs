@@ -391,13 +391,16 @@ fn execute_checked(
         let db = Ctx::physical_db(server, session);
         let unlocked = isolation::RtcRead::begin_on_worker(server, db, entry, args);
         let ran = unlocked.is_some_and(|check| {
-            run_entry_checked(
+            let check = Some(check);
+            run_entry(
                 server, session, out, entry, args, mode, queue_wait, start, check,
             )
         });
         if !ran {
             let _reading = isolation::lock_read_keys(server, db, entry, args);
-            run_entry(server, session, out, entry, args, mode, queue_wait, start);
+            run_entry(
+                server, session, out, entry, args, mode, queue_wait, start, None,
+            );
         }
     }
     Ready::collect()
@@ -906,9 +909,12 @@ fn reject(
 }
 
 /// The part of [`execute`] after resolution and the checks: runs `entry`'s handler and
-/// accounts stats and slowlog. EXEC calls it for each queued command.
+/// accounts stats and slowlog. EXEC calls it for each queued command. A read run without its
+/// keys' locks brings its `check` ([`isolation::RtcRead::begin_on_worker`]): if a write of its
+/// keys began or ended while it read, nothing of it is shown, answered or accounted, and it
+/// returns false (it runs again under the locks).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run_entry(
+pub(in crate::cmd) fn run_entry(
     server: &Server,
     session: &mut Session,
     out: &mut Reply,
@@ -917,56 +923,31 @@ pub(crate) fn run_entry(
     mode: Mode,
     queue_wait: Duration,
     start: Instant,
-) {
-    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
-    let exec = entry.spec.in_multi == spec::InMulti::Exec;
-    if !exec {
-        monitor::feed(server, session, entry, args);
-    }
-    let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, mode, None, start);
-    if exec {
-        // As Redis: EXEC shows after the commands it ran.
-        monitor::feed(server, session, entry, args);
-    }
-    server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
-    account(
-        server, session, out, entry, args, mark, result, start, queue_wait,
-    );
-}
-
-/// [`run_entry`] for a read run without its keys' locks ([`isolation::RtcRead::begin_on_worker`]):
-/// `false` if a write of its keys began or ended while it read, and then nothing of it was
-/// shown, answered or accounted (it runs again under the locks).
-#[allow(clippy::too_many_arguments)]
-fn run_entry_checked(
-    server: &Server,
-    session: &mut Session,
-    out: &mut Reply,
-    entry: &Entry,
-    args: &Args,
-    mode: Mode,
-    queue_wait: Duration,
-    start: Instant,
-    check: isolation::RtcRead,
+    check: Option<isolation::RtcRead>,
 ) -> bool {
+    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
+    let unlocked = check.is_some();
+    // As Redis, EXEC shows after the commands it ran; an unlocked read once it is whole.
+    let shown_after = entry.spec.in_multi == spec::InMulti::Exec || unlocked;
+    if !shown_after {
+        monitor::feed(server, session, entry, args);
+    }
     let mark = out.buf.len();
-    let result = call_handler(server, session, out, entry, args, mode, Some(check), start);
-    if matches!(&result, Err(e) if e.kind == ErrorKind::KeyBusy) {
+    let result = call_handler(server, session, out, entry, args, mode, check, start);
+    if unlocked && matches!(&result, Err(e) if e.kind == ErrorKind::KeyBusy) {
         out.buf.truncate(mark);
-        server
-            .stats
-            .pool_read_retries
-            .fetch_add(1, Ordering::Relaxed);
+        let retries = &server.stats.pool_read_retries;
+        retries.fetch_add(1, Ordering::Relaxed);
         return false;
     }
-    session.client.last_cmd.store(entry.id, Ordering::Relaxed);
-    monitor::feed(server, session, entry, args);
+    if shown_after {
+        monitor::feed(server, session, entry, args);
+    }
     server.stats.pool_commands.fetch_add(1, Ordering::Relaxed);
-    server
-        .stats
-        .pool_unlocked_reads
-        .fetch_add(1, Ordering::Relaxed);
+    if unlocked {
+        let reads = &server.stats.pool_unlocked_reads;
+        reads.fetch_add(1, Ordering::Relaxed);
+    }
     account(
         server, session, out, entry, args, mark, result, start, queue_wait,
     );

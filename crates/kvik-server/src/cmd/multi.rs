@@ -298,6 +298,7 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
                 Mode::Normal,
                 Duration::ZERO,
                 Instant::now(),
+                None,
             )
         }));
         if ran.is_err() {

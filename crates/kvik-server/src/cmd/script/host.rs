@@ -314,6 +314,7 @@ impl Host for ServerHost<'_> {
                 Mode::Normal,
                 Duration::ZERO,
                 Instant::now(),
+                None,
             );
         }
         self.session.proto = self.saved_proto;
