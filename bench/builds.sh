@@ -14,6 +14,11 @@
 #     bench/builds.sh OLD NEW -- -t set --dist uniform --duration 6s
 # The loaded values are random bytes (incompressible); VALUES=text loads generated text that
 # compresses like application data (kvik-bench --text-values), VALUES=repeated x repeated.
+# FROM_DIR: each server starts on a fresh copy of this data directory (one loaded before, by
+# bench/scale.sh or kvik-bench) instead of a load; give -r. WARM: a run of the same kvik-bench
+# arguments for this long first (fills the hot cache), e.g.
+#   FROM_DIR=/data/10m WARM=10s SERVER_ARGS="--cache-maxmemory 17400000 --maxmemory 116000000" \
+#     bench/builds.sh OLD NEW -- -t get -r 10000000 --dist zipf --duration 8s
 #
 # With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
 # PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read).
@@ -43,7 +48,7 @@ read -r -a prep_args <<<"${PREP:-}"
 args=("$@")
 has() { case " ${args[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 has -c || args=(-c 50 "${args[@]}")
-if [ "$LOAD" -gt 0 ]; then
+if [ "$LOAD" -gt 0 ] || [ -n "${FROM_DIR:-}" ]; then
   ensure_kvik_bench
   has -r || args=(-r "$LOAD" "${args[@]}")
   tool=kvik-bench
@@ -53,6 +58,7 @@ else
 fi
 tck=$(getconf CLK_TCK)
 echo "load before: $(uptime | sed 's/.*load average: //')"
+[ -n "${FROM_DIR:-}" ] && echo "each server on a copy of $FROM_DIR; warm-up ${WARM:-none}; server args: ${server_args[*]}"
 [ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B ($VALUES values); server args: ${server_args[*]}"
 [ ${#prep_args[@]} -gt 0 ] && echo "each server first: kvik-bench ${prep_args[*]}"
 [ -n "${OLD_ARGS:-}${NEW_ARGS:-}" ] && echo "old: ${OLD_ARGS:-}; new: ${NEW_ARGS:-}"
@@ -66,6 +72,10 @@ for round in $(seq 1 "$ROUNDS"); do
     port=$(free_port)
     extra=()
     if [ "$i" = 0 ]; then extra=("${build_args_0[@]}"); else extra=("${build_args_1[@]}"); fi
+    if [ -n "${FROM_DIR:-}" ]; then
+      rm -rf "$BENCH_TMP/build-$round-$i"
+      cp -r "$FROM_DIR" "$BENCH_TMP/build-$round-$i"
+    fi
     KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i" "${server_args[@]}" "${extra[@]}"
     pid=${PIDS[-1]}
     if [ ${#prep_args[@]} -gt 0 ]; then
@@ -82,6 +92,8 @@ for round in $(seq 1 "$ROUNDS"); do
         $VALUE_FLAG -c 50 -P 16 >/dev/null
       settle "$port"
       run=("$KVIK_BENCH" -p "$port" -q "${run_args[@]}")
+    elif [ -n "${FROM_DIR:-}" ]; then
+      run=("$KVIK_BENCH" -p "$port" -q "${run_args[@]}")
     else
       warm=("${run_args[@]}")
       for j in "${!warm[@]}"; do
@@ -90,6 +102,13 @@ for round in $(seq 1 "$ROUNDS"); do
       redis-benchmark -p "$port" -q "${warm[@]}" >/dev/null 2>&1
       run=(redis-benchmark -p "$port" -q "${run_args[@]}")
     fi
+    if [ -n "${WARM:-}" ]; then
+      warm=("${run[@]}")
+      for j in "${!warm[@]}"; do
+        if [ "${warm[$j]}" = "--duration" ]; then warm[j + 1]=$WARM; fi
+      done
+      "${warm[@]}" >/dev/null 2>&1
+    fi
     c0=$(commands "$port")
     t0=$(cpu_ticks "$pid")
     out=$("${run[@]}" 2>/dev/null | tr '\r' '\n' | grep "requests per second" | tail -1)
@@ -97,6 +116,7 @@ for round in $(seq 1 "$ROUNDS"); do
     c1=$(commands "$port")
     kill "$pid"
     wait "$pid" 2>/dev/null || true
+    [ -n "${FROM_DIR:-}" ] && rm -rf "$BENCH_TMP/build-$round-$i"
     rps=$(echo "$out" | sed 's/.*: \([0-9.]*\) requests.*/\1/')
     # INFO itself is one command of the count.
     python3 -c "print('| %d | %s | %.0f | %.2f |' % ($round, '$label', $rps, ($t1 - $t0) / $tck * 1e6 / max(1, $c1 - $c0 - 1)))"

@@ -614,7 +614,7 @@ impl Cache {
     fn shard_budget(&self) -> usize {
         let share = (self.max_bytes.load(Relaxed) / self.shards.len() as u64) as usize;
         if self.admission() {
-            share.saturating_sub(admission::width_for(share))
+            share.saturating_sub(admission::bytes_for(share))
         } else {
             share
         }
