@@ -72,17 +72,23 @@ fn trace(scan: bool) -> Vec<u64> {
     out
 }
 
-fn hit_ratio(policy: Policy, admission: bool, fraction: f64, keys: &[u64]) -> f64 {
-    let value = Meta::string(vec![b'v'; 100], 0);
-    let key_bytes = |k: u64| format!("key:{k:06}");
-    let per_entry = entry_size(
-        key_bytes(0).as_bytes(),
+/// Bytes the cache counts for `key` holding a 100-byte string.
+fn string_entry_bytes(key: &[u8]) -> usize {
+    let value = CachedValue::Str(Bytes::from(vec![0; 100]));
+    entry_size(
+        key,
         &Known::Present(Hit {
             kind: Kind::String,
             expire_at_ms: 0,
-            value: CachedValue::Str(Bytes::from(vec![0; 100])),
+            value,
         }),
-    );
+    )
+}
+
+fn hit_ratio(policy: Policy, admission: bool, fraction: f64, keys: &[u64]) -> f64 {
+    let value = Meta::string(vec![b'v'; 100], 0);
+    let key_bytes = |k: u64| format!("key:{k:06}");
+    let per_entry = string_entry_bytes(key_bytes(0).as_bytes());
     let c = Cache::new(CacheSettings {
         max_bytes: (KEYS as f64 * fraction * per_entry as f64) as u64,
         shards: 16,
@@ -159,14 +165,7 @@ fn at_scale_against_the_best_possible() {
     let mut rng = Rng(0x1234_5678_9ABC_DEF1);
     let value = Meta::string(vec![b'v'; 100], 0);
     let key_bytes = |k: u64| format!("key:{k:010}");
-    let per_entry = entry_size(
-        key_bytes(0).as_bytes(),
-        &Known::Present(Hit {
-            kind: Kind::String,
-            expire_at_ms: 0,
-            value: CachedValue::Str(Bytes::from(vec![0; 100])),
-        }),
-    );
+    let per_entry = string_entry_bytes(key_bytes(0).as_bytes());
     let c = Cache::new(CacheSettings {
         max_bytes: (79_135 * per_entry) as u64,
         shards: 16,
