@@ -79,6 +79,8 @@ pub struct Config {
     pub bottom_compression: RwLock<BottomCompression>,
     /// `rocksdb-tombstone-cleanup` (see `storage::options::TombstoneCleanup`).
     pub tombstone_cleanup: AtomicBool,
+    /// `rocksdb-pin-partitions` (see `storage::options::Tuning::pin_partitions`).
+    pub pin_partitions: AtomicBool,
     /// Free bytes on the data directory's file system below which writes are refused
     /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
     pub disk_free_min: AtomicU64,
@@ -1013,6 +1015,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rocksdb-pin-partitions",
+        default: "no",
+        mutable: false,
+        help: "hold every SST's index and filter partitions for as long as the file is open, so a read that misses the hot cache finds them without a block cache lookup: uncached GETs at 10M keys take 3-5% less CPU, for about 2 bytes of memory per key (charged to the block cache, past the budget once they outgrow it); set at start",
+        get: |c| if c.pin_partitions.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.pin_partitions.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rocksdb-level0-slowdown-writes-trigger",
         default: "20",
         mutable: true,
@@ -1549,6 +1562,7 @@ impl Default for Config {
             compact_rate_limit: AtomicU64::new(0),
             bottom_compression: RwLock::new(BottomCompression::Lz4),
             tombstone_cleanup: AtomicBool::new(true),
+            pin_partitions: AtomicBool::new(false),
             max_write_buffer_bytes: AtomicU64::new(
                 crate::storage::options::DEFAULT_MAX_WRITE_BUFFER_BYTES,
             ),
@@ -1705,6 +1719,7 @@ impl Config {
             wal_ttl_secs: self.repl.wal_ttl_secs.load(Relaxed),
             wal_size_limit_mb: self.repl.wal_size_limit.load(Relaxed).div_ceil(1 << 20),
             tombstone_cleanup: self.tombstone_cleanup.load(Relaxed),
+            pin_partitions: self.pin_partitions.load(Relaxed),
         }
     }
 

@@ -25,8 +25,8 @@
 
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, DataBlockIndexType,
-    LruCacheOptions, Options, WriteBufferManager,
+    BlockBasedIndexType, BlockBasedOptions, BlockBasedTablePinningTier, Cache, DBCompressionType,
+    DataBlockIndexType, LruCacheOptions, Options, WriteBufferManager,
 };
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -183,6 +183,14 @@ pub struct Tuning {
     /// `rocksdb-tombstone-cleanup`: files dense in deletions are compacted soon, and a scan
     /// that steps over many of them in the active memtable flushes it ([`TombstoneCleanup`]).
     pub tombstone_cleanup: bool,
+    /// `rocksdb-pin-partitions`: every SST's index and filter partitions stay pinned while it
+    /// is open (RocksDB's `partition_pinning = kAll`), not only L0's and the top levels'. A
+    /// read then finds them without a block cache lookup (its hash, its shard's lock, a
+    /// reference taken and dropped): 3-5% of an uncached GET's CPU at 10M keys
+    /// (docs/benchmarks.md section 48). But the pinned blocks grow with the data (~2 bytes a
+    /// key of 100-byte values, 22 MB at 10M keys), charged to the block cache and past its
+    /// capacity once they outgrow it, so off by default: the budget bounds memory at any size.
+    pub pin_partitions: bool,
 }
 
 /// RocksDB's write stall thresholds (all mutable at run time).
@@ -243,6 +251,7 @@ impl Default for Tuning {
             wal_ttl_secs: 0,
             wal_size_limit_mb: 0,
             tombstone_cleanup: true,
+            pin_partitions: false,
         }
     }
 }
@@ -358,7 +367,7 @@ pub fn db_options(t: &Tuning) -> (Options, Shared) {
 }
 
 /// The block-based table layout of `role`.
-fn table_options(shared: &Shared, role: CfRole) -> BlockBasedOptions {
+fn table_options(shared: &Shared, role: CfRole, pin_partitions: bool) -> BlockBasedOptions {
     let layout = role.layout();
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(&shared.block_cache);
@@ -370,6 +379,9 @@ fn table_options(shared: &Shared, role: CfRole) -> BlockBasedOptions {
     table.set_partition_filters(true);
     table.set_metadata_block_size(PARTITION_BYTES as usize);
     table.set_pin_top_level_index_and_filter(true);
+    if pin_partitions {
+        table.set_partition_pinning_tier(BlockBasedTablePinningTier::All);
+    }
     if layout.filter {
         table.set_hybrid_ribbon_filter(FILTER_BITS_PER_KEY, RIBBON_FROM_LEVEL);
         table.set_whole_key_filtering(true);
@@ -385,7 +397,7 @@ fn table_options(shared: &Shared, role: CfRole) -> BlockBasedOptions {
 /// compression and stall thresholds. The caller adds its compaction filter.
 pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Options {
     let mut o = db.clone();
-    o.set_block_based_table_factory(&table_options(shared, role));
+    o.set_block_based_table_factory(&table_options(shared, role, t.pin_partitions));
     o.set_write_buffer_size(
         write_buffer_size(t.write_buffer_bytes, t.max_write_buffer_bytes) as usize,
     );
@@ -696,6 +708,31 @@ mod tests {
             file["CFOptions \"meta\""]["level0_slowdown_writes_trigger"],
             "20"
         );
+    }
+
+    /// `rocksdb-pin-partitions` pins every file's index and filter partitions; by default
+    /// only L0's and the top levels' are (the budget bounds the rest).
+    #[test]
+    fn partitions_are_pinned_only_with_the_setting() {
+        for pin in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let t = Tuning {
+                pin_partitions: pin,
+                ..tuning()
+            };
+            let _s = Storage::open_tuned(dir.path(), HotCache::new(CacheSettings::default()), &t)
+                .unwrap();
+            let file = options_file(dir.path());
+            for cf in COLUMN_FAMILIES {
+                let table = &file[&format!("TableOptions/BlockBasedTable \"{cf}\"")];
+                let pinning = &table["metadata_cache_options"];
+                assert_eq!(
+                    pinning.contains("partition_pinning=kAll"),
+                    pin,
+                    "{cf}: metadata_cache_options {pinning}"
+                );
+            }
+        }
     }
 
     /// The setting decides how the bottom level's files are written (ZSTD's are smaller on
