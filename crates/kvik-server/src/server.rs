@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::pool::Pool;
 use crate::stats::slowlog::SlowLog;
 use crate::stats::Stats;
-use crate::storage::expire::ActiveExpiry;
+use crate::storage::expire::{tick_share_percent, ActiveExpiry, Limit};
 use crate::storage::{FsyncPolicy, Storage};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Most records the active expiry cycle visits per timer tick.
-const ACTIVE_EXPIRE_BUDGET: usize = 2000;
+/// Most hash field index entries the active expiry of fields visits per timer tick.
+const FIELD_EXPIRE_BUDGET: usize = 2000;
 /// Most SCAN cursors remembered at once; the oldest are forgotten first.
 const MAX_SCAN_CURSORS: usize = 16 * 1024;
 
@@ -409,7 +409,7 @@ fn expire_hash_fields(server: &Server) {
     match crate::storage::expire::expire_fields(
         storage,
         server.config.databases(),
-        ACTIVE_EXPIRE_BUDGET,
+        FIELD_EXPIRE_BUDGET,
     ) {
         Ok(fields) => {
             // One `hexpired` per hash per cycle, as Redis: a field's entry is the hash's last
@@ -444,10 +444,22 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
         .name("kvik-timer".into())
         .spawn(move || {
             let mut expiry = ActiveExpiry::default();
+            let mut expiry_behind = false;
             let mut last_sync = Instant::now();
+            let mut next_tick = Instant::now();
             while !server.is_shutting_down() {
                 let hz = server.config.hz.load(Ordering::Relaxed).max(1);
-                std::thread::sleep(Duration::from_millis(1000 / hz));
+                let period = Duration::from_millis(1000 / hz);
+                // Ticks keep to the period whatever their work took (a tick that ran past the
+                // next one's time starts the schedule over), so the expiry cycle's share of
+                // a tick is its share of the thread's time.
+                next_tick += period;
+                let start = Instant::now();
+                match next_tick.checked_duration_since(start) {
+                    Some(wait) => std::thread::sleep(wait),
+                    None => next_tick = start,
+                }
+                let tick_started = Instant::now();
                 let now = crate::clock::unix_ms();
                 crate::clock::tick_coarse(now);
                 server.stats.sample_ops(now);
@@ -467,21 +479,31 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     && !server.pause.writes_paused()
                     && server.config.active_expire.load(Ordering::Relaxed)
                 {
+                    let effort = server.config.active_expire_effort.load(Ordering::Relaxed);
+                    let share = tick_share_percent(effort, expiry_behind);
                     let started = Instant::now();
                     let ran = expiry.run(
                         &server.storage,
                         server.config.databases(),
-                        ACTIVE_EXPIRE_BUDGET,
+                        Limit::until(tick_started + period * share / 100),
                     );
                     server
                         .latency
                         .record_event("expire-cycle", started.elapsed());
-                    match ran {
-                        Ok(n) => {
-                            server.stats.expired_keys.fetch_add(n, Ordering::Relaxed);
+                    expiry_behind = match ran {
+                        Ok(cycle) => {
+                            let deleted = cycle.deleted;
+                            server
+                                .stats
+                                .expired_keys
+                                .fetch_add(deleted, Ordering::Relaxed);
+                            cycle.behind
                         }
-                        Err(e) => tracing::warn!(error = %e, "active expiry failed"),
-                    }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "active expiry failed");
+                            false
+                        }
+                    };
                     expire_hash_fields(&server);
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {

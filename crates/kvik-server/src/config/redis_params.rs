@@ -117,7 +117,6 @@ pub static REDIS_PARAMS: &[Param] = &[
     p!("active-defrag-max-scan-fields", [], Int(1, I64), "1000", true, DEFRAG),
     p!("active-defrag-threshold-lower", [], Int(0, 1000), "10", true, DEFRAG),
     p!("active-defrag-threshold-upper", [], Int(0, 1000), "100", true, DEFRAG),
-    p!("active-expire-effort", [], Int(1, 10), "1", true, "kvik's active expiry is paced by hz and the compaction filter"),
     p!("activedefrag", [], Bool, "no", true, DEFRAG),
     p!("activerehashing", [], Bool, "yes", true, "kvik has no main hash table to rehash"),
     p!("always-show-logo", [], Bool, "no", false, PROCESS),

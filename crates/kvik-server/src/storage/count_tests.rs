@@ -2,7 +2,7 @@
 //! counts and index with what a full scan of the meta column family finds.
 
 use super::encoding::{Kind, Meta};
-use super::expire::ActiveExpiry;
+use super::expire::{ActiveExpiry, Limit};
 use super::{expiry_index, Batch, Cf, Coll, Storage, CF_EXPIRY, INTERNAL_DB};
 use crate::clock::unix_ms;
 use proptest::prelude::*;
@@ -185,13 +185,78 @@ fn compaction_keeps_expired_records_until_active_expiry_counts_them_out() {
     assert!(s.get_live(0, b"old7", unix_ms()).unwrap().is_none());
     assert_eq!((s.key_count(0), s.expires_count(0)), (200, 100));
     assert_consistent(&s, 1);
-    assert_eq!(ActiveExpiry::default().run(&s, 1, 1000).unwrap(), 100);
+    assert_eq!(
+        ActiveExpiry::default()
+            .run(&s, 1, Limit::entries(1000))
+            .unwrap()
+            .deleted,
+        100
+    );
     s.compact_all();
     assert_eq!((s.key_count(0), s.expires_count(0)), (100, 0));
     assert_consistent(&s, 1);
     drop(s);
     let s = Storage::open(dir.path()).unwrap();
     assert_eq!((s.key_count(0), s.expires_count(0)), (100, 0));
+}
+
+/// Active expiry reads each due key's record once (its re-check under the lock), and the commit
+/// counts the deletions from that read, not from a second one: keys RocksDB read, over a run
+/// that deletes 100 keys the hot cache does not hold (a fresh open), are exactly 100.
+#[test]
+fn active_expiry_reads_each_due_key_once() {
+    use rocksdb::statistics::Ticker;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Storage::open(dir.path()).unwrap();
+    let past = unix_ms() - 1000;
+    for i in 0..100u32 {
+        put(&s, 0, format!("old{i}").as_bytes(), &string(past));
+        put(&s, 0, format!("live{i}").as_bytes(), &string(0));
+    }
+    drop(s);
+    let s = Storage::open(dir.path()).unwrap();
+    let reads = |s: &Storage| {
+        s.shared().ticker(Ticker::NumberKeysRead)
+            + s.shared().ticker(Ticker::NumberMultigetKeysRead)
+    };
+    let before = reads(&s);
+    let cycle = ActiveExpiry::default()
+        .run(&s, 1, Limit::entries(1000))
+        .unwrap();
+    assert_eq!((cycle.deleted, cycle.behind), (100, false));
+    assert_eq!(reads(&s) - before, 100);
+    assert_eq!((s.key_count(0), s.expires_count(0)), (100, 0));
+    assert_consistent(&s, 1);
+}
+
+/// A run limited by time stops between steps once its time is up, says it is behind while keys
+/// are still due, and always makes one step first: with its time already over, each run
+/// deletes one step's keys, and the runs together delete every due key, then report done.
+#[test]
+fn an_expiry_run_out_of_time_takes_one_step_and_says_it_is_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Storage::open(dir.path()).unwrap();
+    let past = unix_ms() - 1000;
+    for i in 0..1000u32 {
+        put(&s, 0, format!("old{i}").as_bytes(), &string(past));
+    }
+    let mut expiry = ActiveExpiry::default();
+    let mut runs = Vec::new();
+    loop {
+        let cycle = expiry
+            .run(&s, 1, Limit::until(std::time::Instant::now()))
+            .unwrap();
+        runs.push(cycle.deleted);
+        if !cycle.behind {
+            break;
+        }
+        assert!(runs.len() < 100, "never caught up: {runs:?}");
+    }
+    // Steps of 256 entries: 256, 256, 256, 232, then nothing left.
+    assert_eq!(runs.iter().sum::<u64>(), 1000, "{runs:?}");
+    assert!(runs.len() >= 4 && runs[0] == 256, "{runs:?}");
+    assert_eq!(s.key_count(0), 0);
+    assert_consistent(&s, 1);
 }
 
 #[test]
@@ -201,7 +266,13 @@ fn an_expired_newer_version_does_not_resurrect_an_older_one() {
     put(&s, 0, b"k", &string(0));
     s.compact_all(); // push the old version to the bottom level
     put(&s, 0, b"k", &string(unix_ms() - 1));
-    assert_eq!(ActiveExpiry::default().run(&s, 1, 10).unwrap(), 1);
+    assert_eq!(
+        ActiveExpiry::default()
+            .run(&s, 1, Limit::entries(10))
+            .unwrap()
+            .deleted,
+        1
+    );
     s.compact_all();
     assert!(s.get_meta(0, b"k").unwrap().is_none());
     assert_eq!(s.key_count(0), 0);
@@ -224,7 +295,7 @@ fn active_expiry_reads_only_due_entries_and_sleeps_until_the_next() {
         put(&s, 0, format!("due{i}").as_bytes(), &string(now - 5));
     }
     let mut cycle = ActiveExpiry::default();
-    assert_eq!(cycle.run(&s, 16, 100).unwrap(), 10);
+    assert_eq!(cycle.run(&s, 16, Limit::entries(100)).unwrap().deleted, 10);
     // Nothing is due before the first far key: the next cycles do not even seek.
     let from = s
         .counts
@@ -233,10 +304,10 @@ fn active_expiry_reads_only_due_entries_and_sleeps_until_the_next() {
         .expiry_scan_from
         .load(std::sync::atomic::Ordering::Relaxed);
     assert_eq!(from, now + 3_600_000);
-    assert_eq!(cycle.run(&s, 16, 100).unwrap(), 0);
+    assert_eq!(cycle.run(&s, 16, Limit::entries(100)).unwrap().deleted, 0);
     // A commit indexing an earlier expiry brings the scan start back.
     put(&s, 0, b"soon", &string(now - 1));
-    assert_eq!(cycle.run(&s, 16, 100).unwrap(), 1);
+    assert_eq!(cycle.run(&s, 16, Limit::entries(100)).unwrap().deleted, 1);
     assert_eq!((s.key_count(0), s.expires_count(0)), (2000, 2000));
     assert_consistent(&s, 1);
 }
@@ -254,7 +325,7 @@ fn active_expiry_spreads_its_budget_over_databases() {
     let mut cycle = ActiveExpiry::default();
     let mut deleted = 0;
     for _ in 0..10 {
-        deleted += cycle.run(&s, 3, 100).unwrap();
+        deleted += cycle.run(&s, 3, Limit::entries(100)).unwrap().deleted;
     }
     assert_eq!(deleted, 750);
     assert_consistent(&s, 3);
@@ -287,7 +358,13 @@ fn a_data_directory_without_counts_is_counted_once_at_open() {
         assert_eq!((s.key_count(1), s.expires_count(1)), (250, 0));
         assert_consistent(&s, 2);
         // The rebuilt index drives active expiry.
-        assert_eq!(ActiveExpiry::default().run(&s, 2, 1000).unwrap(), 50);
+        assert_eq!(
+            ActiveExpiry::default()
+                .run(&s, 2, Limit::entries(1000))
+                .unwrap()
+                .deleted,
+            50
+        );
     }
     let s = Storage::open(dir.path()).unwrap();
     assert_eq!((s.key_count(0), s.expires_count(0)), (200, 0));
@@ -406,7 +483,9 @@ fn run_ops(dir: &Path, ops: &[Op]) {
             Op::FlushDb(db) => s.flush_db(db).unwrap(),
             Op::FlushAll => s.flush_all().unwrap(),
             Op::Expire => {
-                ActiveExpiry::default().run(&s, 3, 1000).unwrap();
+                ActiveExpiry::default()
+                    .run(&s, 3, Limit::entries(1000))
+                    .unwrap();
             }
             Op::Compact => s.compact_all(),
             Op::Fold => s.fold_counts().unwrap(),
@@ -503,7 +582,13 @@ mod garbage {
 
         // DEL (O(1): the members stay until compaction), expiry, and HDEL of every member.
         del(&s, 0, b"{t}big1");
-        assert_eq!(ActiveExpiry::default().run(&s, 1, 100).unwrap(), 1);
+        assert_eq!(
+            ActiveExpiry::default()
+                .run(&s, 1, Limit::entries(100))
+                .unwrap()
+                .deleted,
+            1
+        );
         let mut b = Batch::default();
         let coll = Coll::new(0, b"{t}big3", &emptied);
         for i in 0..BIG {

@@ -18,6 +18,7 @@
 //!    back: the key counts (`counts`) and the expiry index must see every removal, so an
 //!    expired key's meta record goes by active expiry, through a commit like any write.
 
+use super::counts::KeyState;
 use super::encoding::{
     db_prefix, decode_data_key, field_expired, meta_key, prefix_successor, split_field_value, Kind,
     Meta,
@@ -29,6 +30,7 @@ use crate::key_list::KeyList;
 use rocksdb::compaction_filter::Decision;
 use rocksdb::{ReadOptions, DB};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// Compaction filter for the data and score column families: keeps an entry only while its
 /// collection's meta record exists, is live, and has the entry's version. A failed metadata read
@@ -70,17 +72,75 @@ pub struct ActiveExpiry {
     next_db: u16,
 }
 
+/// How much one [`ActiveExpiry::run`] may do: at most `entries` index entries, and nothing more
+/// once `until` has passed. Both are checked between steps of [`STEP`] entries, and the time
+/// only after the first, so a run always makes progress and overshoots its time by one step.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    pub entries: usize,
+    pub until: Option<Instant>,
+}
+
+impl Limit {
+    /// At most `n` index entries, however long they take.
+    pub fn entries(n: usize) -> Limit {
+        Limit {
+            entries: n,
+            until: None,
+        }
+    }
+
+    /// As many entries as fit before `until`.
+    pub fn until(until: Instant) -> Limit {
+        Limit {
+            entries: usize::MAX,
+            until: Some(until),
+        }
+    }
+
+    /// Whether a run with `left` entries to go, `stepped` once already, must stop.
+    fn reached(&self, left: usize, stepped: bool) -> bool {
+        left == 0 || (stepped && self.until.is_some_and(|t| Instant::now() >= t))
+    }
+}
+
+/// The share of a timer tick, in percent, the active expiry cycle may take, paced as Redis
+/// paces its own: 25% of the tick at `active-expire-effort` 1, two points more per step (43% at
+/// 10). While the last run ended behind (due keys left at its limit) it may take 75%, about
+/// what Redis's fast cycles add to its slow one then: keys written with a TTL faster than a
+/// quarter of a core deletes them take more of the timer's core, not more disk, and the
+/// writers that share the cores slow down instead.
+pub fn tick_share_percent(effort: u64, behind: bool) -> u32 {
+    if behind {
+        BEHIND_SHARE_PERCENT
+    } else {
+        25 + 2 * (effort.clamp(1, 10) as u32 - 1)
+    }
+}
+
+const BEHIND_SHARE_PERCENT: u32 = 75;
+
+/// What one [`ActiveExpiry::run`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cycle {
+    /// Keys deleted.
+    pub deleted: u64,
+    /// The run stopped at its limit while entries may still be due: the expiry is behind.
+    pub behind: bool,
+}
+
 /// An expiry index entry found due: (expire_at_ms, user key).
 type DueEntry = (u64, Vec<u8>);
 
 /// Keys deleted per commit by the active expiry cycle (and locked together).
 const DELETE_GROUP: usize = 64;
+/// Index entries read per step of a run (the limit is checked between steps).
+const STEP: usize = 4 * DELETE_GROUP;
 
 impl ActiveExpiry {
-    /// Deletes at most `budget` due keys of databases `0..databases`, starting with the
-    /// database after the one the last call ran out of budget in. Returns how many keys were
-    /// deleted.
-    pub fn run(&mut self, storage: &Storage, databases: u16, budget: usize) -> StorageResult<u64> {
+    /// Deletes the due keys of databases `0..databases` within `limit`, starting with the
+    /// database the last run stopped in.
+    pub fn run(&mut self, storage: &Storage, databases: u16, limit: Limit) -> StorageResult<Cycle> {
         let now = unix_ms();
         let due: Vec<u16> = storage
             .counts
@@ -89,31 +149,48 @@ impl ActiveExpiry {
             .map(|(db, _)| db)
             .collect();
         let first = due.iter().position(|&db| db >= self.next_db).unwrap_or(0);
-        let (mut left, mut deleted) = (budget, 0);
+        let (mut left, mut deleted, mut stepped) = (limit.entries, 0, false);
         for &db in due[first..].iter().chain(&due[..first]) {
-            if left == 0 {
-                self.next_db = db;
-                return Ok(deleted);
+            loop {
+                if limit.reached(left, stepped) {
+                    self.next_db = db;
+                    return Ok(Cycle {
+                        deleted,
+                        behind: true,
+                    });
+                }
+                let (visited, n, more) = expire_db(storage, db, now, left.min(STEP))?;
+                stepped = true;
+                left -= visited;
+                deleted += n;
+                if !more {
+                    break;
+                }
             }
-            let (visited, n) = expire_db(storage, db, now, left)?;
-            left -= visited;
-            deleted += n;
         }
         self.next_db = 0;
-        Ok(deleted)
+        Ok(Cycle {
+            deleted,
+            behind: false,
+        })
     }
 }
 
 /// Deletes the keys of `db` whose index entries are due at `now`, at most `budget` entries.
-/// Returns (entries visited, keys deleted).
+/// Returns (entries visited, keys deleted, whether more entries are due).
 ///
 /// The scan start is taken (set to "never") before the index is read, and put back after:
 /// lowered to the first entry not yet due, or to where the budget ran out. A commit that
 /// indexes an earlier expiry lowers it after its write, so an entry the iterator could not see
 /// yet is scanned by the next cycle.
-fn expire_db(storage: &Storage, db: u16, now: u64, budget: usize) -> StorageResult<(usize, u64)> {
+fn expire_db(
+    storage: &Storage,
+    db: u16,
+    now: u64,
+    budget: usize,
+) -> StorageResult<(usize, u64, bool)> {
     let Some(counts) = storage.counts.get(db) else {
-        return Ok((0, 0));
+        return Ok((0, 0, false));
     };
     let from = counts.expiry_scan_from.swap(u64::MAX, Ordering::AcqRel);
     let (due, resume) = match due_entries(storage, db, from, now, budget) {
@@ -136,7 +213,7 @@ fn expire_db(storage: &Storage, db: u16, now: u64, budget: usize) -> StorageResu
         }
     }
     counts.expiry_scan_from.fetch_min(resume, Ordering::AcqRel);
-    Ok((due.len(), deleted))
+    Ok((due.len(), deleted, resume <= now))
 }
 
 /// The index entries of `db` from time `from` on that are due at `now` (at most `budget`), and
@@ -175,7 +252,8 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
     let mut batch = Batch::default();
     let mut deleted = 0;
     // One batched read of the group's records (sorted keys share their index and data block
-    // lookups), where a read per key was a third of the cycle's CPU.
+    // lookups), where a read per key was a third of the cycle's CPU; the commit counts from
+    // it (`delete_meta_known`) instead of reading the records again.
     let raw_keys: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(db, k)).collect();
     let metas = storage.db.batched_multi_get_cf_opt(
         storage.cf(CF_META),
@@ -185,9 +263,11 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
     );
     for ((at, key), meta) in entries.iter().zip(metas) {
         // Entries are due (`at` <= the scan's now), so a key still at `at` has expired.
-        match meta?.as_deref().and_then(Meta::decode) {
+        let raw = meta?;
+        match raw.as_deref().and_then(Meta::decode) {
             Some(meta) if meta.expire_at_ms == *at => {
-                batch.delete_meta(storage, db, key);
+                let state = KeyState::of_meta(raw.as_deref());
+                batch.delete_meta_known(storage, db, key, state);
                 deleted += 1;
             }
             // The key's expiry changed or it went after the scan read this entry (the commit

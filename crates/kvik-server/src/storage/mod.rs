@@ -242,6 +242,9 @@ struct CacheEffect {
     update: Option<CollUpdate>,
     /// Written by a quiet batch (see [`Batch::quiet`]; a transaction mixes both kinds).
     quiet: bool,
+    /// The key's state before the batch, when its writer read it under the key's lock
+    /// ([`Batch::delete_meta_known`]): the commit counts from it instead of reading it again.
+    prior: Option<KeyState>,
 }
 
 pub struct Storage {
@@ -709,9 +712,9 @@ impl Storage {
         if batch.effects.is_empty() {
             return Ok(tally);
         }
-        // Each key's state before the batch: as a transaction noted it, or from the hot cache
-        // when it holds the key (the writer holds the key's lock, so the entry is current),
-        // else from RocksDB.
+        // Each key's state before the batch: as a transaction noted it, as the writer read it,
+        // or from the hot cache when it holds the key (the writer holds the key's lock, so the
+        // entry is current), else from RocksDB.
         let mut states = KeyList::with_capacity(batch.effects.len());
         // Each effect's key's place in `states`, so the second pass looks nothing up again.
         let mut slots: SmallVec<[usize; 4]> = SmallVec::with_capacity(batch.effects.len());
@@ -726,8 +729,10 @@ impl Storage {
                 // which holds the transaction's own values).
                 Some(p) if p.flushes != self.flushes.load(Ordering::Acquire) => None,
                 Some(p) => p.state_of(&e.raw_key),
-                None => decode_meta_key(&e.raw_key)
-                    .and_then(|(db, _, key)| self.cache.cached_state(db, key)),
+                None => e.prior.or_else(|| {
+                    decode_meta_key(&e.raw_key)
+                        .and_then(|(db, _, key)| self.cache.cached_state(db, key))
+                }),
             };
             let at = states.push(&e.raw_key, known.unwrap_or(KeyState::Absent));
             if known.is_none() {
@@ -1211,12 +1216,30 @@ impl Batch {
                 put: Some(value),
                 update,
                 quiet: false,
+                prior: None,
             });
         }
     }
 
     /// Deletes `key`; on commit, a cached entry of `key` is dropped.
     pub fn delete_meta(&mut self, storage: &Storage, db: u16, key: &[u8]) {
+        self.delete_meta_with(storage, db, key, None);
+    }
+
+    /// [`Batch::delete_meta`] of a key whose record the caller read under the key's lock, as
+    /// `prior` (active expiry's re-check): the commit takes the key's state from it, not from a
+    /// second read.
+    pub fn delete_meta_known(&mut self, storage: &Storage, db: u16, key: &[u8], prior: KeyState) {
+        self.delete_meta_with(storage, db, key, Some(prior));
+    }
+
+    fn delete_meta_with(
+        &mut self,
+        storage: &Storage,
+        db: u16,
+        key: &[u8],
+        prior: Option<KeyState>,
+    ) {
         let raw_key = Bytes::from(meta_key(db, key));
         self.delete_shared(storage, CF_META, &raw_key);
         if db != INTERNAL_DB {
@@ -1225,6 +1248,7 @@ impl Batch {
                 put: None,
                 update: None,
                 quiet: false,
+                prior,
             });
         }
     }

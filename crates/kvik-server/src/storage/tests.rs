@@ -1,7 +1,7 @@
 //! Storage tests against a real RocksDB in a temporary directory.
 
 use super::encoding::Meta;
-use super::expire::ActiveExpiry;
+use super::expire::{ActiveExpiry, Limit};
 use super::{Batch, Storage};
 use crate::clock::unix_ms;
 
@@ -93,7 +93,7 @@ fn active_expiry_deletes_expired_keys_and_keeps_live_ones() {
     let mut cycle = ActiveExpiry::default();
     let mut deleted = 0;
     for _ in 0..20 {
-        deleted += cycle.run(&s, 2, 100).unwrap();
+        deleted += cycle.run(&s, 2, Limit::entries(100)).unwrap().deleted;
     }
     assert_eq!(deleted, 1000);
     assert!(s.get_meta(0, b"e1").unwrap().is_none());

@@ -372,9 +372,10 @@ impl Storage {
         self.wal.hold_here();
         let mut states: SmallVec<[(Bytes, KeyState); 4]> = SmallVec::new();
         for &i in &new_keys {
-            let raw = &batch.effects[i].raw_key;
-            let cached =
-                decode_meta_key(raw).and_then(|(db, _, key)| self.cache.cached_state(db, key));
+            let (raw, read) = (&batch.effects[i].raw_key, batch.effects[i].prior);
+            let cached = read.or_else(|| {
+                decode_meta_key(raw).and_then(|(db, _, key)| self.cache.cached_state(db, key))
+            });
             let state = match cached {
                 Some(s) => s,
                 None => {
