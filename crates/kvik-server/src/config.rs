@@ -1803,6 +1803,25 @@ mod tests {
         );
     }
 
+    /// `active-expire-effort` takes Redis's range and sets the active expiry's share of a
+    /// timer tick: 25% at 1, 43% at 10, 75% while behind whatever the effort.
+    #[test]
+    fn active_expire_effort_sets_the_expiry_share_of_a_tick() {
+        use crate::storage::expire::tick_share_percent;
+        let c = Config::default();
+        let effort = setting("active-expire-effort").unwrap();
+        assert_eq!((effort.get)(&c), "1");
+        let share =
+            |c: &Config, behind| tick_share_percent(c.active_expire_effort.load(Relaxed), behind);
+        assert_eq!((share(&c, false), share(&c, true)), (25, 75));
+        assert!((effort.set)(&c, "0")
+            .unwrap_err()
+            .contains("between 1 and 10"));
+        assert!((effort.set)(&c, "11").is_err());
+        (effort.set)(&c, "10").unwrap();
+        assert_eq!((share(&c, false), share(&c, true)), (43, 75));
+    }
+
     #[test]
     fn config_file_overrides_defaults() {
         let c = Config::default();
