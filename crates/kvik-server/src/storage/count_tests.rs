@@ -19,6 +19,14 @@ fn put(s: &Storage, db: u16, key: &[u8], meta: &Meta) {
     s.commit(b).unwrap();
 }
 
+/// Writes `n` strings `<prefix>0..` to `db` that expired a second ago.
+fn put_expired(s: &Storage, db: u16, prefix: &str, n: u32) {
+    let past = unix_ms() - 1000;
+    for i in 0..n {
+        put(s, db, format!("{prefix}{i}").as_bytes(), &string(past));
+    }
+}
+
 fn del(s: &Storage, db: u16, key: &[u8]) {
     let mut b = Batch::default();
     b.delete_meta(s, db, key);
@@ -209,16 +217,13 @@ fn active_expiry_reads_only_uncached_due_keys_once() {
     use rocksdb::statistics::Ticker;
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(dir.path()).unwrap();
-    let past = unix_ms() - 1000;
+    put_expired(&s, 0, "old", 100);
     for i in 0..100u32 {
-        put(&s, 0, format!("old{i}").as_bytes(), &string(past));
         put(&s, 0, format!("live{i}").as_bytes(), &string(0));
     }
     drop(s);
     let s = Storage::open(dir.path()).unwrap();
-    for i in 0..100u32 {
-        put(&s, 0, format!("new{i}").as_bytes(), &string(past));
-    }
+    put_expired(&s, 0, "new", 100);
     let reads = |s: &Storage| {
         s.shared().ticker(Ticker::NumberKeysRead)
             + s.shared().ticker(Ticker::NumberMultigetKeysRead)
@@ -240,10 +245,7 @@ fn active_expiry_reads_only_uncached_due_keys_once() {
 fn an_expiry_run_out_of_time_takes_one_step_and_says_it_is_behind() {
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(dir.path()).unwrap();
-    let past = unix_ms() - 1000;
-    for i in 0..1000u32 {
-        put(&s, 0, format!("old{i}").as_bytes(), &string(past));
-    }
+    put_expired(&s, 0, "old", 1000);
     let mut expiry = ActiveExpiry::default();
     let mut runs = Vec::new();
     loop {
@@ -320,11 +322,8 @@ fn active_expiry_reads_only_due_entries_and_sleeps_until_the_next() {
 fn active_expiry_spreads_its_budget_over_databases() {
     let dir = tempfile::tempdir().unwrap();
     let s = Storage::open(dir.path()).unwrap();
-    let past = unix_ms() - 1;
     for db in 0..3u16 {
-        for i in 0..250u32 {
-            put(&s, db, format!("e{i}").as_bytes(), &string(past));
-        }
+        put_expired(&s, db, "e", 250);
     }
     let mut cycle = ActiveExpiry::default();
     let mut deleted = 0;
