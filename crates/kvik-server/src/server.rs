@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::pool::Pool;
 use crate::stats::slowlog::SlowLog;
 use crate::stats::Stats;
-use crate::storage::expire::{tick_share_percent, ActiveExpiry, Limit};
+use crate::storage::expire::{tick_share_percent, ActiveExpiry, ExpiredField, FieldExpiry, Limit};
 use crate::storage::{FsyncPolicy, Storage};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
@@ -18,8 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Most hash field index entries the active expiry of fields visits per timer tick.
-const FIELD_EXPIRE_BUDGET: usize = 2000;
 /// Most SCAN cursors remembered at once; the oldest are forgotten first.
 const MAX_SCAN_CURSORS: usize = 16 * 1024;
 
@@ -401,38 +399,87 @@ pub(crate) fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()
         .expect("spawn compactor thread")
 }
 
-/// Active expiry of hash fields (`storage::expire::expire_fields`), with Redis's keyspace
-/// events: `hexpired` per field, `del` when the hash went with its last field.
-fn expire_hash_fields(server: &Server) {
-    use crate::pubsub::notify::Class;
-    let storage = &server.storage;
-    match crate::storage::expire::expire_fields(
-        storage,
-        server.config.databases(),
-        FIELD_EXPIRE_BUDGET,
-    ) {
-        Ok(fields) => {
-            // One `hexpired` per hash per cycle, as Redis: a field's entry is the hash's last
-            // one if it emptied it.
-            let emptied: std::collections::HashSet<(u16, &[u8])> = fields
-                .iter()
-                .filter(|f| f.2)
-                .map(|f| (f.0, f.1.as_slice()))
-                .collect();
-            let mut seen = std::collections::HashSet::new();
-            for (db, key, _) in &fields {
-                if !seen.insert((*db, key.as_slice())) {
-                    continue;
-                }
-                let gone = emptied.contains(&(*db, key.as_slice()));
-                let db = storage.dbs().logical(*db);
-                server.pubsub.notify_key(Class::Hash, "hexpired", db, key);
-                if gone {
-                    server.pubsub.notify_key(Class::Generic, "del", db, key);
-                }
+/// The timer's active expiry: due keys, then due hash fields, within the share of each tick
+/// that `tick_share_percent` gives (more while the last tick's cycle ended behind).
+#[derive(Default)]
+struct ExpiryCycles {
+    keys: ActiveExpiry,
+    fields: FieldExpiry,
+    behind: bool,
+}
+
+impl ExpiryCycles {
+    fn run(&mut self, server: &Server, tick_started: Instant, period: Duration) {
+        let effort = server.config.active_expire_effort.load(Ordering::Relaxed);
+        let share = tick_share_percent(effort, self.behind);
+        let deadline = tick_started + period * share / 100;
+        let started = Instant::now();
+        let storage = &server.storage;
+        let databases = server.config.databases();
+        // With fields due too, the keys take half of the time left, so neither kind starves
+        // the other; keys that finish early leave the rest to the fields.
+        let keys_until = if FieldExpiry::may_be_due(storage, databases, crate::clock::unix_ms()) {
+            started + deadline.saturating_duration_since(started) / 2
+        } else {
+            deadline
+        };
+        let keys_behind = match self.keys.run(storage, databases, Limit::until(keys_until)) {
+            Ok(cycle) => {
+                server
+                    .stats
+                    .expired_keys
+                    .fetch_add(cycle.deleted, Ordering::Relaxed);
+                cycle.behind
             }
+            Err(e) => {
+                tracing::warn!(error = %e, "active expiry failed");
+                false
+            }
+        };
+        let mut expired = Vec::new();
+        let fields = self
+            .fields
+            .run(storage, databases, Limit::until(deadline), &mut expired);
+        // (Fields removed before a failure were removed: their events go out too.)
+        notify_expired_fields(server, &expired);
+        let fields_behind = match fields {
+            Ok(cycle) => cycle.behind,
+            Err(e) => {
+                tracing::warn!(error = %e, "active expiry of hash fields failed");
+                false
+            }
+        };
+        server
+            .latency
+            .record_event("expire-cycle", started.elapsed());
+        self.behind = keys_behind || fields_behind;
+    }
+}
+
+/// Redis's keyspace events for the fields an expiry cycle removed: one `hexpired` per hash,
+/// and `del` for a hash that went with its last field.
+fn notify_expired_fields(server: &Server, fields: &[ExpiredField]) {
+    use crate::pubsub::notify::Class;
+    if fields.is_empty() {
+        return;
+    }
+    // A field's entry says whether the hash went with it (only its hash's last entry can).
+    let emptied: std::collections::HashSet<(u16, &[u8])> = fields
+        .iter()
+        .filter(|f| f.2)
+        .map(|f| (f.0, f.1.as_slice()))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for (db, key, _) in fields {
+        if !seen.insert((*db, key.as_slice())) {
+            continue;
         }
-        Err(e) => tracing::warn!(error = %e, "active expiry of hash fields failed"),
+        let gone = emptied.contains(&(*db, key.as_slice()));
+        let db = server.storage.dbs().logical(*db);
+        server.pubsub.notify_key(Class::Hash, "hexpired", db, key);
+        if gone {
+            server.pubsub.notify_key(Class::Generic, "del", db, key);
+        }
     }
 }
 
@@ -443,8 +490,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("kvik-timer".into())
         .spawn(move || {
-            let mut expiry = ActiveExpiry::default();
-            let mut expiry_behind = false;
+            let mut expiry = ExpiryCycles::default();
             let mut last_sync = Instant::now();
             let mut next_tick = Instant::now();
             while !server.is_shutting_down() {
@@ -479,32 +525,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     && !server.pause.writes_paused()
                     && server.config.active_expire.load(Ordering::Relaxed)
                 {
-                    let effort = server.config.active_expire_effort.load(Ordering::Relaxed);
-                    let share = tick_share_percent(effort, expiry_behind);
-                    let started = Instant::now();
-                    let ran = expiry.run(
-                        &server.storage,
-                        server.config.databases(),
-                        Limit::until(tick_started + period * share / 100),
-                    );
-                    server
-                        .latency
-                        .record_event("expire-cycle", started.elapsed());
-                    expiry_behind = match ran {
-                        Ok(cycle) => {
-                            let deleted = cycle.deleted;
-                            server
-                                .stats
-                                .expired_keys
-                                .fetch_add(deleted, Ordering::Relaxed);
-                            cycle.behind
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "active expiry failed");
-                            false
-                        }
-                    };
-                    expire_hash_fields(&server);
+                    expiry.run(&server, tick_started, period);
                 }
                 if last_sync.elapsed() >= Duration::from_secs(1) {
                     server.check_write_health();

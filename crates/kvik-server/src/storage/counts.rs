@@ -67,6 +67,8 @@ pub struct DbCounts {
     /// expiry cycle skips the database until then. Lowered by every commit that indexes an
     /// earlier expiry (after its write, see `expire`), raised by the cycle.
     pub(super) expiry_scan_from: AtomicU64,
+    /// The same for this database's hash field entries (`expire::FieldExpiry`).
+    pub(super) field_scan_from: AtomicU64,
 }
 
 impl DbCounts {
@@ -82,6 +84,7 @@ impl DbCounts {
         self.keys.store(0, Ordering::Relaxed);
         self.expires.store(0, Ordering::Relaxed);
         self.expiry_scan_from.store(u64::MAX, Ordering::Relaxed);
+        self.field_scan_from.store(u64::MAX, Ordering::Relaxed);
     }
 }
 
@@ -119,6 +122,7 @@ impl KeyCounts {
             (0..CHUNK)
                 .map(|_| DbCounts {
                     expiry_scan_from: AtomicU64::new(u64::MAX),
+                    field_scan_from: AtomicU64::new(u64::MAX),
                     ..DbCounts::default()
                 })
                 .collect()
@@ -174,6 +178,13 @@ impl KeyCounts {
     pub(super) fn expiry_indexed(&self, db: u16, at: u64) {
         self.get_or_init(db)
             .expiry_scan_from
+            .fetch_min(at, Ordering::AcqRel);
+    }
+
+    /// Lowers `db`'s field expiry scan start to `at` (a hash field's expiry just indexed).
+    pub(super) fn field_expiry_indexed(&self, db: u16, at: u64) {
+        self.get_or_init(db)
+            .field_scan_from
             .fetch_min(at, Ordering::AcqRel);
     }
 }
@@ -318,9 +329,11 @@ impl Storage {
         }
         it.status()?;
         drop(it);
-        // Expired keys may be waiting: the first expiry cycle scans every database from the start.
+        // Expired keys and fields may be waiting: the first expiry cycles scan every database
+        // from the start.
         for (_, c) in self.counts.each(INTERNAL_DB) {
             c.expiry_scan_from.store(0, Ordering::Relaxed);
+            c.field_scan_from.store(0, Ordering::Relaxed);
         }
         // The loaded delta records are folded; new ones start over at sequence 0 (the fold's
         // range delete is older than them).

@@ -11,20 +11,23 @@
 //!    expired fields of hashes with field TTLs. This is what makes DEL of a big collection O(1).
 //!
 //! Hash fields with a TTL expire the same three ways: every read skips an expired field
-//! (`members::Coll`), [`expire_fields`] removes the due fields the expiry index lists (and the
-//! hash with its last field), and the compaction filter drops expired field records. A record
-//! the filter dropped before active expiry saw it still has its index entry, so active expiry
-//! finds the field missing with its entry present and takes it off the hash's length then. Meta records are never dropped behind the writers'
-//!    back: the key counts (`counts`) and the expiry index must see every removal, so an
-//!    expired key's meta record goes by active expiry, through a commit like any write.
+//! (`members::Coll`), [`FieldExpiry::run`] removes the due fields the expiry index lists (and
+//! the hash with its last field), and the compaction filter drops expired field records. A
+//! record the filter dropped before active expiry saw it still has its index entry, so active
+//! expiry finds the field missing with its entry present and takes it off the hash's length
+//! then.
+//!
+//! Meta records are never dropped behind the writers' back: the key counts (`counts`) and the
+//! expiry index must see every removal, so an expired key's meta record goes by active expiry,
+//! through a commit like any write.
 
-use super::counts::KeyState;
+use super::counts::{DbCounts, KeyState};
 use super::encoding::{
-    db_prefix, decode_data_key, field_expired, meta_key, prefix_successor, split_field_value, Kind,
-    Meta,
+    data_key, db_prefix, decode_data_key, field_expired, meta_key, prefix_successor,
+    split_field_value, Kind, Meta,
 };
 use super::members::{Cf, Coll};
-use super::{expiry_index, Batch, Storage, StorageResult, CF_EXPIRY, CF_META};
+use super::{expiry_index, Batch, Storage, StorageResult, CF_DATA, CF_EXPIRY, CF_META};
 use crate::clock::unix_ms;
 use crate::key_list::KeyList;
 use rocksdb::compaction_filter::Decision;
@@ -142,47 +145,66 @@ impl ActiveExpiry {
     /// database the last run stopped in.
     pub fn run(&mut self, storage: &Storage, databases: u16, limit: Limit) -> StorageResult<Cycle> {
         let now = unix_ms();
-        let due: Vec<u16> = storage
-            .counts
-            .each(databases)
-            .filter(|(_, c)| c.expiry_scan_from.load(Ordering::Acquire) <= now)
-            .map(|(db, _)| db)
-            .collect();
-        let first = due.iter().position(|&db| db >= self.next_db).unwrap_or(0);
-        let (mut left, mut deleted, mut stepped) = (limit.entries, 0, false);
-        for &db in due[first..].iter().chain(&due[..first]) {
-            loop {
-                if limit.reached(left, stepped) {
-                    self.next_db = db;
-                    return Ok(Cycle {
-                        deleted,
-                        behind: true,
-                    });
-                }
-                let (visited, n, more) = expire_db(storage, db, now, left.min(STEP))?;
-                stepped = true;
-                left -= visited;
-                deleted += n;
-                if !more {
-                    break;
-                }
-            }
-        }
-        self.next_db = 0;
-        Ok(Cycle {
-            deleted,
-            behind: false,
+        let dbs = due_databases(storage, databases, now, |c| &c.expiry_scan_from);
+        paced(&mut self.next_db, &dbs, limit, |db, budget| {
+            expire_db(storage, db, now, budget)
         })
     }
 }
 
+/// The databases of `0..databases` whose scan start (`scan_from` of their counts) is due.
+fn due_databases(
+    storage: &Storage,
+    databases: u16,
+    now: u64,
+    scan_from: impl Fn(&DbCounts) -> &AtomicU64,
+) -> Vec<u16> {
+    storage
+        .counts
+        .each(databases)
+        .filter(|(_, c)| scan_from(c).load(Ordering::Acquire) <= now)
+        .map(|(db, _)| db)
+        .collect()
+}
+
+/// Runs `step(db, budget)` over `dbs` from `next_db` on, in steps of at most [`STEP`] entries,
+/// until each database has nothing due or `limit` is reached; `next_db` is where the next run
+/// starts. A step returns (entries visited, removed, whether more are due).
+fn paced(
+    next_db: &mut u16,
+    dbs: &[u16],
+    limit: Limit,
+    mut step: impl FnMut(u16, usize) -> StorageResult<(usize, u64, bool)>,
+) -> StorageResult<Cycle> {
+    let first = dbs.iter().position(|&db| db >= *next_db).unwrap_or(0);
+    let (mut left, mut deleted, mut stepped) = (limit.entries, 0, false);
+    for &db in dbs[first..].iter().chain(&dbs[..first]) {
+        loop {
+            if limit.reached(left, stepped) {
+                *next_db = db;
+                return Ok(Cycle {
+                    deleted,
+                    behind: true,
+                });
+            }
+            let (visited, n, more) = step(db, left.min(STEP))?;
+            stepped = true;
+            left -= visited;
+            deleted += n;
+            if !more {
+                break;
+            }
+        }
+    }
+    *next_db = 0;
+    Ok(Cycle {
+        deleted,
+        behind: false,
+    })
+}
+
 /// Deletes the keys of `db` whose index entries are due at `now`, at most `budget` entries.
 /// Returns (entries visited, keys deleted, whether more entries are due).
-///
-/// The scan start is taken (set to "never") before the index is read, and put back after:
-/// lowered to the first entry not yet due, or to where the budget ran out. A commit that
-/// indexes an earlier expiry lowers it after its write, so an entry the iterator could not see
-/// yet is scanned by the next cycle.
 fn expire_db(
     storage: &Storage,
     db: u16,
@@ -192,28 +214,50 @@ fn expire_db(
     let Some(counts) = storage.counts.get(db) else {
         return Ok((0, 0, false));
     };
-    let from = counts.expiry_scan_from.swap(u64::MAX, Ordering::AcqRel);
-    let (due, resume) = match due_entries(storage, db, from, now, budget) {
+    scan_step(
+        &counts.expiry_scan_from,
+        |from| due_entries(storage, db, from, now, budget),
+        |e| e.0,
+        |group| delete_if_due(storage, db, group),
+        now,
+    )
+}
+
+/// One step of a database's scan: reads the due entries from `scan_from` on (`read`) and
+/// removes them in groups of [`DELETE_GROUP`] (`delete`, which returns how many it removed).
+/// Returns (entries visited, removed, whether more entries are due).
+///
+/// The scan start is taken (set to "never") before the index is read, and put back after:
+/// lowered to the first entry not yet due, or to where the budget ran out, or to the first
+/// group a failed delete left. A commit that indexes an earlier expiry lowers it after its
+/// write, so an entry the iterator could not see yet is scanned by the next cycle.
+fn scan_step<E>(
+    scan_from: &AtomicU64,
+    read: impl FnOnce(u64) -> StorageResult<(Vec<E>, u64)>,
+    at: impl Fn(&E) -> u64,
+    mut delete: impl FnMut(&[E]) -> StorageResult<u64>,
+    now: u64,
+) -> StorageResult<(usize, u64, bool)> {
+    let from = scan_from.swap(u64::MAX, Ordering::AcqRel);
+    let (due, resume) = match read(from) {
         Ok(found) => found,
         Err(e) => {
-            counts.expiry_scan_from.fetch_min(from, Ordering::AcqRel);
+            scan_from.fetch_min(from, Ordering::AcqRel);
             return Err(e);
         }
     };
-    let mut deleted = 0;
+    let mut removed = 0;
     for group in due.chunks(DELETE_GROUP) {
-        match delete_if_due(storage, db, group) {
-            Ok(n) => deleted += n,
+        match delete(group) {
+            Ok(n) => removed += n,
             Err(e) => {
-                counts
-                    .expiry_scan_from
-                    .fetch_min(group[0].0, Ordering::AcqRel);
+                scan_from.fetch_min(at(&group[0]), Ordering::AcqRel);
                 return Err(e);
             }
         }
     }
-    counts.expiry_scan_from.fetch_min(resume, Ordering::AcqRel);
-    Ok((due.len(), deleted, resume <= now))
+    scan_from.fetch_min(resume, Ordering::AcqRel);
+    Ok((due.len(), removed, resume <= now))
 }
 
 /// The index entries of `db` from time `from` on that are due at `now` (at most `budget`), and
@@ -243,6 +287,23 @@ fn due_entries(
     Ok((due, u64::MAX))
 }
 
+/// The values of `raw_keys` in column family `cf`, read together (one batched lookup).
+fn multi_get<'s>(
+    storage: &'s Storage,
+    cf: &str,
+    raw_keys: &[Vec<u8>],
+) -> Vec<StorageResult<Option<rocksdb::DBPinnableSlice<'s>>>> {
+    if raw_keys.is_empty() {
+        return Vec::new();
+    }
+    storage.db.batched_multi_get_cf_opt(
+        storage.cf(cf),
+        raw_keys.iter().map(Vec::as_slice),
+        false,
+        &ReadOptions::default(),
+    )
+}
+
 /// Deletes those of `entries` (expiry, key) whose key still has that expiry, under their locks,
 /// in one commit; an entry whose key changed meanwhile is left to the commit that changed it
 /// (it already replaced the entry). Returns how many keys were deleted.
@@ -260,13 +321,7 @@ fn delete_if_due(storage: &Storage, db: u16, entries: &[DueEntry]) -> StorageRes
     let unread: Vec<usize> = (0..states.len()).filter(|&i| states[i].is_none()).collect();
     if !unread.is_empty() {
         let raw_keys: Vec<Vec<u8>> = unread.iter().map(|&i| meta_key(db, keys[i])).collect();
-        let metas = storage.db.batched_multi_get_cf_opt(
-            storage.cf(CF_META),
-            raw_keys.iter().map(Vec::as_slice),
-            false,
-            &ReadOptions::default(),
-        );
-        for (&i, meta) in unread.iter().zip(metas) {
+        for (&i, meta) in unread.iter().zip(multi_get(storage, CF_META, &raw_keys)) {
             states[i] = Some(KeyState::of_meta(meta?.as_deref()));
         }
     }
@@ -300,46 +355,57 @@ pub type ExpiredField = (u16, Vec<u8>, bool);
 /// A due field index entry: (expire_at_ms, key, version, field).
 type DueField = (u64, Vec<u8>, u64, Vec<u8>);
 
-/// Removes at most `budget` due hash fields of databases `0..databases` (the active expiry of
-/// fields, run by the timer next to [`ActiveExpiry::run`]). Does nothing before the earliest
-/// time a field entry may be due (`Storage::field_expiry_from`, lowered by every commit that
-/// indexes a field).
-pub fn expire_fields(
-    storage: &Storage,
-    databases: u16,
-    budget: usize,
-) -> StorageResult<Vec<ExpiredField>> {
-    let now = unix_ms();
-    if storage.field_expiry_from.load(Ordering::Acquire) > now {
-        return Ok(Vec::new());
-    }
-    storage.field_expiry_from.swap(u64::MAX, Ordering::AcqRel);
-    let mut expired = Vec::new();
-    let mut next = u64::MAX;
-    let mut left = budget;
-    for db in 0..databases {
-        let result = due_fields(storage, db, now, left).and_then(|(due, resume)| {
-            left -= due.len();
-            next = next.min(resume);
-            for group in due.chunks(DELETE_GROUP) {
-                delete_fields_if_due(storage, db, group, now, &mut expired)?;
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            storage.field_expiry_from.fetch_min(0, Ordering::AcqRel);
-            return Err(e);
-        }
-    }
-    storage.field_expiry_from.fetch_min(next, Ordering::AcqRel);
-    Ok(expired)
+/// The active expiry of hash fields, run by the timer next to [`ActiveExpiry::run`] and paced
+/// the same way, over the same kind of scan: each database's field entries from its
+/// `DbCounts::field_scan_from` on (lowered by every commit that indexes a field).
+#[derive(Default)]
+pub struct FieldExpiry {
+    next_db: u16,
 }
 
-/// The field entries of `db` due at `now` (at most `budget`), and the time of the first entry
-/// not returned (`u64::MAX` past the last).
+impl FieldExpiry {
+    /// Whether a field entry of a database below `databases` may be due at `now`.
+    pub fn may_be_due(storage: &Storage, databases: u16, now: u64) -> bool {
+        !due_databases(storage, databases, now, |c| &c.field_scan_from).is_empty()
+    }
+
+    /// Removes the due hash fields of databases `0..databases` within `limit` (and a hash with
+    /// its last field), starting with the database the last run stopped in; each removed field
+    /// is added to `expired` (`Cycle::deleted` counts them).
+    pub fn run(
+        &mut self,
+        storage: &Storage,
+        databases: u16,
+        limit: Limit,
+        expired: &mut Vec<ExpiredField>,
+    ) -> StorageResult<Cycle> {
+        let now = unix_ms();
+        let dbs = due_databases(storage, databases, now, |c| &c.field_scan_from);
+        paced(&mut self.next_db, &dbs, limit, |db, budget| {
+            let Some(counts) = storage.counts.get(db) else {
+                return Ok((0, 0, false));
+            };
+            scan_step(
+                &counts.field_scan_from,
+                |from| due_fields(storage, db, from, now, budget),
+                |e| e.0,
+                |group| {
+                    let before = expired.len();
+                    delete_fields_if_due(storage, db, group, now, expired)?;
+                    Ok((expired.len() - before) as u64)
+                },
+                now,
+            )
+        })
+    }
+}
+
+/// The field entries of `db` from time `from` on that are due at `now` (at most `budget`), and
+/// the time of the first entry not returned (`u64::MAX` past the last).
 fn due_fields(
     storage: &Storage,
     db: u16,
+    from: u64,
     now: u64,
     budget: usize,
 ) -> StorageResult<(Vec<DueField>, u64)> {
@@ -348,7 +414,7 @@ fn due_fields(
         opts.set_iterate_upper_bound(end);
     }
     let mut it = storage.db.raw_iterator_cf_opt(storage.cf(CF_EXPIRY), opts);
-    it.seek(expiry_index::field_position(db, 0));
+    it.seek(expiry_index::field_position(db, from));
     let mut due = Vec::new();
     while let Some(e) = it.key().and_then(expiry_index::decode_field) {
         if e.at > now || due.len() >= budget {
@@ -373,26 +439,47 @@ fn delete_fields_if_due(
 ) -> StorageResult<()> {
     let keys: Vec<&[u8]> = entries.iter().map(|e| e.1.as_slice()).collect();
     let _guard = storage.lock(db, &keys);
-    let latest = storage.latest();
-    let mut batch = Batch::default();
     // Each hash's meta as this commit will leave it, and its last field in `expired` if the
     // commit deletes any (up to a cycle's budget of hashes: found by hashing, not a scan).
     let mut hashes: KeyList<'_, (Option<Meta>, Option<usize>)> =
         KeyList::with_capacity(entries.len());
-    for (at, key, version, field) in entries {
-        let i = match hashes.position(key) {
-            Some(i) => i,
-            None => hashes.push(key, (storage.get_meta(db, key)?, None)),
-        };
+    for key in &keys {
+        hashes.insert(key, (None, None));
+    }
+    // Two batched reads (sorted keys share their index and data block lookups) instead of a
+    // point read per hash and per field: the hashes' metas, then the fields of the live ones.
+    let meta_keys: Vec<Vec<u8>> = hashes.list.iter().map(|h| meta_key(db, h.0)).collect();
+    let metas = multi_get(storage, CF_META, &meta_keys);
+    for (hash, raw) in hashes.list.iter_mut().zip(metas) {
+        hash.1 .0 = raw?.as_deref().and_then(Meta::decode);
+    }
+    let live = |hash: &(Option<Meta>, Option<usize>), version: u64| {
+        hash.0.as_ref().is_some_and(|m| {
+            m.kind == Kind::Hash && m.field_ttls && m.version == version && !m.is_expired(now)
+        })
+    };
+    let positions: Vec<usize> = entries
+        .iter()
+        .map(|e| hashes.position(&e.1).expect("every entry's key is listed"))
+        .collect();
+    let field_keys: Vec<Vec<u8>> = entries
+        .iter()
+        .zip(&positions)
+        .filter(|(e, &i)| live(&hashes.list[i].1, e.2))
+        .map(|(e, _)| data_key(db, &e.1, e.2, &e.3))
+        .collect();
+    let mut values = multi_get(storage, CF_DATA, &field_keys).into_iter();
+    let mut batch = Batch::default();
+    for ((at, key, version, field), &i) in entries.iter().zip(&positions) {
         let index_key = expiry_index::field_key(db, *at, key, *version, field);
         let entry = &mut hashes.list[i].1;
-        let live = entry.0.as_mut().filter(|m| {
-            m.kind == Kind::Hash && m.field_ttls && m.version == *version && !m.is_expired(now)
-        });
-        if let Some(meta) = live {
-            let coll = Coll::new(db, key, meta).raw();
-            let gone = match latest.get_member(&coll, field)? {
-                Some(v) if split_field_value(&v).0 == *at => {
+        // (A field's value was read if its hash was live when read; fields earlier in this
+        // group only shorten it, so it still is.)
+        if live(entry, *version) {
+            let coll = Coll::new(db, key, entry.0.as_ref().expect("live")).raw();
+            let value = values.next().expect("a value per live entry")?;
+            let gone = match value.as_deref() {
+                Some(v) if split_field_value(v).0 == *at => {
                     batch.delete_member(storage, Cf::Data, &coll, field);
                     true
                 }
@@ -405,6 +492,7 @@ fn delete_fields_if_due(
                     .is_some(),
             };
             if gone {
+                let meta = entry.0.as_mut().expect("live");
                 meta.len = meta.len.saturating_sub(1);
                 entry.1 = Some(expired.len());
                 storage.expired_fields.fetch_add(1, Ordering::Relaxed);
@@ -414,12 +502,15 @@ fn delete_fields_if_due(
         batch.delete_raw(storage, CF_EXPIRY, index_key);
     }
     for (key, (meta, last_expired)) in &hashes.list {
+        // The commit counts from the meta read above (the hash is present, with its expiry).
         match (meta, last_expired) {
             (Some(m), Some(last)) if m.len == 0 => {
-                batch.delete_meta(storage, db, key);
+                batch.delete_meta_known(storage, db, key, KeyState::Present(m.expire_at_ms));
                 expired[*last].2 = true;
             }
-            (Some(m), Some(_)) => batch.put_meta(storage, db, key, m),
+            (Some(m), Some(_)) => {
+                batch.put_meta_known(storage, db, key, m, KeyState::Present(m.expire_at_ms))
+            }
             _ => {}
         }
     }

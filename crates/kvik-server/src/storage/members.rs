@@ -414,7 +414,7 @@ impl Batch {
             expiry_index::field_key(coll.db, at, coll.key, coll.version, field),
             &[],
         );
-        self.field_expiry_min = self.field_expiry_min.min(at);
+        self.field_indexed(coll.db, at);
     }
 
     /// Removes the index entry of field `field` of hash `coll` expiring at `at`.

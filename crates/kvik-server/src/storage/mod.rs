@@ -203,8 +203,8 @@ pub struct Batch {
     effects: Effects,
     /// A write Redis does not signal as a modification of its keys (see [`Batch::quiet`]).
     quiet: bool,
-    /// The earliest hash-field expiry this batch indexes (`u64::MAX`: none).
-    field_expiry_min: u64,
+    /// The earliest hash-field expiry this batch indexes, per database (most batches: none).
+    field_expiry_min: Vec<(u16, u64)>,
 }
 
 /// A batch's logged writes: most write commands make one or two (a member and its meta), kept
@@ -225,7 +225,7 @@ impl Default for Batch {
             log: txn::recording().then(OpLog::new),
             effects: Effects::new(),
             quiet: false,
-            field_expiry_min: u64::MAX,
+            field_expiry_min: Vec::new(),
         }
     }
 }
@@ -286,9 +286,6 @@ pub struct Storage {
     archive: wal_retention::ArchiveStats,
     /// Logical (client-visible) database -> on-disk database (SWAPDB).
     dbs: dbmap::DbMap,
-    /// The earliest time a hash-field index entry may be due (in any database): the field
-    /// expiry cycle does nothing before it (`expire`). 0 at open, so the first cycle looks.
-    field_expiry_from: AtomicU64,
     /// Hash fields removed by active expiry, and expired field records the data compaction
     /// filter dropped (INFO `expired_subkeys`, `kvik_compaction_expired_fields`).
     pub expired_fields: AtomicU64,
@@ -384,7 +381,6 @@ impl Storage {
             files_held: Mutex::new(0),
             archive: Default::default(),
             dbs: dbmap::DbMap::default(),
-            field_expiry_from: AtomicU64::new(0),
             expired_fields: AtomicU64::new(0),
             skip_superseded: AtomicBool::new(true),
             superseded_writes: AtomicU64::new(0),
@@ -625,9 +621,8 @@ impl Storage {
             tally.apply(&self.counts);
             // After the write, so a running field expiry cycle that could not see the new
             // index entry yet looks again (as the key index's scan start).
-            if batch.field_expiry_min != u64::MAX {
-                self.field_expiry_from
-                    .fetch_min(batch.field_expiry_min, Ordering::AcqRel);
+            for &(db, at) in &batch.field_expiry_min {
+                self.counts.field_expiry_indexed(db, at);
             }
         }
         drop(gate);
@@ -1145,6 +1140,14 @@ impl Batch {
     }
 
     /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
+    /// Notes that this batch indexes a hash field of `db` expiring at `at` (see `commit`).
+    fn field_indexed(&mut self, db: u16, at: u64) {
+        match self.field_expiry_min.iter_mut().find(|(d, _)| *d == db) {
+            Some((_, min)) => *min = (*min).min(at),
+            None => self.field_expiry_min.push((db, at)),
+        }
+    }
+
     fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: Vec<u8>) {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Delete(cf, Bytes::from(key))),
@@ -1189,13 +1192,27 @@ impl Batch {
         meta: &Meta,
         update: Option<CollUpdate>,
     ) {
-        self.put_encoded_meta(storage, db, key, meta.encode(), update);
+        self.put_encoded_meta(storage, db, key, meta.encode(), update, None);
+    }
+
+    /// [`Batch::put_meta`] of a key whose record the caller read under the key's lock, as
+    /// `prior` (active expiry of hash fields): the commit takes the key's state from it, not
+    /// from a second read.
+    pub fn put_meta_known(
+        &mut self,
+        storage: &Storage,
+        db: u16,
+        key: &[u8],
+        meta: &Meta,
+        prior: KeyState,
+    ) {
+        self.put_encoded_meta(storage, db, key, meta.encode(), None, Some(prior));
     }
 
     /// [`Batch::put_meta`] of a record already encoded (a string's, straight from its value:
     /// SET's path builds no [`Meta`] and its copy of the value).
     pub fn put_meta_record(&mut self, storage: &Storage, db: u16, key: &[u8], record: Vec<u8>) {
-        self.put_encoded_meta(storage, db, key, record, None);
+        self.put_encoded_meta(storage, db, key, record, None, None);
     }
 
     /// Stores meta record `record` under `key`, with its cache effect.
@@ -1206,6 +1223,7 @@ impl Batch {
         key: &[u8],
         record: Vec<u8>,
         update: Option<CollUpdate>,
+        prior: Option<KeyState>,
     ) {
         let raw_key = Bytes::from(meta_key(db, key));
         let value = Bytes::from(record);
@@ -1216,7 +1234,7 @@ impl Batch {
                 put: Some(value),
                 update,
                 quiet: false,
-                prior: None,
+                prior,
             });
         }
     }

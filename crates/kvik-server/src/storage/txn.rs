@@ -455,7 +455,9 @@ impl Storage {
                     quiet: e.quiet || quiet,
                     ..e
                 }));
-            open.batch.field_expiry_min = open.batch.field_expiry_min.min(batch.field_expiry_min);
+            for &(db, at) in &batch.field_expiry_min {
+                open.batch.field_indexed(db, at);
+            }
             (open.ops_bytes > MAX_BUFFERED_BYTES, changes)
         })
         .unwrap_or_default();

@@ -541,6 +541,48 @@ fn active_expiry_removes_fields_and_the_emptied_key() {
     );
 }
 
+/// More due fields than one timer tick removes, in the database a cycle starts with, and a few
+/// due earlier in two others: a cycle that stops at its time limit in the first must leave
+/// the databases it did not reach to the next one, from their earliest entry, and all go.
+#[test]
+fn active_expiry_removes_more_fields_than_a_tick_in_every_database() {
+    const BIG: usize = 40_000;
+    let s = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    let before = stat(&mut c, "expired_subkeys");
+    let _: () = q(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    // Written in this order, each database's fields are due after the previous one's.
+    let mut expiring = 0;
+    for (db, n) in [("7", 100), ("3", 100), ("0", BIG)] {
+        let _: () = q(&mut c, &["SELECT", db]);
+        let fields: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+        let mut hset = vec!["HSET", "h", "keep", "v"];
+        for f in &fields {
+            hset.extend([f.as_str(), "v"]);
+        }
+        let _: i64 = q(&mut c, &hset);
+        let count = n.to_string();
+        let mut expire = vec!["HPEXPIRE", "h", "200", "FIELDS", count.as_str()];
+        expire.extend(fields.iter().map(String::as_str));
+        let set: Vec<i64> = q(&mut c, &expire);
+        assert!(set.iter().all(|&r| r == 1));
+        expiring += n as u64;
+    }
+    // Every field due before the cycles run again.
+    std::thread::sleep(Duration::from_millis(300));
+    let _: () = q(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    // Nothing reads the fields: only active expiry can shorten the hashes.
+    for db in ["0", "3", "7"] {
+        let _: () = q(&mut c, &["SELECT", db]);
+        assert!(
+            eventually(WAIT, || q::<i64>(&mut c, &["HLEN", "h"]) == 1),
+            "db {db}: HLEN {}",
+            q::<i64>(&mut c, &["HLEN", "h"])
+        );
+    }
+    assert_eq!(stat(&mut c, "expired_subkeys") - before, expiring);
+}
+
 #[test]
 fn field_ttls_survive_a_restart() {
     let mut s = TestServer::start();
