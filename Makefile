@@ -62,6 +62,7 @@ bench: build
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 KEEP=2000 READS=100 bash bench/tombstones.sh
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 SECS=2 bash bench/slow_commands.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/expiry.sh
+	$(BENCH_LOCK) env QUICK=1 KIND=fields RATES=5000 bash bench/expiry.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -82,6 +83,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/tombstones.sh
 	$(BENCH_LOCK) bash bench/slow_commands.sh
 	$(BENCH_LOCK) bash bench/expiry.sh
+	$(BENCH_LOCK) env KIND=fields RATES="5000 8000" bash bench/expiry.sh
 
 clean-data:
 	rm -rf ./kvik-data

@@ -7,9 +7,15 @@
 # cycle has not reached yet); one that does not grows by the difference, on disk, for as long as
 # the load lasts. Sides alternate (kvik, [kvik-base], redis-aof) for ROUNDS rounds.
 #
+# KIND=fields does the same with hash fields: each request is a script that writes a new hash of
+# 10 fields and gives all of them a TTL of TTL seconds (HSET + HPEXPIRE), so RATE requests/s is
+# 10 x RATE fields/s; DBSIZE counts the hashes with a field left, expired/s counts fields (INFO
+# expired_subkeys). No redis-server side: Debian's (7.0) has no HEXPIRE.
+#
 #   bench/expiry.sh                                  # 30k and 50k/s, 30 s, 2 rounds, ~8 min
 #   RATES="30000" SECS=10 ROUNDS=1 bench/expiry.sh   # what `make bench` runs (QUICK=1)
 #   BASE_BIN=/path/to/other/kvik-server bench/expiry.sh   # another build as a side too
+#   KIND=fields RATES="5000 8000" bench/expiry.sh    # hash fields: 50k and 80k fields/s
 #
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/expiry.sh
 source "$(dirname "$0")/lib.sh"
@@ -23,8 +29,28 @@ RATES=${RATES:-30000 50000}
 SECS=${SECS:-30}
 ROUNDS=${ROUNDS:-2}
 TTL=${TTL:-2}
+KIND=${KIND:-keys}
 
-expired_keys() { redis-cli -p "$1" info stats | tr -d '\r' | sed -n 's/^expired_keys://p'; }
+case $KIND in
+  keys) EXPIRED_STAT=expired_keys ;;
+  fields) EXPIRED_STAT=expired_subkeys ;;
+  *) echo "KIND is keys or fields, not $KIND" >&2; exit 1 ;;
+esac
+FIELDS_SCRIPT="local f = {} for i = 1, 10 do f[#f + 1] = 'f' .. i f[#f + 1] = ARGV[1] end
+redis.call('HSET', KEYS[1], unpack(f))
+return redis.call('HPEXPIRE', KEYS[1], ARGV[2], 'FIELDS', 10, 'f1', 'f2', 'f3', 'f4', 'f5', 'f6', 'f7', 'f8', 'f9', 'f10')"
+
+expired_keys() { redis-cli -p "$1" info stats | tr -d '\r' | sed -n "s/^$EXPIRED_STAT://p"; }
+
+# The load's command on the server on port $1.
+load_command() {
+  if [ "$KIND" = fields ]; then
+    echo EVALSHA "$(redis-cli -p "$1" script load "$FIELDS_SCRIPT")" 1 hash:__rand_int__ \
+      xxxxxxxxxxxxxxxxxxxx $((TTL * 1000))
+  else
+    echo SET key:__rand_int__ xxxxxxxxxxxxxxxxxxxx EX "$TTL"
+  fi
+}
 
 wave() { # side rate round
   local side=$1 rate=$2 round=$3 pid peak=0 size t0 c0 c1 e0 e1 drained=60 out
@@ -38,8 +64,9 @@ wave() { # side rate round
   local port=$BACKEND_PORT
   out="$BENCH_TMP/$side$round.kb"
   c0=$(cpu_ticks "$pid"); e0=$(expired_keys "$port"); t0=$SECONDS
+  # shellcheck disable=SC2046 # the command's words
   "$KVIK_BENCH" -p "$port" -c 20 --rate "$rate" --duration "${SECS}s" -r 1000000000000 -q \
-    SET key:__rand_int__ xxxxxxxxxxxxxxxxxxxx EX "$TTL" >"$out" 2>&1 &
+    $(load_command "$port") >"$out" 2>&1 &
   local kb=$!
   while kill -0 "$kb" 2>/dev/null; do
     sleep 1
@@ -65,10 +92,15 @@ wave() { # side rate round
 }
 
 SIDES="kvik ${BASE_BIN:+kvik-base} redis-aof"
+WRITE="SET EX"
+if [ "$KIND" = fields ]; then
+  SIDES="kvik ${BASE_BIN:+kvik-base}"
+  WRITE="hashes of 10 fields with a TTL"
+fi
 echo "machine: $(nproc) cores; load: $(uptime | sed 's/.*load average/load average/')"
-echo "SET EX $TTL at RATES=$RATES for ${SECS}s; sides: $SIDES; $ROUNDS rounds"
+echo "$WRITE ($TTL s) at RATES=$RATES for ${SECS}s; sides: $SIDES; $ROUNDS rounds"
 echo
-echo "| side | SET EX/s | peak DBSIZE | DBSIZE at the load's end | s to 0 after | expired/s over the run | write p50 ms | server CPU, disk after |"
+echo "| side | $WRITE/s | peak DBSIZE | DBSIZE at the load's end | s to 0 after | $KIND expired/s over the run | write p50 ms | server CPU, disk after |"
 echo "|---|---|---|---|---|---|---|---|"
 for round in $(seq "$ROUNDS"); do
   for rate in $RATES; do

@@ -1139,7 +1139,6 @@ impl Batch {
         }
     }
 
-    /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
     /// Notes that this batch indexes a hash field of `db` expiring at `at` (see `commit`).
     fn field_indexed(&mut self, db: u16, at: u64) {
         match self.field_expiry_min.iter_mut().find(|(d, _)| *d == db) {
@@ -1148,6 +1147,7 @@ impl Batch {
         }
     }
 
+    /// Deletes raw key `key` of column family `cf` (see [`Batch::put_raw`]).
     fn delete_raw(&mut self, storage: &Storage, cf: &'static str, key: Vec<u8>) {
         match &mut self.log {
             Some(log) => log.push(txn::Op::Delete(cf, Bytes::from(key))),
