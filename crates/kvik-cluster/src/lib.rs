@@ -55,11 +55,13 @@
 
 pub mod etcd;
 mod http;
+mod link;
 pub mod record;
 
 use clap::{Parser, Subcommand};
 use kvik_resp::topology::{even_split, is_node_id, Topology, TopologyNode};
-use redis::{ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
+use link::{error_text, Link};
+use redis::Value;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -318,7 +320,7 @@ pub struct Node {
     pub addr: String,
     host: String,
     port: u16,
-    con: redis::Connection,
+    con: Link,
 }
 
 /// Splits "host:port" (the last colon separates, so IPv6 literals work).
@@ -337,78 +339,39 @@ pub fn split_addr(addr: &str) -> Result<(String, u16), Fail> {
     Ok((host.trim_matches(['[', ']']).to_string(), port))
 }
 
-/// The text of an error reply or failure, as the node said it ("ERR ...", "IOERR ...").
-fn error_text(e: &redis::RedisError) -> String {
-    match (e.code(), e.detail()) {
-        (Some(code), Some(detail)) => format!("{code} {detail}"),
-        _ => e.to_string(),
-    }
-}
-
-/// Whether `host:port` answers a PING (any reply, even an error) within `timeout`, on a plain
-/// socket with a connect and read deadline. The `redis` crate sends its setup commands (CLIENT
-/// SETINFO) before a read timeout can be set, so connecting to a process that accepts but does
-/// not answer (stopped, or wedged) would block forever without this check first.
-fn answers_ping(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
-    use std::io::Read;
-    use std::net::ToSocketAddrs;
-    let target = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| e.to_string())?
-        .next()
-        .ok_or("no address")?;
-    let mut s =
-        std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| e.to_string())?;
-    s.set_read_timeout(Some(timeout))
-        .and_then(|()| s.set_write_timeout(Some(timeout)))
-        .map_err(|e| e.to_string())?;
-    s.write_all(b"*1\r\n$4\r\nPING\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 256];
-    while !got.ends_with(b"\r\n") {
-        match s.read(&mut buf) {
-            Ok(0) => return Err("connection closed before answering PING".into()),
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-            Err(e) => return Err(format!("no answer to PING within {timeout:?} ({e})")),
-        }
-    }
-    Ok(())
-}
-
 impl Node {
     pub fn connect(opts: &Opts, addr: &str) -> Result<Node, Fail> {
         let (host, port) = split_addr(addr)?;
-        answers_ping(&host, port, opts.timeout)
-            .map_err(|e| format!("node {addr} is unreachable: {e}"))?;
-        let info = ConnectionInfo {
-            addr: ConnectionAddr::Tcp(host.clone(), port),
-            redis: RedisConnectionInfo {
-                db: 0,
-                username: opts.user.clone(),
-                password: opts.password.clone(),
-                ..Default::default()
-            },
-        };
-        let unreachable =
-            |e: redis::RedisError| format!("node {addr} is unreachable: {}", error_text(&e));
-        let client = redis::Client::open(info).map_err(unreachable)?;
-        let con = client
-            .get_connection_with_timeout(opts.timeout)
-            .map_err(unreachable)?;
-        con.set_read_timeout(Some(opts.timeout))
-            .and_then(|()| con.set_write_timeout(Some(opts.timeout)))
-            .map_err(unreachable)?;
-        Ok(Node {
+        let con = Link::open(
+            &host,
+            port,
+            opts.timeout,
+            opts.user.as_deref(),
+            opts.password.as_deref(),
+        )
+        .map_err(|e| format!("node {addr} is unreachable: {e}"))?;
+        let mut node = Node {
             addr: addr.to_string(),
             host,
             port,
             con,
-        })
+        };
+        // A node that accepts but does not answer (stopped, or wedged) is unreachable.
+        node.con.request(&redis::cmd("PING")).map_err(|e| {
+            format!(
+                "node {addr} is unreachable: no answer to PING: {}",
+                error_text(&e)
+            )
+        })?;
+        Ok(node)
     }
 
     pub fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {
-        cmd.query(&mut self.con).map_err(|e| {
+        let reply = self
+            .con
+            .request(cmd)
+            .and_then(|v| redis::from_owned_redis_value(v));
+        reply.map_err(|e| {
             let name = cmd
                 .args_iter()
                 .take(2)
@@ -1096,7 +1059,7 @@ fn drain_slot(
     let slow = (plan.migrate_timeout * 3).max(opts.timeout);
     source
         .con
-        .set_read_timeout(Some(slow))
+        .set_read_timeout(slow)
         .map_err(|e| format!("node {}: {e}", source.addr))?;
     let mut moved = 0u64;
     let mut stalled = 0;
@@ -1124,7 +1087,7 @@ fn drain_slot(
             };
         }
         cmd.arg("KEYS").arg(&keys);
-        match cmd.query::<Value>(&mut source.con) {
+        match source.con.request(&cmd) {
             Ok(_) => {
                 moved += keys.len() as u64;
                 stalled = 0;
@@ -1151,7 +1114,7 @@ fn drain_slot(
     }
     source
         .con
-        .set_read_timeout(Some(opts.timeout))
+        .set_read_timeout(opts.timeout)
         .map_err(|e| format!("node {}: {e}", source.addr))?;
     Ok(moved)
 }

@@ -154,14 +154,18 @@ fn freeze_and_thaw(lease_ms: u64, leader_dies: bool) -> Outcome {
     );
     signal(nodes[0].pid(), "-STOP");
     let fault_at = Instant::now();
+    let mut states = StateWatch::start(nodes[0].pid());
     let mut promoted = None;
     assert!(
         eventually(Duration::from_secs(90), || {
             promoted = (0..2).find(|&i| w.acks_of(i + 1) >= 20);
             promoted.is_some()
         }),
-        "no replica was promoted and accepted writes while the primary was frozen"
+        "no replica was promoted and accepted writes while the primary was frozen; the \
+         primary's process states since the freeze: {}",
+        states.finish()
     );
+    drop(states);
     let new = &replicas[promoted.unwrap()];
     if let Some(b) = &standby {
         let exit = a.child.try_wait().unwrap();
@@ -266,6 +270,65 @@ fn without_the_write_lease_a_thawed_primary_splits_the_brain() {
         !run.split_brain().is_empty(),
         "no split brain seen without the lease: the check or the scenario is too weak"
     );
+}
+
+/// The states of a process (`/proc/<pid>/stat`: T stopped, S sleeping, R running ...) as they
+/// change, polled every 20 ms: when a frozen node answers anyway, the failure says whether it
+/// was still stopped.
+struct StateWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Vec<(Duration, char)>>>,
+}
+
+impl StateWatch {
+    fn start(pid: u32) -> StateWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut seen: Vec<(Duration, char)> = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // The state follows the command name's closing parenthesis.
+                let state = stat
+                    .rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+                    .unwrap_or('?');
+                if seen.last().map(|s| s.1) != Some(state) {
+                    seen.push((start.elapsed(), state));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        });
+        StateWatch {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops watching; the changes seen, as "state at +ms".
+    fn finish(&mut self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        let seen = self
+            .thread
+            .take()
+            .map(|t| t.join().unwrap())
+            .unwrap_or_default();
+        seen.iter()
+            .map(|(at, state)| format!("{state} at +{} ms", at.as_millis()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Drop for StateWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// A network namespace for the controller, joined to the host by a veth pair: the host side

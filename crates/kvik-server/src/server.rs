@@ -417,25 +417,14 @@ impl ExpiryCycles {
         let storage = &server.storage;
         let databases = server.config.databases();
         // With fields due too, the keys take half of the time left, so neither kind starves
-        // the other; keys that finish early leave the rest to the fields.
+        // the other; keys that finish early leave the rest to the fields, and fields that
+        // finish early leave the rest to the keys.
         let keys_until = if FieldExpiry::may_be_due(storage, databases, crate::clock::unix_ms()) {
             started + deadline.saturating_duration_since(started) / 2
         } else {
             deadline
         };
-        let keys_behind = match self.keys.run(storage, databases, Limit::until(keys_until)) {
-            Ok(cycle) => {
-                server
-                    .stats
-                    .expired_keys
-                    .fetch_add(cycle.deleted, Ordering::Relaxed);
-                cycle.behind
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "active expiry failed");
-                false
-            }
-        };
+        let mut keys_behind = self.expire_keys(server, keys_until);
         let mut expired = Vec::new();
         let fields = self
             .fields
@@ -449,10 +438,34 @@ impl ExpiryCycles {
                 false
             }
         };
+        if keys_behind && keys_until < deadline && Instant::now() < deadline {
+            keys_behind = self.expire_keys(server, deadline);
+        }
         server
             .latency
             .record_event("expire-cycle", started.elapsed());
         self.behind = keys_behind || fields_behind;
+    }
+
+    /// The key cycle until `until`; whether it ended behind.
+    fn expire_keys(&mut self, server: &Server, until: Instant) -> bool {
+        let databases = server.config.databases();
+        match self
+            .keys
+            .run(&server.storage, databases, Limit::until(until))
+        {
+            Ok(cycle) => {
+                server
+                    .stats
+                    .expired_keys
+                    .fetch_add(cycle.deleted, Ordering::Relaxed);
+                cycle.behind
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "active expiry failed");
+                false
+            }
+        }
     }
 }
 
