@@ -356,14 +356,16 @@ impl Node {
             port,
             con,
         };
-        // A node that accepts but does not answer (stopped, or wedged) is unreachable.
-        node.con.request(&redis::cmd("PING")).map_err(|e| {
-            format!(
+        // A node that accepts but does not answer (stopped, or wedged) is unreachable; one
+        // that answers with an error (NOAUTH: no password given) is reachable, and the command
+        // that needs more says what.
+        match node.con.request(&redis::cmd("PING")) {
+            Err(e) if e.is_io_error() => Err(format!(
                 "node {addr} is unreachable: no answer to PING: {}",
                 error_text(&e)
-            )
-        })?;
-        Ok(node)
+            )),
+            _ => Ok(node),
+        }
     }
 
     pub fn query<T: redis::FromRedisValue>(&mut self, cmd: &redis::Cmd) -> Result<T, Fail> {

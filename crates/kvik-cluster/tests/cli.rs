@@ -358,3 +358,24 @@ fn changes_go_through_the_etcd_record() {
     assert_eq!(stored.topology.nodes.len(), 4);
     assert_eq!(topology(&ns[3]), (3, stored.topology.lines()));
 }
+
+/// Nodes with a password: without `-a` the tool says to give it (the nodes answer, with
+/// NOAUTH: they are not reported unreachable); with it, every step authenticates on its own
+/// connection.
+#[test]
+fn a_password_is_asked_for_and_then_used() {
+    let ns: Vec<KvikServer> = (0..2)
+        .map(|_| {
+            KvikServer::start(
+                kvik_server_bin(),
+                &["--cluster-enabled", "yes", "--requirepass", "s3cret"],
+            )
+        })
+        .collect();
+    let a = addrs(&ns);
+    let out = fails(&["create", &a[0], &a[1]]);
+    assert!(out.contains("give the password with -a"), "{out}");
+    assert!(!out.contains("unreachable"), "{out}");
+    ok(&["-a", "s3cret", "create", &a[0], &a[1]]);
+    ok(&["-a", "s3cret", "check", &a[0]]);
+}
