@@ -6,7 +6,7 @@
 
 use crate::server::Server;
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -169,8 +169,16 @@ fn run(server: &Arc<Server>, req: Request) -> Result<(), String> {
 
 /// Sends `REPLICAOF NO ONE` to the replica at `target` (authenticating with `masterauth`).
 fn promote_remote(server: &Server, target: &(String, u16)) -> std::io::Result<()> {
-    let stream = TcpStream::connect((target.0.as_str(), target.1))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    // Every step bounded: a target that does not answer fails the FAILOVER instead of
+    // holding it (and the primary's paused writes) until the kernel gives up on the connect.
+    let timeout = Duration::from_secs(10);
+    let addr = (target.0.as_str(), target.1)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let stream = TcpStream::connect_timeout(&addr, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
     let mut w = stream.try_clone()?;
     let mut r = BufReader::new(stream);
     let mut send = |args: &[&str]| -> std::io::Result<String> {
