@@ -145,7 +145,8 @@ impl ActiveExpiry {
     /// database the last run stopped in.
     pub fn run(&mut self, storage: &Storage, databases: u16, limit: Limit) -> StorageResult<Cycle> {
         let now = unix_ms();
-        let dbs = due_databases(storage, databases, now, |c| &c.expiry_scan_from);
+        let dbs: Vec<u16> =
+            due_databases(storage, databases, now, |c| &c.expiry_scan_from).collect();
         paced(&mut self.next_db, &dbs, limit, |db, budget| {
             expire_db(storage, db, now, budget)
         })
@@ -153,18 +154,17 @@ impl ActiveExpiry {
 }
 
 /// The databases of `0..databases` whose scan start (`scan_from` of their counts) is due.
-fn due_databases(
-    storage: &Storage,
+fn due_databases<'s>(
+    storage: &'s Storage,
     databases: u16,
     now: u64,
-    scan_from: impl Fn(&DbCounts) -> &AtomicU64,
-) -> Vec<u16> {
+    scan_from: impl Fn(&DbCounts) -> &AtomicU64 + 's,
+) -> impl Iterator<Item = u16> + 's {
     storage
         .counts
         .each(databases)
-        .filter(|(_, c)| scan_from(c).load(Ordering::Acquire) <= now)
+        .filter(move |(_, c)| scan_from(c).load(Ordering::Acquire) <= now)
         .map(|(db, _)| db)
-        .collect()
 }
 
 /// Runs `step(db, budget)` over `dbs` from `next_db` on, in steps of at most [`STEP`] entries,
@@ -366,7 +366,9 @@ pub struct FieldExpiry {
 impl FieldExpiry {
     /// Whether a field entry of a database below `databases` may be due at `now`.
     pub fn may_be_due(storage: &Storage, databases: u16, now: u64) -> bool {
-        !due_databases(storage, databases, now, |c| &c.field_scan_from).is_empty()
+        due_databases(storage, databases, now, |c| &c.field_scan_from)
+            .next()
+            .is_some()
     }
 
     /// Removes the due hash fields of databases `0..databases` within `limit` (and a hash with
@@ -380,7 +382,8 @@ impl FieldExpiry {
         expired: &mut Vec<ExpiredField>,
     ) -> StorageResult<Cycle> {
         let now = unix_ms();
-        let dbs = due_databases(storage, databases, now, |c| &c.field_scan_from);
+        let dbs: Vec<u16> =
+            due_databases(storage, databases, now, |c| &c.field_scan_from).collect();
         paced(&mut self.next_db, &dbs, limit, |db, budget| {
             let Some(counts) = storage.counts.get(db) else {
                 return Ok((0, 0, false));
