@@ -129,14 +129,34 @@ pub enum CachedValue {
 }
 
 /// A cached collection: a small hash whole (up to `cache-max-hash-fields` fields, filled by
-/// the hash reads, so a hit never sees part of a hash), or a bigger hash, a set or a sorted
-/// set as its meta, its members cached one by one ([`BigColl`]). (One variant of
+/// the hash reads, so a hit never sees part of a hash), a small hash with field TTLs whole
+/// until its first field expires ([`ExpiringHash`]), or a bigger hash, a set or a sorted set
+/// as its meta, its members cached one by one ([`BigColl`]). (One variant of
 /// [`CachedValue`] with the meta boxed keeps an entry at its size: the string variant's only
 /// niche value tells one other variant apart, and an entry fits two cache lines.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CollValue {
     Whole(CachedHash),
+    Expiring(Box<ExpiringHash>),
     Big(Box<BigColl>),
+}
+
+/// A small hash with field TTLs, as a read found it: its fields, all live then, and the time
+/// the first of them expires. Without it every HGET of such a hash read RocksDB. Reads use it
+/// until that time; the lookup that finds it later drops it (`Cache::get_with`), so the next
+/// read goes to RocksDB, which hides the expired field, and fills it again once active expiry
+/// removed that field. Writers never build one from it: the cache does not hold it for them
+/// ([`Cache::held_coll`]), so they read the fields from RocksDB, and their commit's meta put
+/// drops it (`storage::cached_value`), as active expiry's does when it removes a field. Its
+/// meta, as stored, answers TYPE, EXISTS and a writer's prior state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiringHash {
+    /// The meta record as stored (its length may count expired fields not removed yet; the
+    /// read that fills an entry fills none then).
+    pub meta: Meta,
+    pub fields: HashFields,
+    /// When the first field expires (ms); `u64::MAX` if none has a TTL now.
+    pub live_until_ms: u64,
 }
 
 const _: () = assert!(std::mem::size_of::<CachedValue>() == 32);
@@ -207,6 +227,9 @@ impl CachedValue {
         match self {
             CachedValue::Str(b) => b.len(),
             CachedValue::Coll(CollValue::Whole(h)) => h.fields.data_len() + 32 * h.fields.len(),
+            CachedValue::Coll(CollValue::Expiring(h)) => {
+                std::mem::size_of::<ExpiringHash>() + h.fields.data_len() + 32 * h.fields.len()
+            }
             CachedValue::Coll(CollValue::Big(_)) => std::mem::size_of::<BigColl>(),
         }
     }
@@ -214,7 +237,7 @@ impl CachedValue {
     fn kind(&self) -> Kind {
         match self {
             CachedValue::Str(_) => Kind::String,
-            CachedValue::Coll(CollValue::Whole(_)) => Kind::Hash,
+            CachedValue::Coll(CollValue::Whole(_) | CollValue::Expiring(_)) => Kind::Hash,
             CachedValue::Coll(CollValue::Big(b)) => b.kind,
         }
     }
@@ -234,6 +257,7 @@ impl Hit {
         match &self.value {
             CachedValue::Str(b) => Meta::string(b.to_vec(), self.expire_at_ms),
             CachedValue::Coll(CollValue::Whole(h)) => h.meta(self.expire_at_ms),
+            CachedValue::Coll(CollValue::Expiring(h)) => h.meta.clone(),
             CachedValue::Coll(CollValue::Big(h)) => h.meta(self.expire_at_ms),
         }
     }
@@ -254,6 +278,15 @@ impl Known {
             Known::Absent => 0,
             Known::Present(h) => h.expire_at_ms,
         }
+    }
+
+    /// True if it is a hash with field TTLs one of which expired at `now_ms`: the entry can
+    /// no longer answer a read (see [`ExpiringHash`]).
+    fn fields_expired(&self, now_ms: u64) -> bool {
+        matches!(self, Known::Present(Hit {
+            value: CachedValue::Coll(CollValue::Expiring(h)),
+            ..
+        }) if h.live_until_ms <= now_ms)
     }
 
     /// The record, if the key exists.
@@ -679,8 +712,9 @@ impl Cache {
                 None => None,
                 Some(i) if s.entries[i].pending => None,
                 Some(i)
-                    if s.entries[i].known.expire_at_ms() != 0
-                        && s.entries[i].known.expire_at_ms() <= now_ms =>
+                    if (s.entries[i].known.expire_at_ms() != 0
+                        && s.entries[i].known.expire_at_ms() <= now_ms)
+                        || s.entries[i].known.fields_expired(now_ms) =>
                 {
                     s.remove_at(i);
                     None
@@ -864,7 +898,12 @@ impl Cache {
             }) if !e.pending
                 && *k == kind
                 && (*expire_at_ms == 0 || *expire_at_ms > now_ms)
-                && (matches!(c, CollValue::Whole(_)) || self.caches_big(kind)) =>
+                && match c {
+                    CollValue::Whole(_) => true,
+                    CollValue::Big(_) => self.caches_big(kind),
+                    // A writer reads such a hash from RocksDB (see `ExpiringHash`).
+                    CollValue::Expiring(_) => false,
+                } =>
             {
                 Some((*expire_at_ms, c.clone()))
             }
@@ -987,10 +1026,13 @@ impl Cache {
         expire_at_ms: u64,
         value: CachedValue,
     ) {
-        if let CachedValue::Coll(CollValue::Whole(h)) = &value {
-            if h.fields.len() > self.max_fields() {
-                return;
-            }
+        let fields = match &value {
+            CachedValue::Coll(CollValue::Whole(h)) => h.fields.len(),
+            CachedValue::Coll(CollValue::Expiring(h)) => h.fields.len(),
+            _ => 0,
+        };
+        if fields > self.max_fields() {
+            return;
         }
         let hit = Hit {
             kind,
@@ -1264,6 +1306,8 @@ impl Cache {
                 return None
             }
             CachedValue::Coll(CollValue::Big(b)) if !self.caches_big(b.kind) => return None,
+            // Filled by reads only (see `ExpiringHash`).
+            CachedValue::Coll(CollValue::Expiring(_)) => return None,
             _ => {}
         }
         let known = Known::Present(Hit {

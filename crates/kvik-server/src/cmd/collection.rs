@@ -133,7 +133,8 @@ impl HeldColl {
                 (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
             }
             Some((at, CollValue::Big(big))) => (Some(Held::Big(big.gen)), Some(big.meta(at))),
-            None => {
+            // Not held for writers (see `cache::ExpiringHash`): read as if not cached.
+            Some((_, CollValue::Expiring(_))) | None => {
                 let meta = ctx.write_collection(key, kind)?;
                 let big = kind != Kind::Hash
                     || meta

@@ -3,11 +3,12 @@
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
 use crate::cache::{
-    Cache, CachedHash, CachedValue, CollValue, FieldSet, FillToken, HashFields, Hit, Known,
+    Cache, CachedHash, CachedValue, CollValue, ExpiringHash, FieldSet, FillToken, HashFields, Hit,
+    Known,
 };
 use crate::server::Server;
 use crate::session::Session;
-use crate::storage::encoding::{Kind, Meta};
+use crate::storage::encoding::{field_expired, split_field_value, Kind, Meta};
 use crate::storage::locks::{KeyGuard, Patience};
 use crate::storage::{Batch, Storage, View, Wait};
 use bytes::Bytes;
@@ -342,8 +343,9 @@ impl<'a> Ctx<'a> {
     /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
     /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a
     /// write of the key raced the read (fill token). A bigger hash is cached as its meta, its
-    /// fields one by one ([`HashRead::Big`]); one with field TTLs comes back as a [`View`] and
-    /// its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    /// fields one by one ([`HashRead::Big`]). A small hash with field TTLs is cached whole
+    /// until its first field expires ([`Ctx::read_expiring_hash`]); a bigger one comes back as
+    /// a [`View`] and its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
         // Before the lookup: a big hash's fields read later fill the cache only if no write
@@ -361,9 +363,11 @@ impl<'a> Ctx<'a> {
         let Some((view, meta)) = self.read_collection(key, Kind::Hash)? else {
             return Ok(HashRead::Missing);
         };
-        // A hash with field TTLs is never cached: a cached copy would outlive its fields.
-        if meta.field_ttls || !cache.enabled() || !cache.admits_key(key) {
+        if !cache.enabled() || !cache.admits_key(key) {
             return Ok(HashRead::Stored(view, meta));
+        }
+        if meta.field_ttls {
+            return self.read_expiring_hash(token, key, view, meta);
         }
         if meta.len as usize > cache.max_fields() {
             return Ok(match cache.fill_big(token, self.db(), key, &meta) {
@@ -394,6 +398,57 @@ impl<'a> Ctx<'a> {
             Kind::Hash,
             meta.expire_at_ms,
             CachedValue::Coll(CollValue::Whole(hash)),
+        );
+        Ok(HashRead::Cached(fields))
+    }
+
+    /// [`Ctx::read_hash`] of a hash with field TTLs that the cache does not hold: a small one
+    /// whose fields are all live is read whole and cached until the first of them expires
+    /// (`cache::ExpiringHash`); one holding an expired field not removed yet (its meta's
+    /// length counts it, HLEN as Redis's) or too big is read from `view`.
+    fn read_expiring_hash(
+        &self,
+        token: FillToken,
+        key: &[u8],
+        view: View<'a>,
+        meta: Meta,
+    ) -> Result<HashRead<'a>, CmdError> {
+        let cache = self.server.storage.cache();
+        if meta.len as usize > cache.max_fields() {
+            return Ok(HashRead::Stored(view, meta));
+        }
+        // The clock the cache judges the entry by (`Cache::get_with`).
+        let now = self.now_ms;
+        let coll = crate::storage::Coll::new(self.db(), key, &meta).raw();
+        let mut fields = FieldSet::with_capacity(meta.len as usize);
+        let mut live_until_ms = u64::MAX;
+        let mut all_live = true;
+        view.for_each_member(crate::storage::Cf::Data, &coll, |f, raw| {
+            let (at, v) = split_field_value(raw);
+            all_live = !field_expired(at, now);
+            if at != 0 {
+                live_until_ms = live_until_ms.min(at);
+            }
+            fields.push(f, v);
+            all_live
+        })?;
+        if !all_live || fields.len() as u64 != meta.len {
+            return Ok(HashRead::Stored(view, meta));
+        }
+        let fields: HashFields = fields.into();
+        let expire_at_ms = meta.expire_at_ms;
+        let hash = ExpiringHash {
+            meta,
+            fields: fields.clone(),
+            live_until_ms,
+        };
+        cache.fill_value(
+            token,
+            self.db(),
+            key,
+            Kind::Hash,
+            expire_at_ms,
+            CachedValue::Coll(CollValue::Expiring(Box::new(hash))),
         );
         Ok(HashRead::Cached(fields))
     }
@@ -518,6 +573,10 @@ impl<'a> HashRead<'a> {
         };
         match &hit.value {
             CachedValue::Coll(CollValue::Whole(hash)) => Ok(HashRead::Cached(hash.fields.clone())),
+            // Found only while all its fields live (see `Cache::get_with`).
+            CachedValue::Coll(CollValue::Expiring(hash)) => {
+                Ok(HashRead::Cached(hash.fields.clone()))
+            }
             CachedValue::Coll(CollValue::Big(big)) if big.kind == Kind::Hash => {
                 Ok(HashRead::Big(BigCollRead {
                     meta: big.meta(hit.expire_at_ms),

@@ -431,6 +431,68 @@ fn reads_never_return_an_expired_field() {
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "g"]), 0);
 }
 
+/// A small hash with field TTLs is read from the hot cache while its fields live (INFO
+/// `cache_hits`, not timings); a write of it, a TTL set on a field, and the expiry of a field
+/// each take the cached copy out, so no read sees a field the copy outlived.
+#[test]
+fn a_small_hash_with_field_ttls_is_read_from_the_cache_while_its_fields_live() {
+    let s = TestServer::start_with(&["--active-expire", "no"]);
+    let mut c = s.client();
+    let _: i64 = q(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
+    assert_eq!(
+        ints(&mut c, &["HEXPIRE", "h", "1000", "FIELDS", "1", "a"]),
+        [1]
+    );
+    assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]), "1"); // read from RocksDB, cached
+    let hits = stat(&mut c, "cache_hits");
+    for _ in 0..10 {
+        assert_eq!(q::<String>(&mut c, &["HGET", "h", "a"]), "1");
+        assert_eq!(
+            q::<Vec<String>>(&mut c, &["HGETALL", "h"]),
+            ["a", "1", "b", "2"]
+        );
+    }
+    assert_eq!(stat(&mut c, "cache_hits") - hits, 20);
+
+    // A write takes the copy out; the next read fills it with what was written.
+    assert_eq!(q::<i64>(&mut c, &["HSET", "h", "b", "3"]), 0);
+    assert_eq!(q::<String>(&mut c, &["HGET", "h", "b"]), "3");
+    assert_eq!(ints(&mut c, &["HTTL", "h", "FIELDS", "2", "a", "b"])[1], -1);
+    // A TTL set on a field of the cached hash: the copy does not outlive it.
+    assert_eq!(
+        ints(&mut c, &["HPEXPIRE", "h", "1", "FIELDS", "1", "b"]),
+        [1]
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "h", "b"]), None);
+    assert_eq!(q::<Vec<String>>(&mut c, &["HGETALL", "h"]), ["a", "1"]);
+
+    // A field that expires while its hash is cached: the copy stops answering.
+    let _: i64 = q(&mut c, &["HSET", "g", "x", "1", "y", "2"]);
+    assert_eq!(
+        ints(&mut c, &["HPEXPIRE", "g", "200", "FIELDS", "1", "x"]),
+        [1]
+    );
+    assert_eq!(q::<String>(&mut c, &["HGET", "g", "y"]), "2");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "g", "x"]), None);
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut c, &["HMGET", "g", "x", "y"]),
+        [None, Some("2".into())]
+    );
+    assert_eq!(q::<Vec<String>>(&mut c, &["HGETALL", "g"]), ["y", "2"]);
+    assert_eq!(q::<i64>(&mut c, &["HEXISTS", "g", "x"]), 0);
+    // As when not cached: HLEN counts the expired field until it is removed ...
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "g"]), 2);
+    let _: () = q(&mut c, &["CONFIG", "SET", "active-expire", "yes"]);
+    assert!(eventually(WAIT, || q::<i64>(&mut c, &["HLEN", "g"]) == 1));
+    // ... after which the hash is cached again.
+    assert_eq!(q::<String>(&mut c, &["HGET", "g", "y"]), "2");
+    let hits = stat(&mut c, "cache_hits");
+    assert_eq!(q::<String>(&mut c, &["HGET", "g", "y"]), "2");
+    assert_eq!(stat(&mut c, "cache_hits") - hits, 1);
+}
+
 #[test]
 fn writes_keep_or_clear_the_ttl_as_redis() {
     let s = TestServer::start();
