@@ -21,7 +21,10 @@
 #     bench/builds.sh OLD NEW -- -t get -r 10000000 --dist zipf --duration 8s
 #
 # With SCRIPT set, the script is loaded on each server and `@sha` in the arguments becomes its SHA.
-# PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read).
+# PREP: kvik-bench arguments of a run before the warm-up, on each server (data to read);
+# several runs separated by ';', in order (a hash written, then a TTL set on its fields):
+#   PREP="-n 300000 -r 100000 -P 16 HSET h:__rand_int__ a 1 b 2; -n 300000 -r 100000 -P 16 HEXPIRE h:__rand_int__ 100000 FIELDS 1 a" \
+#     bench/builds.sh OLD NEW -- -n 1000000 -P 16 HGET h:__rand_int__ b
 # OLD_ARGS / NEW_ARGS: server arguments of one build only: one binary against itself with a
 # setting switched (SERVER_ARGS go to both):
 #   PREP="-t hset -n 100000 -r 100000 --dist seq -P 16" OLD_ARGS="--cache-big-hashes no" \
@@ -43,8 +46,8 @@ value_flag "$VALUES"
 read -r -a server_args <<<"${SERVER_ARGS:-}"
 read -r -a build_args_0 <<<"${OLD_ARGS:-}"
 read -r -a build_args_1 <<<"${NEW_ARGS:-}"
-read -r -a prep_args <<<"${PREP:-}"
-[ ${#prep_args[@]} -gt 0 ] && ensure_kvik_bench
+IFS=';' read -r -a prep_runs <<<"${PREP:-}"
+[ ${#prep_runs[@]} -gt 0 ] && ensure_kvik_bench
 args=("$@")
 has() { case " ${args[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 has -c || args=(-c 50 "${args[@]}")
@@ -60,7 +63,7 @@ tck=$(getconf CLK_TCK)
 echo "load before: $(uptime | sed 's/.*load average: //')"
 [ -n "${FROM_DIR:-}" ] && echo "each server on a copy of $FROM_DIR; warm-up ${WARM:-none}; server args: ${server_args[*]}"
 [ "$LOAD" -gt 0 ] && echo "each server first loaded with $LOAD keys x $SIZE B ($VALUES values); server args: ${server_args[*]}"
-[ ${#prep_args[@]} -gt 0 ] && echo "each server first: kvik-bench ${prep_args[*]}"
+for prep in "${prep_runs[@]}"; do echo "each server first: kvik-bench $prep"; done
 [ -n "${OLD_ARGS:-}${NEW_ARGS:-}" ] && echo "old: ${OLD_ARGS:-}; new: ${NEW_ARGS:-}"
 echo "command: $tool ${args[*]}; $ROUNDS rounds alternating old new"
 echo "| round | build | rps | server CPU us/request |"
@@ -78,10 +81,11 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
     KVIK_BIN=${builds[$i]} start_kvik "$port" "build-$round-$i" "${server_args[@]}" "${extra[@]}"
     pid=${PIDS[-1]}
-    if [ ${#prep_args[@]} -gt 0 ]; then
+    for prep in "${prep_runs[@]}"; do
+      read -r -a prep_args <<<"$prep"
       "$KVIK_BENCH" -p "$port" -q "${prep_args[@]}" >/dev/null 2>&1
-      settle "$port"
-    fi
+    done
+    [ ${#prep_runs[@]} -gt 0 ] && settle "$port"
     run_args=("${args[@]}")
     if [ -n "${SCRIPT:-}" ]; then
       sha=$(redis-cli -p "$port" SCRIPT LOAD "$SCRIPT")
