@@ -151,8 +151,8 @@ pub enum CollValue {
 /// meta, as stored, answers TYPE, EXISTS and a writer's prior state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExpiringHash {
-    /// The meta record as stored (its length may count expired fields not removed yet; the
-    /// read that fills an entry fills none then).
+    /// The meta record as stored. (Its length may count expired fields not removed yet; an
+    /// entry is filled only when it counts none.)
     pub meta: Meta,
     pub fields: HashFields,
     /// When the first field expires (ms); `u64::MAX` if none has a TTL now.

@@ -195,10 +195,10 @@ pub struct Tuning {
     /// bottommost level, and reads do not probe one there (RocksDB's
     /// `optimize_filters_for_hits`). A read reaches the bottom only after every level above
     /// ruled its key out, so for a key that exists the bottom's probe is always positive:
-    /// at 10M keys skipping it makes uncached GETs ~10% cheaper, and overwriting SETs ~15%
+    /// at 10M keys skipping it makes uncached GETs 5-10% faster, and overwriting SETs 8-15%
     /// (compactions into the bottom no longer build its filters, ~90% of all). But a key that
     /// does not exist is then ruled out only by reading its data block: a GET of an absent key
-    /// costs what a present one does (~1.9x before), and a SET of a new key ~1.3x
+    /// costs what a present one does (~1.9x before), and a SET of a new key ~1.2-1.3x
     /// (docs/benchmarks.md section 51). Off by default; `data` (fields, members) keeps its
     /// filters either way, as a new member's write reads an absent one.
     pub filters_for_hits: bool,
