@@ -165,8 +165,11 @@ const _: () = assert!(std::mem::size_of::<CachedValue>() == 32);
 /// writer's state need no RocksDB read) and a generation, under which its members are cached
 /// one by one (see [`Cache::get_field`]), each with its value as stored (a hash field's
 /// value, a sorted set member's encoded score, a set member's empty value): a hash with more
-/// fields than `cache-max-hash-fields` and no field TTLs (`cache-big-hashes`), or a set or
-/// sorted set a write touched (`cache-sets`).
+/// fields than `cache-max-hash-fields` (`cache-big-hashes`), or a set or sorted set a write
+/// touched (`cache-sets`). A hash with field TTLs is cached so for reads only, as an
+/// [`ExpiringHash`] is: each field entry expires with its field (a reader then reads it from
+/// RocksDB, which hides it), writers read the hash from RocksDB ([`Cache::held_coll`]), and
+/// their meta put drops the entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BigColl {
     pub kind: Kind,
@@ -174,13 +177,17 @@ pub struct BigColl {
     pub len: u64,
     /// Unique per fill: the fields filled under it belong to this entry only.
     pub gen: u64,
+    /// A hash with field TTLs (its length, as stored, may count expired fields not removed
+    /// yet, as Redis's HLEN does).
+    pub field_ttls: bool,
 }
 
 impl BigColl {
-    /// The collection's meta record (as stored: a hash without field TTLs), given its expiry.
+    /// The collection's meta record (as stored), given its expiry.
     pub fn meta(&self, expire_at_ms: u64) -> Meta {
         Meta {
             len: self.len,
+            field_ttls: self.field_ttls,
             ..Meta::collection(self.kind, self.version, expire_at_ms)
         }
     }
@@ -900,8 +907,8 @@ impl Cache {
                 && (*expire_at_ms == 0 || *expire_at_ms > now_ms)
                 && match c {
                     CollValue::Whole(_) => true,
-                    CollValue::Big(_) => self.caches_big(kind),
-                    // A writer reads such a hash from RocksDB (see `ExpiringHash`).
+                    CollValue::Big(b) => self.caches_big(kind) && !b.field_ttls,
+                    // A writer reads a hash with field TTLs from RocksDB (see `ExpiringHash`).
                     CollValue::Expiring(_) => false,
                 } =>
             {
@@ -1103,13 +1110,13 @@ impl Cache {
     }
 
     /// Caches collection `key` as a [`BigColl`] (its meta read from RocksDB after `token` was
-    /// taken): a hash with more fields than `cache-max-hash-fields` and no field TTLs
-    /// (`cache-big-hashes`), a set or sorted set of any size (`cache-sets`); unless the key
+    /// taken): a hash with more fields than `cache-max-hash-fields` (`cache-big-hashes`), a
+    /// set or sorted set of any size (`cache-sets`); unless the key
     /// was written since. The generation its members are cached under: the new entry's, or
     /// that of the entry already there for this version of the collection; `None` if neither.
     pub fn fill_big(&self, token: FillToken, db: u16, key: &[u8], meta: &Meta) -> Option<u64> {
         let wanted = match meta.kind {
-            Kind::Hash => self.big_hashes() && !meta.field_ttls,
+            Kind::Hash => self.big_hashes(),
             Kind::Set | Kind::ZSet => self.sets(),
             _ => false,
         };
@@ -1125,6 +1132,7 @@ impl Cache {
                 version: meta.version,
                 len: meta.len,
                 gen,
+                field_ttls: meta.field_ttls,
             }))),
         };
         if self.fill_known(token, db, key, Known::Present(hit)) {
@@ -1162,12 +1170,20 @@ impl Cache {
 
     /// Caches field `field` of a big hash under generation `gen`: `value` as read from
     /// RocksDB after `token` (the *hash's* fill token) was taken, `None` if the field was not
-    /// there. Refused if the hash was written since the token.
-    pub fn fill_field(&self, token: FillToken, gen: u64, field: &[u8], value: Option<&[u8]>) {
+    /// there (or expired), with the time the field expires (0: never; the entry goes with it).
+    /// Refused if the hash was written since the token.
+    pub fn fill_field(
+        &self,
+        token: FillToken,
+        gen: u64,
+        field: &[u8],
+        value: Option<&[u8]>,
+        expire_at_ms: u64,
+    ) {
         let known = match value {
             Some(v) => Known::Present(Hit {
                 kind: Kind::String,
-                expire_at_ms: 0,
+                expire_at_ms,
                 value: CachedValue::Str(Bytes::copy_from_slice(v)),
             }),
             None if self.absent_keys.load(Relaxed) => Known::Absent,
@@ -1970,8 +1986,8 @@ mod tests {
         let hit = c.get(0, b"h", 1).and_then(Known::present).unwrap();
         assert_eq!(hit.to_meta(), big_meta(7, 1000));
         assert_eq!(c.fill_big(t, 0, b"h", &big_meta(7, 1000)), Some(gen));
-        c.fill_field(t, gen, b"a", Some(b"1"));
-        c.fill_field(t, gen, b"gone", None);
+        c.fill_field(t, gen, b"a", Some(b"1"), 0);
+        c.fill_field(t, gen, b"gone", None, 0);
         assert_eq!(field(&c, gen, b"a"), Some(Some(b"1".to_vec())));
         assert_eq!(field(&c, gen, b"gone"), Some(None));
         assert_eq!(field(&c, gen, b"b"), None);
@@ -1980,12 +1996,12 @@ mod tests {
         c.begin_write(0, b"h");
         c.apply(0, b"h", None);
         assert_eq!(c.get(0, b"h", 1), None);
-        c.fill_field(raced, gen, b"b", Some(b"stale"));
+        c.fill_field(raced, gen, b"b", Some(b"stale"), 0);
         assert_eq!(field(&c, gen, b"b"), None, "a fill that raced a write");
         // A token taken while the write is in flight fills nothing either.
         c.begin_write(0, b"h");
         let in_flight = c.fill_token(0, b"h");
-        c.fill_field(in_flight, gen, b"c", Some(b"stale"));
+        c.fill_field(in_flight, gen, b"c", Some(b"stale"), 0);
         assert_eq!(field(&c, gen, b"c"), None, "a fill during a write");
         c.apply(0, b"h", None);
         // The next read fills a new generation: no field of the old one is found under it.
@@ -1993,14 +2009,21 @@ mod tests {
         let next = c.fill_big(t, 0, b"h", &big_meta(7, 1001)).unwrap();
         assert_ne!(next, gen);
         assert_eq!(field(&c, next, b"a"), None);
-        // Hashes with field TTLs are never cached so; switched off, nothing is, and the
-        // entries there are dropped.
+        // A hash with field TTLs is cached so too, its meta as stored, but never held for a
+        // writer (which reads it from RocksDB); switched off, nothing is, and the entries
+        // there are dropped.
         let t = c.fill_token(0, b"ttl");
         let ttls = Meta {
             field_ttls: true,
             ..big_meta(8, 1000)
         };
-        assert_eq!(c.fill_big(t, 0, b"ttl", &ttls), None);
+        assert!(c.fill_big(t, 0, b"ttl", &ttls).is_some());
+        let Some(Known::Present(hit)) = c.get(0, b"ttl", 1) else {
+            panic!("cached");
+        };
+        assert_eq!(hit.to_meta(), ttls);
+        assert!(c.held_coll(0, b"ttl", Kind::Hash, 1).is_none());
+        assert!(c.held_coll(0, b"h", Kind::Hash, 1).is_some());
         c.set_big_hashes(false);
         assert_eq!(c.get(0, b"h", 1), None);
         let t = c.fill_token(0, b"h");
@@ -2049,8 +2072,8 @@ mod tests {
         c.fill_absent(t, 0, b"none");
         let t = c.fill_token(0, b"h");
         let gen = c.fill_big(t, 0, b"h", &big_meta(7, 1000)).unwrap();
-        c.fill_field(t, gen, b"a", Some(b"1"));
-        c.fill_field(t, gen, b"gone", None);
+        c.fill_field(t, gen, b"a", Some(b"1"), 0);
+        c.fill_field(t, gen, b"gone", None, 0);
         let entries = c.entries();
         let fields = [
             Bytes::from_static(b"a"),
@@ -2090,8 +2113,8 @@ mod tests {
         let c = Cache::new(CacheSettings::default());
         let t = c.fill_token(0, b"h");
         let gen = c.fill_big(t, 0, b"h", &big_meta(3, 1000)).unwrap();
-        c.fill_field(t, gen, b"a", Some(b"1"));
-        c.fill_field(t, gen, b"b", Some(b"2"));
+        c.fill_field(t, gen, b"a", Some(b"1"), 0);
+        c.fill_field(t, gen, b"b", Some(b"2"), 0);
         // The writer holds the lock: the cached meta and generation are current.
         assert_eq!(big_gen(&c), Some(gen));
         c.begin_write(0, b"h");
@@ -2103,6 +2126,7 @@ mod tests {
         ];
         c.apply_fields(gen, &edits);
         let kept = BigColl {
+            field_ttls: false,
             kind: Kind::Hash,
             version: 3,
             len: 1000,
@@ -2138,6 +2162,7 @@ mod tests {
     /// A set's or sorted set's entry as a write leaves it (`cache-sets`).
     fn write_big(c: &Cache, key: &[u8], kind: Kind, gen: u64) {
         let big = BigColl {
+            field_ttls: false,
             kind,
             version: 9,
             len: 2,

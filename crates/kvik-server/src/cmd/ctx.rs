@@ -8,7 +8,7 @@ use crate::cache::{
 };
 use crate::server::Server;
 use crate::session::Session;
-use crate::storage::encoding::{field_expired, split_field_value, Kind, Meta};
+use crate::storage::encoding::{field_expired, split_field_value, Kind, Meta, FIELD_TTL_LEN};
 use crate::storage::locks::{KeyGuard, Patience};
 use crate::storage::{Batch, Storage, View, Wait};
 use bytes::Bytes;
@@ -343,9 +343,9 @@ impl<'a> Ctx<'a> {
     /// `cache-max-hash-fields` fields) is cached whole: a hit answers from memory, also on the
     /// I/O thread; a miss reads the hash from one snapshot and fills the cache with it, unless a
     /// write of the key raced the read (fill token). A bigger hash is cached as its meta, its
-    /// fields one by one ([`HashRead::Big`]). A small hash with field TTLs is cached whole
-    /// until its first field expires ([`Ctx::read_expiring_hash`]); a bigger one comes back as
-    /// a [`View`] and its meta. Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    /// fields one by one ([`HashRead::Big`]), each until it expires if it has a TTL. A small
+    /// hash with field TTLs is cached whole until its first field expires
+    /// ([`Ctx::read_expiring_hash`]). Counts a keyspace hit or miss; WRONGTYPE for another kind.
     pub fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
         // Before the lookup: a big hash's fields read later fill the cache only if no write
@@ -366,7 +366,7 @@ impl<'a> Ctx<'a> {
         if !cache.enabled() || !cache.admits_key(key) {
             return Ok(HashRead::Stored(view, meta));
         }
-        if meta.field_ttls {
+        if meta.field_ttls && meta.len as usize <= cache.max_fields() {
             return self.read_expiring_hash(token, key, view, meta);
         }
         if meta.len as usize > cache.max_fields() {
@@ -402,10 +402,10 @@ impl<'a> Ctx<'a> {
         Ok(HashRead::Cached(fields))
     }
 
-    /// [`Ctx::read_hash`] of a hash with field TTLs that the cache does not hold: a small one
-    /// whose fields are all live is read whole and cached until the first of them expires
+    /// [`Ctx::read_hash`] of a small hash with field TTLs that the cache does not hold: if its
+    /// fields are all live it is read whole and cached until the first of them expires
     /// (`cache::ExpiringHash`); one holding an expired field not removed yet (its meta's
-    /// length counts it, HLEN as Redis's) or too big is read from `view`.
+    /// length counts it, HLEN as Redis's) is read from `view`.
     fn read_expiring_hash(
         &self,
         token: FillToken,
@@ -414,9 +414,6 @@ impl<'a> Ctx<'a> {
         meta: Meta,
     ) -> Result<HashRead<'a>, CmdError> {
         let cache = self.server.storage.cache();
-        if meta.len as usize > cache.max_fields() {
-            return Ok(HashRead::Stored(view, meta));
-        }
         // The clock the cache judges the entry by (`Cache::get_with`).
         let now = self.now_ms;
         let coll = crate::storage::Coll::new(self.db(), key, &meta).raw();
@@ -635,6 +632,20 @@ impl<'a> MemberRead<'a> {
     }
 }
 
+/// A stored field value of a hash with field TTLs as a reader at `now_ms` sees it (`None` if
+/// absent or expired; without its expiry prefix), and the time it expires (0: never).
+fn live_field(stored: Option<Vec<u8>>, now_ms: u64) -> (Option<Vec<u8>>, u64) {
+    let Some(mut raw) = stored else {
+        return (None, 0);
+    };
+    let at = split_field_value(&raw).0;
+    if field_expired(at, now_ms) {
+        return (None, at);
+    }
+    raw.drain(..FIELD_TTL_LEN.min(raw.len()));
+    (Some(raw), at)
+}
+
 impl<'a> BigCollRead<'a> {
     /// The values of `fields` if the cache holds every one of them (`None` for a field known
     /// absent) and no write of the hash began or ended since the token (a write's edits
@@ -686,9 +697,24 @@ impl<'a> BigCollRead<'a> {
             }
         };
         let coll = crate::storage::Coll::new(db, key, &self.meta);
-        let values = view.get_members(&coll, fields)?;
-        for (f, v) in fields.iter().zip(&values) {
-            cache.fill_field(self.token, self.gen, f.as_ref(), v.as_deref());
+        // A hash with field TTLs: read as stored, so each field's entry expires with it.
+        let mut expiries = Vec::new();
+        let values: Vec<Option<Vec<u8>>> = if self.meta.field_ttls {
+            let stored = view.get_members(&coll.raw(), fields)?;
+            stored
+                .into_iter()
+                .map(|v| {
+                    let (v, at) = live_field(v, now_ms);
+                    expiries.push(at);
+                    v
+                })
+                .collect()
+        } else {
+            view.get_members(&coll, fields)?
+        };
+        for (i, (f, v)) in fields.iter().zip(&values).enumerate() {
+            let at = expiries.get(i).copied().unwrap_or(0);
+            cache.fill_field(self.token, self.gen, f.as_ref(), v.as_deref(), at);
         }
         Ok(values
             .into_iter()

@@ -1098,6 +1098,7 @@ fn cached_value(raw: &Bytes, update: Option<&CollUpdate>) -> Option<(u64, Cached
                 version: meta.version,
                 len: meta.len,
                 gen: *gen,
+                field_ttls: false,
             })))
         }
         _ => return None,

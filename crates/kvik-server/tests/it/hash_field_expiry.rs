@@ -493,6 +493,60 @@ fn a_small_hash_with_field_ttls_is_read_from_the_cache_while_its_fields_live() {
     assert_eq!(stat(&mut c, "cache_hits") - hits, 1);
 }
 
+/// A hash with field TTLs bigger than `cache-max-hash-fields` is cached as its meta and its
+/// fields one by one (INFO `cache_hits`), each field until it expires; writes take it out.
+#[test]
+fn a_big_hash_with_field_ttls_has_its_fields_cached_until_each_expires() {
+    let s = TestServer::start_with(&["--active-expire", "no", "--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    let mut hset = vec!["HSET".to_string(), "big".into()];
+    for i in 0..10 {
+        hset.extend([format!("f{i}"), format!("v{i}")]);
+    }
+    let args: Vec<&str> = hset.iter().map(String::as_str).collect();
+    assert_eq!(q::<i64>(&mut c, &args), 10);
+    assert_eq!(
+        ints(&mut c, &["HEXPIRE", "big", "1000", "FIELDS", "1", "f0"]),
+        [1]
+    );
+    assert_eq!(
+        ints(&mut c, &["HPEXPIRE", "big", "300", "FIELDS", "1", "f1"]),
+        [1]
+    );
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "f2"]), "v2"); // read, cached
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "f1"]), "v1"); // cached until it expires
+    let hits = stat(&mut c, "cache_hits");
+    for _ in 0..10 {
+        assert_eq!(q::<String>(&mut c, &["HGET", "big", "f2"]), "v2");
+    }
+    let hits = stat(&mut c, "cache_hits") - hits;
+    assert!(hits >= 10, "cache hits {hits}");
+
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "big", "f1"]), None);
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut c, &["HMGET", "big", "f1", "f2"]),
+        [None, Some("v2".into())]
+    );
+    assert_eq!(q::<i64>(&mut c, &["HEXISTS", "big", "f1"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", "big"]), 10); // until active expiry removes it
+    assert_eq!(q::<Vec<String>>(&mut c, &["HKEYS", "big"]).len(), 9);
+
+    // A write takes the cached copy out; so does a TTL set on a cached field.
+    assert_eq!(q::<i64>(&mut c, &["HSET", "big", "f2", "new"]), 0);
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "f2"]), "new");
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "f3"]), "v3");
+    assert_eq!(
+        ints(&mut c, &["HPEXPIRE", "big", "1", "FIELDS", "1", "f3"]),
+        [1]
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(q::<Option<String>>(&mut c, &["HGET", "big", "f3"]), None);
+    let _: () = q(&mut c, &["CONFIG", "SET", "active-expire", "yes"]);
+    assert!(eventually(WAIT, || q::<i64>(&mut c, &["HLEN", "big"]) == 8));
+    assert_eq!(q::<String>(&mut c, &["HGET", "big", "f0"]), "v0");
+}
+
 #[test]
 fn writes_keep_or_clear_the_ttl_as_redis() {
     let s = TestServer::start();
