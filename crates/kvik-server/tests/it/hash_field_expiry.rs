@@ -547,6 +547,95 @@ fn a_big_hash_with_field_ttls_has_its_fields_cached_until_each_expires() {
     assert_eq!(q::<String>(&mut c, &["HGET", "big", "f0"]), "v0");
 }
 
+/// Random writes (HSET, HDEL, HINCRBY, HEXPIRE, HPERSIST) and reads of hashes with field TTLs,
+/// small and big (`cache-max-hash-fields 4`, up to 8 fields), every reply against a model: a
+/// copy the cache holds, whole or field by field, never outlives a write. No field expires
+/// during the run (TTLs of an hour).
+#[test]
+fn cached_hashes_with_field_ttls_follow_every_write() {
+    use rand::{Rng, SeedableRng};
+    use std::collections::{BTreeMap, HashMap};
+    let s = TestServer::start_with(&["--cache-max-hash-fields", "4"]);
+    let mut c = s.client();
+    // key -> field -> (value, has a TTL)
+    let mut model: HashMap<String, BTreeMap<String, (i64, bool)>> = HashMap::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(51);
+    for step in 0..4000 {
+        let key = format!("h{}", rng.gen_range(0..4));
+        let field = format!("f{}", rng.gen_range(0..8));
+        let fields = model.entry(key.clone()).or_default();
+        let found = fields.get(&field).copied();
+        let at = format!("step {step}: {key} {field}");
+        let k = key.as_str();
+        let f = field.as_str();
+        match rng.gen_range(0..11) {
+            0 | 1 => {
+                let v = step.to_string();
+                let added: i64 = q(&mut c, &["HSET", k, f, &v]);
+                assert_eq!(added, i64::from(found.is_none()), "{at}");
+                fields.insert(field, (step, false));
+            }
+            2 => {
+                let removed: i64 = q(&mut c, &["HDEL", k, f]);
+                assert_eq!(removed, i64::from(found.is_some()), "{at}");
+                fields.remove(&field);
+            }
+            3 => {
+                let v: i64 = q(&mut c, &["HINCRBY", k, f, "1"]);
+                let (old, ttl) = found.unwrap_or((0, false));
+                assert_eq!(v, old + 1, "{at}");
+                fields.insert(field, (old + 1, ttl));
+            }
+            4 | 5 if !fields.is_empty() => {
+                let set = ints(&mut c, &["HEXPIRE", k, "3600", "FIELDS", "1", f]);
+                assert_eq!(set, [if found.is_some() { 1 } else { -2 }], "{at}");
+                if let Some((v, _)) = found {
+                    fields.insert(field, (v, true));
+                }
+            }
+            6 if !fields.is_empty() => {
+                let cleared = ints(&mut c, &["HPERSIST", k, "FIELDS", "1", f]);
+                let want = match found {
+                    None => -2,
+                    Some((_, false)) => -1,
+                    Some((_, true)) => 1,
+                };
+                assert_eq!(cleared, [want], "{at}");
+                if let Some((v, _)) = found {
+                    fields.insert(field, (v, false));
+                }
+            }
+            7 => {
+                let v: Option<i64> = q(&mut c, &["HGET", k, f]);
+                assert_eq!(v, found.map(|(v, _)| v), "{at}");
+            }
+            8 => {
+                let v: Vec<Option<i64>> = q(&mut c, &["HMGET", k, f, "f0"]);
+                let f0 = fields.get("f0").map(|(v, _)| *v);
+                assert_eq!(v, [found.map(|(v, _)| v), f0], "{at}");
+            }
+            9 => {
+                let all: BTreeMap<String, i64> = q(&mut c, &["HGETALL", k]);
+                let want: BTreeMap<String, i64> =
+                    fields.iter().map(|(f, (v, _))| (f.clone(), *v)).collect();
+                assert_eq!(all, want, "{at}");
+                assert_eq!(q::<usize>(&mut c, &["HLEN", k]), fields.len(), "{at}");
+            }
+            _ => {
+                let ttl = ints(&mut c, &["HTTL", k, "FIELDS", "1", f])[0];
+                match found {
+                    None => assert_eq!(ttl, -2, "{at}"),
+                    Some((_, false)) => assert_eq!(ttl, -1, "{at}"),
+                    Some((_, true)) => assert!((3000..=3600).contains(&ttl), "{at}: {ttl}"),
+                }
+            }
+        }
+        if model[&key].is_empty() {
+            model.remove(&key);
+        }
+    }
+}
+
 #[test]
 fn writes_keep_or_clear_the_ttl_as_redis() {
     let s = TestServer::start();
