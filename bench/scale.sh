@@ -9,7 +9,9 @@
 #            each NAME in OFF_SWITCHES (default none; e.g. OFF_SWITCHES="cache-write-allocate")
 #
 # Each dataset (N keys of SIZE bytes, loaded in order with kvik-bench --dist seq) gets GET
-# uniform, GET zipf 0.99, SET uniform and a 90:10 GET/SET mix, rounds alternating the sides.
+# uniform, GET zipf 0.99, GET of absent keys (`key:<n>x`, which sort between the stored ones,
+# so a read must rule them out: what `rocksdb-filters-for-hits` trades), SET uniform and a
+# 90:10 GET/SET mix, rounds alternating the sides.
 # Then: SET on the full keyspace against SET on a 100k-key server (compaction keeps up?),
 # DBSIZE latency, and a restart (SIGTERM, start on the same dir): time to the first PONG and to
 # the first hit. A sampler records kvik's RSS and commands per second every second; the series is
@@ -131,6 +133,7 @@ for dataset in $DATASETS; do
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" no >/dev/null ;; esac
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t get -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" zipf 0.99" run_kb "$port" "$side" -t get -r "$keys" --dist zipf --zipf-s 0.99 --duration "$DURATION" -c "$CLIENTS"
+      KB_SUFFIX=" (absent keys)" run_kb "$port" "$side" -r "$keys" --dist uniform --duration "$DURATION" -c "$CLIENTS" GET 'key:__rand_int__x'
       KB_SUFFIX=" uniform" run_kb "$port" "$side" -t set -r "$keys" -d "$size" $VALUE_FLAG --dist uniform --duration "$DURATION" -c "$CLIENTS"
       KB_SUFFIX=" 90:10 zipf" run_kb "$port" "$side" --ratio 9:1 -r "$keys" -d "$size" $VALUE_FLAG --dist zipf --duration "$DURATION" -c "$CLIENTS"
       case $side in *=no) redis-cli -p "$kport" config set "${side%=no}" yes >/dev/null ;; esac
