@@ -836,8 +836,9 @@ fn keyspace_section(server: &Server, w: &mut Lines<'_>) {
             w.field(
                 &format!("db{db}"),
                 format_args!(
-                    "keys={keys},expires={},avg_ttl=0",
-                    storage.expires_count(on_disk)
+                    "keys={keys},expires={},avg_ttl={}",
+                    storage.expires_count(on_disk),
+                    storage.avg_ttl_ms(on_disk)
                 ),
             );
         }

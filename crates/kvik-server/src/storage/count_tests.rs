@@ -36,20 +36,21 @@ fn del(s: &Storage, db: u16, key: &[u8]) {
 /// Expiry index entries as (db, expire_at_ms, key).
 type Entries = BTreeSet<(u16, u64, Vec<u8>)>;
 
-/// (keys, keys with an expiry) of `db` by a full scan, and the expiry index entries that scan
-/// implies, as (db, expire_at_ms, key).
-fn scanned(s: &Storage, db: u16) -> ((u64, u64), Entries) {
-    let (mut keys, mut expires, mut index) = (0, 0, BTreeSet::new());
+/// (keys, keys with an expiry, the sum of their expiry times) of `db` by a full scan, and the
+/// expiry index entries that scan implies, as (db, expire_at_ms, key).
+fn scanned(s: &Storage, db: u16) -> ((u64, u64, i128), Entries) {
+    let (mut keys, mut expires, mut sum, mut index) = (0, 0, 0, BTreeSet::new());
     s.scan_meta(db, None, usize::MAX, |k, m| {
         keys += 1;
         if m.expire_at_ms != 0 {
             expires += 1;
+            sum += i128::from(m.expire_at_ms);
             index.insert((db, m.expire_at_ms, k.to_vec()));
         }
         true
     })
     .unwrap();
-    ((keys, expires), index)
+    ((keys, expires, sum), index)
 }
 
 /// Every entry of the expiry index.
@@ -72,7 +73,11 @@ pub(super) fn assert_consistent(s: &Storage, dbs: u16) {
     for db in 0..dbs {
         let (counts, entries) = scanned(s, db);
         assert_eq!(
-            (s.key_count(db), s.expires_count(db)),
+            (
+                s.key_count(db),
+                s.expires_count(db),
+                s.counts.expiry_sum(db)
+            ),
             counts,
             "counts of db {db}"
         );
@@ -372,6 +377,72 @@ fn a_data_directory_without_counts_is_counted_once_at_open() {
     let s = Storage::open(dir.path()).unwrap();
     assert_eq!((s.key_count(0), s.expires_count(0)), (200, 0));
     assert_consistent(&s, 2);
+}
+
+/// A data directory whose counts were kept before the expiry sums were (COMPLETE_KEY `1`, no
+/// `s` counters, delta records of 18-byte entries) gets its sums from the expiry index at its
+/// next open, and its old delta records still count.
+#[test]
+fn a_data_directory_counted_before_expiry_sums_were_kept_sums_them_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let later = unix_ms() + 3_600_000;
+    {
+        let s = Storage::open(dir.path()).unwrap();
+        for i in 0..300u32 {
+            let exp = if i % 3 == 0 { later + u64::from(i) } else { 0 };
+            put(
+                &s,
+                (i % 2) as u16 * 2,
+                format!("k{i}").as_bytes(),
+                &string(exp),
+            );
+        }
+        s.fold_counts().unwrap();
+    }
+    {
+        let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), dir.path()).unwrap();
+        let db = rocksdb::DB::open_cf(&rocksdb::Options::default(), dir.path(), &cfs).unwrap();
+        let counts = db.cf_handle("counts").unwrap();
+        db.put_cf(counts, [0xff, 0xff, b'v'], b"1").unwrap();
+        for d in [0u8, 2] {
+            db.delete_cf(counts, [0, d, b's']).unwrap();
+        }
+        // One key of db 0 counted by an old delta record instead of the absolute counter.
+        let keys = db.get_cf(counts, [0, 0, b'k']).unwrap().unwrap();
+        let keys = i64::from_le_bytes(keys[..].try_into().unwrap());
+        db.put_cf(counts, [0, 0, b'k'], (keys - 1).to_le_bytes())
+            .unwrap();
+        let mut old = vec![0u8, 0];
+        old.extend_from_slice(&1i64.to_le_bytes());
+        old.extend_from_slice(&0i64.to_le_bytes());
+        let mut delta_key = vec![0xff, 0xff, b'd'];
+        delta_key.extend_from_slice(&7u64.to_be_bytes());
+        db.put_cf(counts, delta_key, old).unwrap();
+        // A hash field's index entry, which the sum must leave out.
+        let expiry = db.cf_handle("expiry").unwrap();
+        db.put_cf(expiry, expiry_index::field_key(0, later, b"h", 1, b"f"), [])
+            .unwrap();
+    }
+    let s = Storage::open(dir.path()).unwrap();
+    for db in [0, 2] {
+        let ((keys, expires, sum), _) = scanned(&s, db);
+        assert_eq!((keys, expires), (150, 50));
+        assert_eq!(
+            (
+                s.key_count(db),
+                s.expires_count(db),
+                s.counts.expiry_sum(db)
+            ),
+            (keys, expires, sum),
+            "db {db}"
+        );
+        let mean = s.avg_ttl_ms(db);
+        assert!((3_500_000..=3_600_300).contains(&mean), "{mean}");
+    }
+    drop(s);
+    let s = Storage::open(dir.path()).unwrap();
+    let ((_, _, sum), _) = scanned(&s, 2);
+    assert_eq!(s.counts.expiry_sum(2), sum);
 }
 
 #[test]

@@ -13,17 +13,29 @@
 //! Like Redis, a key counts until it is removed: a logically expired key counts until active
 //! expiry (or a write) deletes it. FLUSHDB / FLUSHALL range-delete the counters with the keys.
 //!
+//! Beside the counts, the sum of the expiry times of the keys that have one is kept the same
+//! way, so INFO keyspace's `avg_ttl` is the exact mean TTL in O(1) (Redis estimates it from the
+//! keys its expiry cycle samples).
+//!
 //! ```text
 //! counts CF  key:   db (u16 BE) | b'k' (keys) or b'e' (keys with an expiry)
 //!            value: i64 LE, the count as of the last fold
+//!            key:   db (u16 BE) | b's'
+//!            value: i128 LE, the sum of the keys' expiry times (Unix ms) as of the last fold
 //!            key:   INTERNAL_DB | b'd' | sequence (u64 BE): a delta record not folded yet
-//!            value: (db u16 BE, keys delta i64 LE, expires delta i64 LE) per database touched
-//!            key:   INTERNAL_DB | b"v": present once the counts are complete (see `rebuild`)
+//!            value: 0x02, then (db u16 BE, keys delta i64 LE, expires delta i64 LE,
+//!                   expiry sum delta i128 LE) per database touched
+//!            key:   INTERNAL_DB | b"v": b"2" once the counts and sums are complete (see
+//!                   `rebuild_counts`; b"1": counts complete, sums not kept yet)
 //! ```
+//!
+//! Delta records written before the sums were kept hold 18-byte entries without the leading
+//! byte: an even length, where a record of this format has an odd one.
 
 use super::encoding::{db_prefix, decode_meta_key, meta_expire_at};
 use super::expiry_index;
 use super::{Storage, StorageResult, CF_COUNTS, CF_EXPIRY, CF_META, INTERNAL_DB};
+use parking_lot::Mutex;
 use rocksdb::{WriteBatch, WriteOptions};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -31,16 +43,23 @@ use std::time::{Duration, Instant};
 
 const TAG_KEYS: u8 = b'k';
 const TAG_EXPIRES: u8 = b'e';
+const TAG_EXPIRY_SUM: u8 = b's';
 /// Marks a counts column family whose counts cover every key (written last by `rebuild`).
 const COMPLETE_KEY: [u8; 3] = [0xff, 0xff, b'v'];
+/// [`COMPLETE_KEY`]'s value once the expiry sums are kept too.
+const COMPLETE_WITH_SUMS: &[u8] = b"2";
 /// Databases per lazily allocated chunk of [`KeyCounts`].
 const CHUNK: usize = 256;
 
 /// Delta records: INTERNAL_DB | b'd' | sequence, and the end of their range.
 const DELTA_PREFIX: [u8; 3] = [0xff, 0xff, b'd'];
 const DELTA_END: [u8; 3] = [0xff, 0xff, b'd' + 1];
+/// First byte of a delta record with expiry sums.
+const DELTA_WITH_SUMS: u8 = 2;
 /// Bytes of one database's entry in a delta record.
-const DELTA_ENTRY: usize = 18;
+const DELTA_ENTRY: usize = 34;
+/// Bytes of one database's entry in a delta record written before the sums were kept.
+const OLD_DELTA_ENTRY: usize = 18;
 
 fn delta_key(seq: u64) -> [u8; 11] {
     let mut k = [0u8; 11];
@@ -53,6 +72,10 @@ fn decode_i64(raw: &[u8]) -> i64 {
     raw.try_into().map(i64::from_le_bytes).unwrap_or(0)
 }
 
+fn decode_i128(raw: &[u8]) -> i128 {
+    raw.try_into().map(i128::from_le_bytes).unwrap_or(0)
+}
+
 fn counter_key(db: u16, tag: u8) -> [u8; 3] {
     let [a, b] = db_prefix(db);
     [a, b, tag]
@@ -63,6 +86,10 @@ fn counter_key(db: u16, tag: u8) -> [u8; 3] {
 pub struct DbCounts {
     keys: AtomicI64,
     expires: AtomicI64,
+    /// Sum of the expiry times (Unix ms) of the keys that have one: 10M keys of any expiry
+    /// Redis accepts overflow an i64, and no 128-bit atomic is stable, so a lock, taken once
+    /// per commit that changes an expiry.
+    expiry_sum: Mutex<i128>,
     /// No expiry index entry of this database is due before this time (Unix ms): the active
     /// expiry cycle skips the database until then. Lowered by every commit that indexes an
     /// earlier expiry (after its write, see `expire`), raised by the cycle.
@@ -80,9 +107,31 @@ impl DbCounts {
         self.expires.load(Ordering::Relaxed).max(0) as u64
     }
 
+    /// The mean time to live (ms) of the keys with an expiry at `now_ms`, 0 without any. A key
+    /// expired but not removed yet counts with its negative time left, so the mean is a little
+    /// low (never below 0) while active expiry is behind (Redis leaves such keys out of its
+    /// sample).
+    pub fn avg_ttl_ms(&self, now_ms: u64) -> u64 {
+        let expires = self.expires.load(Ordering::Relaxed);
+        if expires <= 0 {
+            return 0;
+        }
+        let mean = *self.expiry_sum.lock() / i128::from(expires);
+        (mean - i128::from(now_ms)).clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    fn add(&self, keys: i64, expires: i64, expiry_sum: i128) {
+        self.keys.fetch_add(keys, Ordering::Relaxed);
+        self.expires.fetch_add(expires, Ordering::Relaxed);
+        if expiry_sum != 0 {
+            *self.expiry_sum.lock() += expiry_sum;
+        }
+    }
+
     fn reset(&self) {
         self.keys.store(0, Ordering::Relaxed);
         self.expires.store(0, Ordering::Relaxed);
+        *self.expiry_sum.lock() = 0;
         self.expiry_scan_from.store(u64::MAX, Ordering::Relaxed);
         self.field_scan_from.store(u64::MAX, Ordering::Relaxed);
     }
@@ -139,6 +188,17 @@ impl KeyCounts {
         self.get(db).map_or(0, DbCounts::expires)
     }
 
+    /// The sum of the expiry times of `db`'s keys with an expiry.
+    #[cfg(test)]
+    pub(super) fn expiry_sum(&self, db: u16) -> i128 {
+        self.get(db).map_or(0, |c| *c.expiry_sum.lock())
+    }
+
+    /// The mean time to live of `db`'s keys with an expiry, in ms (see [`DbCounts::avg_ttl_ms`]).
+    pub fn avg_ttl_ms(&self, db: u16, now_ms: u64) -> u64 {
+        self.get(db).map_or(0, |c| c.avg_ttl_ms(now_ms))
+    }
+
     /// Every allocated database below `databases`, with its counts.
     pub fn each(&self, databases: u16) -> impl Iterator<Item = (u16, &DbCounts)> {
         self.chunks
@@ -165,11 +225,17 @@ impl KeyCounts {
         if !key.starts_with(&DELTA_PREFIX) {
             return false;
         }
-        for e in value.chunks_exact(DELTA_ENTRY) {
-            let c = self.get_or_init(u16::from_be_bytes([e[0], e[1]]));
-            c.keys.fetch_add(decode_i64(&e[2..10]), Ordering::Relaxed);
-            c.expires
-                .fetch_add(decode_i64(&e[10..18]), Ordering::Relaxed);
+        let (entries, size) = match value.split_first() {
+            Some((&DELTA_WITH_SUMS, rest)) if value.len() % 2 == 1 => (rest, DELTA_ENTRY),
+            _ => (value, OLD_DELTA_ENTRY),
+        };
+        for e in entries.chunks_exact(size) {
+            let sum = e.get(18..34).map_or(0, decode_i128);
+            self.get_or_init(u16::from_be_bytes([e[0], e[1]])).add(
+                decode_i64(&e[2..10]),
+                decode_i64(&e[10..18]),
+                sum,
+            );
         }
         true
     }
@@ -221,14 +287,28 @@ impl KeyState {
             _ => None,
         }
     }
+
+    /// What the key adds to its database's expiry sum.
+    fn expiry_sum(self) -> i128 {
+        self.expiry().map_or(0, i128::from)
+    }
+}
+
+/// One database's changes in a batch.
+#[derive(Clone, Copy)]
+struct Delta {
+    db: u16,
+    keys: i64,
+    expires: i64,
+    expiry_sum: i128,
 }
 
 /// The count deltas and expiry index changes of one batch, worked out from the keys' states
 /// before and after each write; see [`Tally::key_written`].
 #[derive(Default)]
 pub struct Tally {
-    /// (db, keys delta, expires delta), one entry per database touched (usually one).
-    deltas: Vec<(u16, i64, i64)>,
+    /// One entry per database touched (usually one).
+    deltas: Vec<Delta>,
     /// Expiries indexed by this batch, as (db, expire_at_ms).
     indexed: Vec<(u16, u64)>,
 }
@@ -250,14 +330,21 @@ impl Tally {
         }
         let (k0, e0) = before.counts();
         let (k1, e1) = after.counts();
-        if (k0, e0) != (k1, e1) {
-            match self.deltas.iter_mut().find(|d| d.0 == db) {
-                Some(d) => {
-                    d.1 += k1 - k0;
-                    d.2 += e1 - e0;
-                }
-                None => self.deltas.push((db, k1 - k0, e1 - e0)),
+        let change = Delta {
+            db,
+            keys: k1 - k0,
+            expires: e1 - e0,
+            expiry_sum: after.expiry_sum() - before.expiry_sum(),
+        };
+        let counted = change.keys != 0 || change.expires != 0 || change.expiry_sum != 0;
+        match self.deltas.iter_mut().find(|d| d.db == db) {
+            _ if !counted => {}
+            Some(d) => {
+                d.keys += change.keys;
+                d.expires += change.expires;
+                d.expiry_sum += change.expiry_sum;
             }
+            None => self.deltas.push(change),
         }
         let index = storage.cf(CF_EXPIRY);
         if let Some(at) = before.expiry() {
@@ -274,11 +361,13 @@ impl Tally {
         if self.deltas.is_empty() {
             return;
         }
-        let mut value = Vec::with_capacity(self.deltas.len() * DELTA_ENTRY);
-        for &(db, dk, de) in &self.deltas {
-            value.extend_from_slice(&db.to_be_bytes());
-            value.extend_from_slice(&dk.to_le_bytes());
-            value.extend_from_slice(&de.to_le_bytes());
+        let mut value = Vec::with_capacity(1 + self.deltas.len() * DELTA_ENTRY);
+        value.push(DELTA_WITH_SUMS);
+        for d in &self.deltas {
+            value.extend_from_slice(&d.db.to_be_bytes());
+            value.extend_from_slice(&d.keys.to_le_bytes());
+            value.extend_from_slice(&d.expires.to_le_bytes());
+            value.extend_from_slice(&d.expiry_sum.to_le_bytes());
         }
         let seq = storage.counts.next_delta.fetch_add(1, Ordering::Relaxed);
         batch.put_cf(storage.cf(CF_COUNTS), delta_key(seq), value);
@@ -286,10 +375,10 @@ impl Tally {
 
     /// Mirrors a committed batch in memory.
     pub fn apply(&self, counts: &KeyCounts) {
-        for &(db, dk, de) in &self.deltas {
-            let c = counts.get_or_init(db);
-            c.keys.fetch_add(dk, Ordering::Relaxed);
-            c.expires.fetch_add(de, Ordering::Relaxed);
+        for d in &self.deltas {
+            counts
+                .get_or_init(d.db)
+                .add(d.keys, d.expires, d.expiry_sum);
         }
         for &(db, at) in &self.indexed {
             counts.expiry_indexed(db, at);
@@ -299,11 +388,14 @@ impl Tally {
 
 impl Storage {
     /// Loads the persisted counts, or counts every key once if this data directory was written
-    /// before counts were kept (then persists them).
+    /// before counts were kept (then persists them), or sums the expiries once if it was
+    /// written before their sums were kept.
     pub(super) fn load_counts(&self) -> StorageResult<()> {
         let cf = self.cf(CF_COUNTS);
-        if self.db.get_pinned_cf(cf, COMPLETE_KEY)?.is_none() {
-            self.rebuild_counts()?;
+        match self.db.get_pinned_cf(cf, COMPLETE_KEY)?.as_deref() {
+            None => self.rebuild_counts()?,
+            Some(COMPLETE_WITH_SUMS) => {}
+            Some(_) => self.sum_expiries()?,
         }
         let mut it = self.db.raw_iterator_cf(cf);
         it.seek_to_first();
@@ -321,6 +413,7 @@ impl Storage {
                         TAG_EXPIRES => {
                             c.expires.fetch_add(decode_i64(v), Ordering::Relaxed);
                         }
+                        TAG_EXPIRY_SUM => c.add(0, 0, decode_i128(v)),
                         _ => {}
                     }
                 }
@@ -363,17 +456,12 @@ impl Storage {
         let next = self.counts.next_delta.load(Ordering::Relaxed);
         let cf = self.cf(CF_COUNTS);
         for (db, c) in self.counts.each(INTERNAL_DB) {
-            let (keys, expires) = (
+            let (keys, expires, sum) = (
                 c.keys.load(Ordering::Relaxed),
                 c.expires.load(Ordering::Relaxed),
+                *c.expiry_sum.lock(),
             );
-            if keys == 0 && expires == 0 {
-                batch.delete_cf(cf, counter_key(db, TAG_KEYS));
-                batch.delete_cf(cf, counter_key(db, TAG_EXPIRES));
-            } else {
-                batch.put_cf(cf, counter_key(db, TAG_KEYS), keys.to_le_bytes());
-                batch.put_cf(cf, counter_key(db, TAG_EXPIRES), expires.to_le_bytes());
-            }
+            put_counters(batch, cf, db, keys, expires, sum);
         }
         batch.delete_range_cf(cf, DELTA_PREFIX, DELTA_END);
         self.counts.folded_to.store(next, Ordering::Relaxed);
@@ -420,11 +508,10 @@ impl Storage {
         let cf = self.cf(CF_COUNTS);
         batch.delete_range_cf(cf, [0u8, 0], db_prefix(INTERNAL_DB));
         batch.delete_range_cf(cf, DELTA_PREFIX, DELTA_END);
-        for &(db, keys, expires) in &tally.deltas {
-            batch.put_cf(cf, counter_key(db, TAG_KEYS), keys.to_le_bytes());
-            batch.put_cf(cf, counter_key(db, TAG_EXPIRES), expires.to_le_bytes());
+        for d in &tally.deltas {
+            put_counters(&mut batch, cf, d.db, d.keys, d.expires, d.expiry_sum);
         }
-        batch.put_cf(cf, COMPLETE_KEY, b"1");
+        batch.put_cf(cf, COMPLETE_KEY, COMPLETE_WITH_SUMS);
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         self.db.write_opt(batch, &wo)?;
@@ -438,15 +525,91 @@ impl Storage {
         Ok(())
     }
 
+    /// Sums the expiry times of every user database's keys from the expiry index (which holds
+    /// exactly the keys with an expiry), once, at open of a data directory whose counts were
+    /// kept before the sums were: it reads only the keys with an expiry.
+    fn sum_expiries(&self) -> StorageResult<()> {
+        let started = Instant::now();
+        let mut sums: Vec<(u16, i128)> = Vec::new();
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_EXPIRY));
+        it.seek_to_first();
+        while let Some(raw) = it.key() {
+            let db = u16::from_be_bytes([raw[0], raw[1]]);
+            if db == INTERNAL_DB {
+                break;
+            }
+            match expiry_index::decode(raw) {
+                // A hash field's entry: every key entry of this database came before it.
+                Some((at, _)) if expiry_index::is_field_time(at) => {
+                    it.seek(db_prefix(db + 1));
+                    continue;
+                }
+                Some((at, _)) => match sums.last_mut() {
+                    Some((d, sum)) if *d == db => *sum += i128::from(at),
+                    _ => sums.push((db, i128::from(at))),
+                },
+                None => {}
+            }
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        let cf = self.cf(CF_COUNTS);
+        let mut batch = WriteBatch::default();
+        for &(db, sum) in &sums {
+            batch.put_cf(cf, counter_key(db, TAG_EXPIRY_SUM), sum.to_le_bytes());
+        }
+        batch.put_cf(cf, COMPLETE_KEY, COMPLETE_WITH_SUMS);
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(batch, &wo)?;
+        tracing::info!(
+            databases = sums.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "expiry times summed (INFO keyspace avg_ttl)"
+        );
+        Ok(())
+    }
+
     /// Keys in database `db` (DBSIZE), in O(1).
     pub fn key_count(&self, db: u16) -> u64 {
         let pending = self.txn_count_delta(db).0;
         (self.counts.keys(db) as i64 + pending).max(0) as u64
     }
 
+    /// The mean time to live (ms) of database `db`'s keys with an expiry (INFO keyspace
+    /// `avg_ttl=`), in O(1).
+    pub fn avg_ttl_ms(&self, db: u16) -> u64 {
+        self.counts.avg_ttl_ms(db, crate::clock::unix_ms())
+    }
+
     /// Keys in database `db` that have an expiry (INFO keyspace `expires=`), in O(1).
     pub fn expires_count(&self, db: u16) -> u64 {
         let pending = self.txn_count_delta(db).1;
         (self.counts.expires(db) as i64 + pending).max(0) as u64
+    }
+}
+
+/// Puts one database's absolute counters into `batch`, or deletes them when all are zero.
+fn put_counters(
+    batch: &mut WriteBatch,
+    cf: &rocksdb::ColumnFamily,
+    db: u16,
+    keys: i64,
+    expires: i64,
+    expiry_sum: i128,
+) {
+    if keys == 0 && expires == 0 && expiry_sum == 0 {
+        for tag in [TAG_KEYS, TAG_EXPIRES, TAG_EXPIRY_SUM] {
+            batch.delete_cf(cf, counter_key(db, tag));
+        }
+    } else {
+        batch.put_cf(cf, counter_key(db, TAG_KEYS), keys.to_le_bytes());
+        batch.put_cf(cf, counter_key(db, TAG_EXPIRES), expires.to_le_bytes());
+        batch.put_cf(
+            cf,
+            counter_key(db, TAG_EXPIRY_SUM),
+            expiry_sum.to_le_bytes(),
+        );
     }
 }

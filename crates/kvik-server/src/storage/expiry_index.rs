@@ -54,6 +54,11 @@ pub fn decode(raw: &[u8]) -> Option<(u64, &[u8])> {
 /// The top bit of the time of a field entry.
 const FIELD_BIT: u64 = 1 << 63;
 
+/// Whether `at`, as [`decode`] read it, is the time of a hash field's entry.
+pub fn is_field_time(at: u64) -> bool {
+    at & FIELD_BIT != 0
+}
+
 /// The index entry of field `field` of version `version` of hash `key`, expiring at `at`.
 pub fn field_key(db: u16, at: u64, key: &[u8], version: u64, field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(PREFIX_LEN + 12 + key.len() + field.len());
