@@ -86,9 +86,11 @@ fn counter_key(db: u16, tag: u8) -> [u8; 3] {
 pub struct DbCounts {
     keys: AtomicI64,
     expires: AtomicI64,
-    /// Sum of the expiry times (Unix ms) of the keys that have one: 10M keys of any expiry
-    /// Redis accepts overflow an i64, and no 128-bit atomic is stable, so a lock, taken once
-    /// per commit that changes an expiry.
+    /// Sum of the expiry times (Unix ms) of the keys that have one: a few keys with the
+    /// farthest expiries Redis accepts overflow an i64, and no 128-bit atomic is stable, so a
+    /// lock, taken by the commits that change an expiry. `expires` changes under it too, so
+    /// `avg_ttl` never divides one commit's sum by another's count (with two keys, that would
+    /// show decades).
     expiry_sum: Mutex<i128>,
     /// No expiry index entry of this database is due before this time (Unix ms): the active
     /// expiry cycle skips the database until then. Lowered by every commit that indexes an
@@ -112,26 +114,30 @@ impl DbCounts {
     /// low (never below 0) while active expiry is behind (Redis leaves such keys out of its
     /// sample).
     pub fn avg_ttl_ms(&self, now_ms: u64) -> u64 {
+        let sum = self.expiry_sum.lock();
         let expires = self.expires.load(Ordering::Relaxed);
         if expires <= 0 {
             return 0;
         }
-        let mean = *self.expiry_sum.lock() / i128::from(expires);
+        let mean = *sum / i128::from(expires);
         (mean - i128::from(now_ms)).clamp(0, i128::from(u64::MAX)) as u64
     }
 
     fn add(&self, keys: i64, expires: i64, expiry_sum: i128) {
         self.keys.fetch_add(keys, Ordering::Relaxed);
-        self.expires.fetch_add(expires, Ordering::Relaxed);
-        if expiry_sum != 0 {
-            *self.expiry_sum.lock() += expiry_sum;
+        if expires != 0 || expiry_sum != 0 {
+            let mut sum = self.expiry_sum.lock();
+            self.expires.fetch_add(expires, Ordering::Relaxed);
+            *sum += expiry_sum;
         }
     }
 
     fn reset(&self) {
+        let mut sum = self.expiry_sum.lock();
         self.keys.store(0, Ordering::Relaxed);
         self.expires.store(0, Ordering::Relaxed);
-        *self.expiry_sum.lock() = 0;
+        *sum = 0;
+        drop(sum);
         self.expiry_scan_from.store(u64::MAX, Ordering::Relaxed);
         self.field_scan_from.store(u64::MAX, Ordering::Relaxed);
     }
@@ -361,6 +367,12 @@ impl Tally {
         if self.deltas.is_empty() {
             return;
         }
+        let seq = storage.counts.next_delta.fetch_add(1, Ordering::Relaxed);
+        batch.put_cf(storage.cf(CF_COUNTS), delta_key(seq), self.delta_record());
+    }
+
+    /// The value of the batch's delta record.
+    fn delta_record(&self) -> Vec<u8> {
         let mut value = Vec::with_capacity(1 + self.deltas.len() * DELTA_ENTRY);
         value.push(DELTA_WITH_SUMS);
         for d in &self.deltas {
@@ -369,8 +381,7 @@ impl Tally {
             value.extend_from_slice(&d.expires.to_le_bytes());
             value.extend_from_slice(&d.expiry_sum.to_le_bytes());
         }
-        let seq = storage.counts.next_delta.fetch_add(1, Ordering::Relaxed);
-        batch.put_cf(storage.cf(CF_COUNTS), delta_key(seq), value);
+        value
     }
 
     /// Mirrors a committed batch in memory.
@@ -407,12 +418,8 @@ impl Storage {
                 if db != INTERNAL_DB {
                     let c = self.counts.get_or_init(db);
                     match tag {
-                        TAG_KEYS => {
-                            c.keys.fetch_add(decode_i64(v), Ordering::Relaxed);
-                        }
-                        TAG_EXPIRES => {
-                            c.expires.fetch_add(decode_i64(v), Ordering::Relaxed);
-                        }
+                        TAG_KEYS => c.add(decode_i64(v), 0, 0),
+                        TAG_EXPIRES => c.add(0, decode_i64(v), 0),
                         TAG_EXPIRY_SUM => c.add(0, 0, decode_i128(v)),
                         _ => {}
                     }
@@ -611,5 +618,67 @@ fn put_counters(
             counter_key(db, TAG_EXPIRY_SUM),
             expiry_sum.to_le_bytes(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// INFO reads `avg_ttl` while commits add and remove keys with an expiry: it must never
+    /// divide one commit's sum by another's count. With one key expiring at `at` always there
+    /// and a second one coming and going, a torn read shows about `at` ms (decades) instead
+    /// of at most `at - now`.
+    #[test]
+    fn avg_ttl_never_mixes_one_commits_sum_with_anothers_count() {
+        let counts = DbCounts::default();
+        let now = 1_000_000_000_000u64;
+        let at = now + 1_000_000;
+        counts.add(1, 1, i128::from(at));
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..300_000 {
+                    counts.add(1, 1, i128::from(at));
+                    counts.add(-1, -1, -i128::from(at));
+                }
+                done.store(true, Ordering::Relaxed);
+            });
+            let mut reads = 0u64;
+            while !done.load(Ordering::Relaxed) || reads < 1000 {
+                let avg = counts.avg_ttl_ms(now);
+                assert!(avg <= at - now, "avg_ttl {avg} after {reads} reads");
+                reads += 1;
+            }
+        });
+        assert_eq!(counts.avg_ttl_ms(now), at - now);
+    }
+
+    /// Delta records of both formats load: the one with sums, and the 18-byte entries written
+    /// before sums were kept (whose even length tells them apart even when a database number
+    /// starts with the format byte).
+    #[test]
+    fn delta_records_of_both_formats_load() {
+        let counts = KeyCounts::default();
+        let mut old = Vec::new();
+        for (db, keys, expires) in [(3u16, 5i64, 2i64), (0x0200, 7, 1)] {
+            old.extend_from_slice(&db.to_be_bytes());
+            old.extend_from_slice(&keys.to_le_bytes());
+            old.extend_from_slice(&expires.to_le_bytes());
+        }
+        assert!(counts.add_delta_record(&delta_key(1), &old));
+        let mut tally = Tally::default();
+        tally.deltas.push(Delta {
+            db: 3,
+            keys: 1,
+            expires: 1,
+            expiry_sum: 1 << 70,
+        });
+        let new = tally.delta_record();
+        assert!(counts.add_delta_record(&delta_key(2), &new));
+        assert!(!counts.add_delta_record(&counter_key(3, TAG_KEYS), &new));
+        assert_eq!((counts.keys(3), counts.expires(3)), (6, 3));
+        assert_eq!((counts.keys(0x0200), counts.expires(0x0200)), (7, 1));
+        assert_eq!(counts.expiry_sum(3), 1 << 70);
     }
 }
