@@ -661,7 +661,7 @@ mod tests {
     fn delta_records_of_both_formats_load() {
         let counts = KeyCounts::default();
         let mut old = Vec::new();
-        for (db, keys, expires) in [(3u16, 5i64, 2i64), (0x0200, 7, 1)] {
+        for (db, keys, expires) in [(0x0200u16, 7i64, 1i64), (3, 5, 2)] {
             old.extend_from_slice(&db.to_be_bytes());
             old.extend_from_slice(&keys.to_le_bytes());
             old.extend_from_slice(&expires.to_le_bytes());
