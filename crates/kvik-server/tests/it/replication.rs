@@ -78,15 +78,32 @@ pub(crate) fn dataset(con: &mut Connection) -> BTreeMap<String, (String, String,
     out
 }
 
+/// INFO keyspace's db0 line as (keys, expires, avg_ttl).
+fn keyspace(con: &mut Connection) -> (u64, u64, u64) {
+    let ks = info(con, "keyspace");
+    let Some(line) = ks.get("Keyspace").and_then(|s| s.get("db0")) else {
+        return (0, 0, 0);
+    };
+    let field = |name: &str| -> u64 {
+        let at = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+        line[at..].split(',').next().unwrap().parse().unwrap()
+    };
+    (field("keys"), field("expires"), field("avg_ttl"))
+}
+
 /// Waits until both datasets and key counts are equal (the primary's active expiry may still
 /// be deleting: a key expired on both sides is in neither dataset but counts until its DEL
-/// reached the replica).
+/// reached the replica), and INFO keyspace agrees (avg_ttl within the time between the reads).
 fn converged(primary: &mut Connection, replica: &mut Connection) {
     let mut last = None;
     let same = kvik_testkit::eventually(CONVERGE, || {
         let (p, r) = (dataset(primary), dataset(replica));
         let counts: (u64, u64) = (q(primary, &["DBSIZE"]), q(replica, &["DBSIZE"]));
-        let same = p == r && counts.0 == counts.1;
+        let (pk, rk) = (keyspace(primary), keyspace(replica));
+        let same = p == r
+            && counts.0 == counts.1
+            && (pk.0, pk.1) == (rk.0, rk.1)
+            && pk.2.abs_diff(rk.2) <= 2_000;
         last = Some((p, r));
         same
     });
