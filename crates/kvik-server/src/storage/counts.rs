@@ -538,9 +538,17 @@ impl Storage {
     fn sum_expiries(&self) -> StorageResult<()> {
         let started = Instant::now();
         let mut sums: Vec<(u16, i128)> = Vec::new();
+        let (mut seen, mut last_log) = (0u64, Instant::now());
         let mut it = self.db.raw_iterator_cf(self.cf(CF_EXPIRY));
         it.seek_to_first();
         while let Some(raw) = it.key() {
+            if last_log.elapsed() >= Duration::from_secs(2) {
+                tracing::info!(
+                    keys = seen,
+                    "summing the expiry times of the keys with a TTL..."
+                );
+                last_log = Instant::now();
+            }
             let db = u16::from_be_bytes([raw[0], raw[1]]);
             if db == INTERNAL_DB {
                 break;
@@ -551,10 +559,13 @@ impl Storage {
                     it.seek(db_prefix(db + 1));
                     continue;
                 }
-                Some((at, _)) => match sums.last_mut() {
-                    Some((d, sum)) if *d == db => *sum += i128::from(at),
-                    _ => sums.push((db, i128::from(at))),
-                },
+                Some((at, _)) => {
+                    seen += 1;
+                    match sums.last_mut() {
+                        Some((d, sum)) if *d == db => *sum += i128::from(at),
+                        _ => sums.push((db, i128::from(at))),
+                    }
+                }
                 None => {}
             }
             it.next();
@@ -572,6 +583,7 @@ impl Storage {
         self.db.write_opt(batch, &wo)?;
         tracing::info!(
             databases = sums.len(),
+            keys = seen,
             ms = started.elapsed().as_millis() as u64,
             "expiry times summed (INFO keyspace avg_ttl)"
         );
