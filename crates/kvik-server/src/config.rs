@@ -86,6 +86,8 @@ pub struct Config {
     pub pin_partitions: AtomicBool,
     /// `rocksdb-filters-for-hits` (see `storage::options::Tuning::filters_for_hits`).
     pub filters_for_hits: AtomicBool,
+    /// `rocksdb-key-block-size` (see `storage::options::Tuning::key_block_bytes`).
+    pub key_block_bytes: AtomicU64,
     /// Free bytes on the data directory's file system below which writes are refused
     /// (`disk-free-min`); [`DISK_FREE_AUTO`]: the memtables' budget plus 256 MiB.
     pub disk_free_min: AtomicU64,
@@ -1050,6 +1052,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rocksdb-key-block-size",
+        default: "1kb",
+        mutable: false,
+        help: "data block size of the keys' SST files: an uncached read decompresses one block for its key, so smaller blocks make reads that miss the caches faster (1kb against 4kb: 3-10% at 10M keys) for a larger index and ~15% more disk; fields and members keep 4kb blocks; set at start, files keep their blocks until compacted",
+        get: |c| c.key_block_bytes.load(Relaxed).to_string(),
+        set: |c, v| set_memory_range(&c.key_block_bytes, v, 256, 1 << 20),
+    },
+    Setting {
         name: "rocksdb-level0-slowdown-writes-trigger",
         default: "20",
         mutable: true,
@@ -1589,6 +1599,7 @@ impl Default for Config {
             tombstone_cleanup: AtomicBool::new(true),
             pin_partitions: AtomicBool::new(false),
             filters_for_hits: AtomicBool::new(false),
+            key_block_bytes: AtomicU64::new(crate::storage::options::DEFAULT_KEY_BLOCK_BYTES),
             max_write_buffer_bytes: AtomicU64::new(
                 crate::storage::options::DEFAULT_MAX_WRITE_BUFFER_BYTES,
             ),
@@ -1747,6 +1758,7 @@ impl Config {
             tombstone_cleanup: self.tombstone_cleanup.load(Relaxed),
             pin_partitions: self.pin_partitions.load(Relaxed),
             filters_for_hits: self.filters_for_hits.load(Relaxed),
+            key_block_bytes: self.key_block_bytes.load(Relaxed),
         }
     }
 

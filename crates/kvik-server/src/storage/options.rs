@@ -37,9 +37,13 @@ pub const FILTER_BITS_PER_KEY: f64 = 10.0;
 const RIBBON_FROM_LEVEL: i32 = 1;
 /// Size of an index or filter partition (RocksDB's `metadata_block_size`).
 pub const PARTITION_BYTES: u64 = 4096;
-/// Data block size: RocksDB's default. A point read decompresses one block, so larger blocks
-/// cost every cache miss; smaller ones grow the index.
+/// Data block size of fields, members and the score index: RocksDB's default. A point read
+/// decompresses one block, so larger blocks cost every cache miss; smaller ones grow the index
+/// and slow the prefix scans (HGETALL, SMEMBERS, ZRANGE) these column families serve.
 pub const BLOCK_BYTES: usize = 4096;
+/// Default data block size of the keys (`rocksdb-key-block-size`, see
+/// [`Tuning::key_block_bytes`]).
+pub const DEFAULT_KEY_BLOCK_BYTES: u64 = 1024;
 /// Share of a data block's entries the hash index has slots for (RocksDB's recommended 0.75).
 const DATA_BLOCK_HASH_RATIO: f64 = 0.75;
 /// Size of a memtable's whole-key Bloom filter as a share of the memtable (RocksDB's
@@ -202,6 +206,14 @@ pub struct Tuning {
     /// (docs/benchmarks.md section 51). Off by default; `data` (fields, members) keeps its
     /// filters either way, as a new member's write reads an absent one.
     pub filters_for_hits: bool,
+    /// `rocksdb-key-block-size`: the data block size of the keys' column family (`meta`),
+    /// read by point lookups only (SCAN reads it in order, but a page of keys at a time). An
+    /// uncached read decompresses and copies one whole block for one key, so blocks of
+    /// ~8 keys of 100-byte values instead of ~30 make uncached GETs 3-10% faster at 10M keys
+    /// and their index 4x larger (in the block cache, charged to the budget); the SST files
+    /// grow ~13-15% as LZ4 finds less to share in a smaller block (docs/benchmarks.md
+    /// section 53). Files written before a change keep their blocks until compacted.
+    pub key_block_bytes: u64,
 }
 
 /// RocksDB's write stall thresholds (all mutable at run time).
@@ -264,6 +276,7 @@ impl Default for Tuning {
             tombstone_cleanup: true,
             pin_partitions: false,
             filters_for_hits: false,
+            key_block_bytes: DEFAULT_KEY_BLOCK_BYTES,
         }
     }
 }
@@ -379,11 +392,14 @@ pub fn db_options(t: &Tuning) -> (Options, Shared) {
 }
 
 /// The block-based table layout of `role`.
-fn table_options(shared: &Shared, role: CfRole, pin_partitions: bool) -> BlockBasedOptions {
+fn table_options(shared: &Shared, role: CfRole, t: &Tuning) -> BlockBasedOptions {
     let layout = role.layout();
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(&shared.block_cache);
-    table.set_block_size(BLOCK_BYTES);
+    table.set_block_size(match role {
+        CfRole::Meta => t.key_block_bytes as usize,
+        CfRole::Data | CfRole::Score => BLOCK_BYTES,
+    });
     table.set_cache_index_and_filter_blocks(true);
     table.set_cache_index_and_filter_blocks_with_high_priority(true);
     table.set_pin_l0_filter_and_index_blocks_in_cache(true);
@@ -391,7 +407,7 @@ fn table_options(shared: &Shared, role: CfRole, pin_partitions: bool) -> BlockBa
     table.set_partition_filters(true);
     table.set_metadata_block_size(PARTITION_BYTES as usize);
     table.set_pin_top_level_index_and_filter(true);
-    if pin_partitions {
+    if t.pin_partitions {
         table.set_partition_pinning_tier(BlockBasedTablePinningTier::All);
     }
     if layout.filter {
@@ -409,7 +425,7 @@ fn table_options(shared: &Shared, role: CfRole, pin_partitions: bool) -> BlockBa
 /// compression and stall thresholds. The caller adds its compaction filter.
 pub fn cf_options(db: &Options, shared: &Shared, t: &Tuning, role: CfRole) -> Options {
     let mut o = db.clone();
-    o.set_block_based_table_factory(&table_options(shared, role, t.pin_partitions));
+    o.set_block_based_table_factory(&table_options(shared, role, t));
     o.set_write_buffer_size(
         write_buffer_size(t.write_buffer_bytes, t.max_write_buffer_bytes) as usize,
     );
@@ -603,7 +619,8 @@ mod tests {
             is("cache_index_and_filter_blocks", "true");
             is("cache_index_and_filter_blocks_with_high_priority", "true");
             is("pin_l0_filter_and_index_blocks_in_cache", "true");
-            is("block_size", "4096");
+            let block = if role == CfRole::Meta { "1024" } else { "4096" };
+            is("block_size", block);
             let (filter, hash) = match role {
                 CfRole::Meta | CfRole::Data => (true, true),
                 CfRole::Score => (false, false),
@@ -722,6 +739,55 @@ mod tests {
         assert_eq!(
             file["CFOptions \"meta\""]["level0_slowdown_writes_trigger"],
             "20"
+        );
+    }
+
+    /// `rocksdb-key-block-size` sizes the keys' data blocks, and only theirs: the option file
+    /// says so, and the same keys compacted into the bottom level take about four times as
+    /// many blocks at 1 KB as at 4 KB (the table properties' count, so a setting that never
+    /// reached RocksDB fails here).
+    #[test]
+    fn the_keys_block_size_is_the_setting() {
+        let blocks = |key_block_bytes: u64| {
+            let dir = tempfile::tempdir().unwrap();
+            let t = Tuning {
+                key_block_bytes,
+                ..tuning()
+            };
+            let s = Storage::open_tuned(dir.path(), HotCache::new(CacheSettings::default()), &t)
+                .unwrap();
+            let file = options_file(dir.path());
+            for cf in COLUMN_FAMILIES {
+                let wanted = if cf == "meta" { key_block_bytes } else { 4096 };
+                assert_eq!(
+                    file[&format!("TableOptions/BlockBasedTable \"{cf}\"")]["block_size"],
+                    wanted.to_string(),
+                    "{cf}, setting {key_block_bytes}"
+                );
+            }
+            let mut batch = super::super::Batch::default();
+            for i in 0..5_000u32 {
+                let value: Vec<u8> = (0..100u32)
+                    .map(|j| b'a' + ((i * 7 + j) % 26) as u8)
+                    .collect();
+                let meta = crate::storage::encoding::Meta::string(value, 0);
+                batch.put_meta(&s, 0, format!("key:{i:08}").as_bytes(), &meta);
+            }
+            s.commit(batch).unwrap();
+            s.compact_all();
+            let props = s
+                .cf_property_text("meta", "rocksdb.aggregated-table-properties")
+                .unwrap();
+            props
+                .split(';')
+                .find_map(|p| p.trim().strip_prefix("# data blocks="))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("no data block count in {props}"))
+        };
+        let (small, large) = (blocks(1024), blocks(4096));
+        assert!(
+            small > 3 * large && large > 0,
+            "data blocks: {small} at 1 KB, {large} at 4 KB"
         );
     }
 
