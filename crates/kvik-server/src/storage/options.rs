@@ -37,13 +37,13 @@ pub const FILTER_BITS_PER_KEY: f64 = 10.0;
 const RIBBON_FROM_LEVEL: i32 = 1;
 /// Size of an index or filter partition (RocksDB's `metadata_block_size`).
 pub const PARTITION_BYTES: u64 = 4096;
-/// Data block size of fields, members and the score index: RocksDB's default. A point read
-/// decompresses one block, so larger blocks cost every cache miss; smaller ones grow the index
-/// and slow the prefix scans (HGETALL, SMEMBERS, ZRANGE) these column families serve.
+/// Data block size: RocksDB's default, the keys' too unless `rocksdb-key-block-size` says
+/// otherwise. A point read decompresses one block, so larger blocks cost every cache miss;
+/// smaller ones grow the index and slow every scan (SCAN, HGETALL, SMEMBERS, ZRANGE).
 pub const BLOCK_BYTES: usize = 4096;
 /// Default data block size of the keys (`rocksdb-key-block-size`, see
 /// [`Tuning::key_block_bytes`]).
-pub const DEFAULT_KEY_BLOCK_BYTES: u64 = 1024;
+pub const DEFAULT_KEY_BLOCK_BYTES: u64 = BLOCK_BYTES as u64;
 /// Share of a data block's entries the hash index has slots for (RocksDB's recommended 0.75).
 const DATA_BLOCK_HASH_RATIO: f64 = 0.75;
 /// Size of a memtable's whole-key Bloom filter as a share of the memtable (RocksDB's
@@ -206,13 +206,13 @@ pub struct Tuning {
     /// (docs/benchmarks.md section 51). Off by default; `data` (fields, members) keeps its
     /// filters either way, as a new member's write reads an absent one.
     pub filters_for_hits: bool,
-    /// `rocksdb-key-block-size`: the data block size of the keys' column family (`meta`),
-    /// read by point lookups only (SCAN reads it in order, but a page of keys at a time). An
-    /// uncached read decompresses and copies one whole block for one key, so blocks of
-    /// ~8 keys of 100-byte values instead of ~30 make uncached GETs 3-10% faster at 10M keys
-    /// and their index 4x larger (in the block cache, charged to the budget); the SST files
-    /// grow ~13-15% as LZ4 finds less to share in a smaller block (docs/benchmarks.md
-    /// section 53). Files written before a change keep their blocks until compacted.
+    /// `rocksdb-key-block-size`: the data block size of the keys' column family (`meta`). An
+    /// uncached point read decompresses and copies one whole block for its one key, so
+    /// smaller blocks make such reads a little cheaper: at 10M keys of 100-byte values, 1 KiB
+    /// against 4 KiB took 3-6% less server CPU per uncached GET. But SCAN reads the keys in
+    /// order, block by block, and pays for every block: 15-25% slower at 100-byte values, 2x
+    /// at 1 KB values (one key a block), and the files grow 13-15% as LZ4 finds less to share
+    /// in a smaller block (docs/benchmarks.md section 53). So RocksDB's 4 KiB by default.
     pub key_block_bytes: u64,
 }
 
@@ -619,8 +619,7 @@ mod tests {
             is("cache_index_and_filter_blocks", "true");
             is("cache_index_and_filter_blocks_with_high_priority", "true");
             is("pin_l0_filter_and_index_blocks_in_cache", "true");
-            let block = if role == CfRole::Meta { "1024" } else { "4096" };
-            is("block_size", block);
+            is("block_size", "4096");
             let (filter, hash) = match role {
                 CfRole::Meta | CfRole::Data => (true, true),
                 CfRole::Score => (false, false),
