@@ -56,6 +56,15 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key)) & (SLOTS as u16 - 1)
 }
 
+/// The slot of every key that starts with `prefix`, if the prefix decides it: it holds the
+/// first `{` and, after it, a `}` with something between (a whole hash tag). Otherwise a
+/// key's later bytes decide, and keys with this prefix are in any slot.
+pub fn prefix_slot(prefix: &[u8]) -> Option<u16> {
+    let open = prefix.iter().position(|&b| b == b'{')?;
+    let len = prefix[open + 1..].iter().position(|&b| b == b'}')?;
+    (len > 0).then(|| key_slot(&prefix[..open + len + 2]))
+}
+
 /// A `MOVED` or `ASK` error reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Redirect {
@@ -131,6 +140,20 @@ pub fn parse_cluster_slots(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_decides_the_slot_only_with_a_whole_hash_tag() {
+        assert_eq!(
+            prefix_slot(b"{user1}:"),
+            Some(key_slot(b"{user1}:anything"))
+        );
+        assert_eq!(prefix_slot(b"a{b}c"), Some(key_slot(b"b")));
+        assert_eq!(prefix_slot(b"a{b}{c}"), Some(key_slot(b"b")));
+        assert_eq!(prefix_slot(b"{user1"), None); // the `}` may come later, or never
+        assert_eq!(prefix_slot(b"{}x"), None); // an empty tag: the whole key is hashed
+        assert_eq!(prefix_slot(b"user:"), None);
+        assert_eq!(prefix_slot(b"a}{b}"), Some(key_slot(b"b")));
+    }
 
     #[test]
     fn slots_match_redis_cluster_keyslot() {

@@ -112,6 +112,8 @@ pub struct Config {
     /// Write an I/O thread's run-to-completion writes of one event-loop turn as one batch.
     pub rtc_write_batch: AtomicBool,
     pub txn_skip_superseded: AtomicBool,
+    /// `scan-prefix-seek` (see `cmd::keys::visit_keys`).
+    pub scan_prefix_seek: AtomicBool,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1282,6 +1284,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "scan-prefix-seek",
+        default: "yes",
+        mutable: true,
+        help: "SCAN MATCH and KEYS with a pattern that starts with literal text (user:*) read only the keys that start with it, seeking from slot to slot, once the database holds more keys than a walk of them all would cost (a pattern with a whole hash tag reads its one slot always); no: they walk every key, as Redis does",
+        get: |c| if c.scan_prefix_seek.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.scan_prefix_seek.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1621,6 +1634,7 @@ impl Default for Config {
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),
             txn_skip_superseded: AtomicBool::new(true),
+            scan_prefix_seek: AtomicBool::new(true),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

@@ -4,4 +4,4 @@
 //! Every key on disk is prefixed with its slot (see `storage::encoding`), whether or not cluster
 //! mode is on, so per-slot scans and slot migration never change the on-disk format.
 
-pub use kvik_resp::cluster::{crc16, hash_tag, key_slot, SLOTS};
+pub use kvik_resp::cluster::{crc16, hash_tag, key_slot, prefix_slot, SLOTS};

@@ -12,6 +12,28 @@ pub fn matches_nocase(pattern: &[u8], s: &[u8]) -> bool {
     matches_with(pattern, s, true)
 }
 
+/// The text every string `pattern` matches (case-sensitively) starts with: the pattern up to
+/// its first `*`, `?` or `[`, escapes resolved. Keys stored in order can then be read from the
+/// first one with this prefix to the last, instead of all of them (SCAN MATCH, KEYS).
+pub fn literal_prefix(pattern: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p < pattern.len() {
+        match pattern[p] {
+            b'*' | b'?' | b'[' => break,
+            b'\\' if p + 1 < pattern.len() => {
+                out.push(pattern[p + 1]);
+                p += 2;
+            }
+            c => {
+                out.push(c);
+                p += 1;
+            }
+        }
+    }
+    out
+}
+
 fn same(a: u8, b: u8, nocase: bool) -> bool {
     a == b || (nocase && a.eq_ignore_ascii_case(&b))
 }
@@ -111,7 +133,8 @@ fn class(pattern: &[u8], p: usize, c: u8, nocase: bool) -> Option<(bool, usize)>
 
 #[cfg(test)]
 mod tests {
-    use super::{matches, matches_nocase};
+    use super::{literal_prefix, matches, matches_nocase};
+    use proptest::prelude::*;
 
     #[test]
     fn redis_glob_rules() {
@@ -147,5 +170,30 @@ mod tests {
         // about len(pattern) * len(s) steps.
         let s = vec![b'a'; 10_000];
         assert!(!matches(b"*a*a*a*a*a*a*a*a*a*a*b", &s));
+    }
+
+    #[test]
+    fn the_literal_prefix_stops_at_the_first_wildcard() {
+        assert_eq!(literal_prefix(b"user:*"), b"user:");
+        assert_eq!(literal_prefix(b"user:4?:name"), b"user:4");
+        assert_eq!(literal_prefix(b"h[ae]llo"), b"h");
+        assert_eq!(literal_prefix(b"a\\*b*"), b"a*b");
+        assert_eq!(literal_prefix(b"exact"), b"exact");
+        assert_eq!(literal_prefix(b"*x"), b"");
+        assert_eq!(literal_prefix(b"ends\\"), b"ends\\");
+    }
+
+    proptest! {
+        /// Whatever a pattern matches starts with its literal prefix (the property the
+        /// prefix-bounded SCAN relies on to skip the keys outside it).
+        #[test]
+        fn every_match_starts_with_the_literal_prefix(
+            pattern in proptest::collection::vec(prop::sample::select(b"ab*?[]^-\\".to_vec()), 0..8),
+            s in proptest::collection::vec(prop::sample::select(b"ab*?[]\\".to_vec()), 0..8),
+        ) {
+            if matches(&pattern, &s) {
+                prop_assert!(s.starts_with(&literal_prefix(&pattern)));
+            }
+        }
     }
 }

@@ -709,19 +709,52 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /* ---- Iterating the keyspace ---- */
 
+/// Keys in a database past which a pattern's literal prefix is sought slot by slot rather than
+/// every key walked: a seek costs a few times a step, and there are 16,384 slots.
+const PREFIX_SEEK_MIN_KEYS: u64 = 8 * crate::slot::SLOTS as u64;
+
+/// Calls `f` for the keys of database `db` that `pattern` (`None`: every key) may match, in
+/// storage order, from the position `after`, visiting at most `limit` records; returns the
+/// position to go on from (`Storage::scan_meta`). A pattern that starts with literal text
+/// (`user:*`) reads only the keys with that prefix (`Storage::scan_meta_prefixed`) when the
+/// database is big enough for the seeks to be cheaper than the walk, or when the prefix holds
+/// a whole hash tag (one slot); the caller still matches each key against the whole pattern.
+fn visit_keys(
+    ctx: &Ctx<'_>,
+    db: u16,
+    pattern: Option<&[u8]>,
+    after: Option<&[u8]>,
+    limit: usize,
+    f: impl FnMut(&[u8], &Meta) -> bool,
+) -> Result<Option<Vec<u8>>, CmdError> {
+    let storage = ctx.storage();
+    let seek = ctx
+        .server
+        .config
+        .scan_prefix_seek
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if let Some(prefix) = pattern.filter(|_| seek).map(glob::literal_prefix) {
+        let only_slot = crate::slot::prefix_slot(&prefix);
+        if !prefix.is_empty()
+            && (only_slot.is_some() || storage.key_count(db) >= PREFIX_SEEK_MIN_KEYS)
+        {
+            return Ok(storage.scan_meta_prefixed(db, &prefix, only_slot, after, limit, f)?);
+        }
+    }
+    Ok(storage.scan_meta(db, after, limit, f)?)
+}
+
 /// KEYS pattern: every live key of the database that matches, in storage order.
 fn keys(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let pattern = &args[1][..];
-    let all = pattern == b"*";
+    let pattern = Some(&args[1][..]).filter(|p| *p != b"*");
     let now = ctx.now_ms;
     let mut found: Vec<Vec<u8>> = Vec::new();
-    ctx.storage()
-        .scan_meta(ctx.db(), None, usize::MAX, |key, meta| {
-            if !meta.is_expired(now) && (all || glob::matches(pattern, key)) {
-                found.push(key.to_vec());
-            }
-            true
-        })?;
+    visit_keys(ctx, ctx.db(), pattern, None, usize::MAX, |key, meta| {
+        if !meta.is_expired(now) && pattern.is_none_or(|p| glob::matches(p, key)) {
+            found.push(key.to_vec());
+        }
+        true
+    })?;
     ctx.out.array(found.len());
     for key in &found {
         ctx.out.bulk(key);
@@ -785,18 +818,15 @@ fn scan(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let now = ctx.now_ms;
     let mut found: Vec<Vec<u8>> = Vec::new();
-    let last = ctx
-        .storage()
-        .scan_meta(db, after.as_deref(), count, |key, meta| {
-            let wanted = !meta.is_expired(now)
-                && pattern.is_none_or(|p| glob::matches(p, key))
-                && type_name
-                    .is_none_or(|t| t.eq_ignore_ascii_case(meta.kind.type_name().as_bytes()));
-            if wanted {
-                found.push(key.to_vec());
-            }
-            true
-        })?;
+    let last = visit_keys(ctx, db, pattern, after.as_deref(), count, |key, meta| {
+        let wanted = !meta.is_expired(now)
+            && pattern.is_none_or(|p| glob::matches(p, key))
+            && type_name.is_none_or(|t| t.eq_ignore_ascii_case(meta.kind.type_name().as_bytes()));
+        if wanted {
+            found.push(key.to_vec());
+        }
+        true
+    })?;
     let next = match last {
         Some(position) => ctx.server.scan_cursors.lock().insert(db, position),
         None => 0,

@@ -38,6 +38,7 @@ mod memtables;
 pub mod options;
 pub mod pop_decks;
 pub mod pop_hints;
+pub mod prefix_scan;
 pub mod replica;
 pub mod stream;
 #[cfg(test)]

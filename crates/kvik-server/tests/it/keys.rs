@@ -553,6 +553,112 @@ fn scan_returns_every_key_exactly_once() {
     assert_eq!(keys.len(), 2000);
 }
 
+/// Iterates SCAN to the end; returns every key with how often it came back, and the calls.
+/// `between(call)` runs before each call after the first (to change a setting mid-iteration).
+fn scan_calls(
+    c: &mut Connection,
+    opts: &[&str],
+    mut between: impl FnMut(&mut Connection, usize),
+) -> (HashMap<String, usize>, usize) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut cursor = "0".to_string();
+    for call in 1..=20_000 {
+        if call > 1 {
+            between(c, call);
+        }
+        let mut args = vec!["SCAN", cursor.as_str()];
+        args.extend_from_slice(opts);
+        let (next, keys): (String, Vec<String>) = q(c, &args);
+        for k in keys {
+            *seen.entry(k).or_default() += 1;
+        }
+        if next == "0" {
+            return (seen, call);
+        }
+        cursor = next;
+    }
+    panic!("SCAN {opts:?} did not finish");
+}
+
+/// In a database big enough (140,000 keys), SCAN MATCH with a literal prefix reads only the
+/// keys with that prefix, seeking from slot to slot: the calls a full iteration takes follow
+/// the 16,384 slots plus the keys found, not the keys stored (a walk of them all needs 1,400
+/// calls of COUNT 100). The keys returned are the walk's, each once, with the setting off
+/// too, and an iteration may switch between the two ways midway.
+#[test]
+fn scan_match_with_a_literal_prefix_seeks_it_slot_by_slot() {
+    let s = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = s.client();
+    let _: () = q(&mut c, &["DEBUG", "POPULATE", "140000"]);
+    set_many(&mut c, "user:", 300, &[]);
+    set_many(&mut c, "{tag}:", 5, &[]);
+    let _: () = q(&mut c, &["SET", "user*literal", "v"]);
+    let _: () = q(&mut c, &["SET", "usex", "v"]); // sorts right after the prefix's keys
+    let _: () = q(&mut c, &["HSET", "user:hash", "f", "v"]);
+    let _: () = q(&mut c, &["SET", "user:gone", "v", "PX", "1"]);
+    std::thread::sleep(Duration::from_millis(20));
+    let users: HashSet<String> = (0..300)
+        .map(|i| format!("user:{i}"))
+        .chain(["user:hash".to_string()])
+        .collect();
+    let set = |c: &mut Connection, on: &str| {
+        let _: () = q(c, &["CONFIG", "SET", "scan-prefix-seek", on]);
+    };
+
+    let (seen, calls) = scan_calls(&mut c, &["MATCH", "user:*", "COUNT", "100"], |_, _| {});
+    assert!(seen.values().all(|&n| n == 1), "a key came back twice");
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), users);
+    assert!(calls < 400, "{calls} calls: the prefix was not sought");
+
+    set(&mut c, "no");
+    let (seen, walked) = scan_calls(&mut c, &["MATCH", "user:*", "COUNT", "100"], |_, _| {});
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), users);
+    assert!(walked > 1_000, "{walked} calls with the setting off");
+    let keys: HashSet<String> = q::<Vec<String>>(&mut c, &["KEYS", "user:*"])
+        .into_iter()
+        .collect();
+    assert_eq!(keys, users);
+
+    // Switched on after 20 calls of a walk, then off again after 100 of the seeking: each key
+    // still comes back exactly once.
+    let (seen, _) = scan_calls(
+        &mut c,
+        &["MATCH", "user:*", "COUNT", "100"],
+        |c, call| match call {
+            21 => set(c, "yes"),
+            121 => set(c, "no"),
+            _ => {}
+        },
+    );
+    assert!(seen.values().all(|&n| n == 1), "a key came back twice");
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), users);
+
+    set(&mut c, "yes");
+    let keys: HashSet<String> = q::<Vec<String>>(&mut c, &["KEYS", "user:*"])
+        .into_iter()
+        .collect();
+    assert_eq!(keys, users);
+    let (seen, _) = scan_calls(
+        &mut c,
+        &["MATCH", "user:*", "TYPE", "hash", "COUNT", "1000"],
+        |_, _| {},
+    );
+    assert_eq!(seen.keys().collect::<Vec<_>>(), ["user:hash"]);
+    // An escaped wildcard is part of the prefix.
+    let (seen, _) = scan_calls(
+        &mut c,
+        &["MATCH", "user\\*lit*", "COUNT", "1000"],
+        |_, _| {},
+    );
+    assert_eq!(seen.keys().collect::<Vec<_>>(), ["user*literal"]);
+    // A whole hash tag in the prefix: its one slot, so one call of COUNT 10 covers it.
+    let (seen, calls) = scan_calls(&mut c, &["MATCH", "{tag}:*"], |_, _| {});
+    assert_eq!(seen.len(), 5);
+    assert_eq!(calls, 1);
+    let (seen, _) = scan_calls(&mut c, &["MATCH", "nobody:*", "COUNT", "1000"], |_, _| {});
+    assert!(seen.is_empty());
+}
+
 #[test]
 fn scan_errors() {
     let s = TestServer::start();
