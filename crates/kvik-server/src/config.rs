@@ -114,6 +114,8 @@ pub struct Config {
     pub txn_skip_superseded: AtomicBool,
     /// `scan-prefix-seek` (see `cmd::keys::visit_keys`).
     pub scan_prefix_seek: AtomicBool,
+    /// `scan-prefix-seek-min-keys`.
+    pub scan_prefix_seek_min_keys: AtomicU64,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1287,12 +1289,20 @@ pub static SETTINGS: &[Setting] = &[
         name: "scan-prefix-seek",
         default: "yes",
         mutable: true,
-        help: "SCAN MATCH and KEYS with a pattern that starts with literal text (user:*) read only the keys that start with it, seeking from slot to slot, once the database holds more keys than a walk of them all would cost (a pattern with a whole hash tag reads its one slot always); no: they walk every key, as Redis does",
+        help: "SCAN MATCH and KEYS with a pattern that starts with literal text (user:*) read only the keys that start with it, seeking from slot to slot, in a database of scan-prefix-seek-min-keys keys or more (a pattern with a whole hash tag reads its one slot always); no: they walk every key, as Redis does",
         get: |c| if c.scan_prefix_seek.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.scan_prefix_seek.store(parse_bool(v)?, Relaxed);
             Ok(())
         },
+    },
+    Setting {
+        name: "scan-prefix-seek-min-keys",
+        default: "1048576",
+        mutable: true,
+        help: "keys a database holds from which scan-prefix-seek seeks a pattern's prefix: the 16,384 seeks cost about as much as walking a million keys",
+        get: |c| c.scan_prefix_seek_min_keys.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.scan_prefix_seek_min_keys, v, 0, u64::MAX),
     },
     Setting {
         name: "rtc-scripts",
@@ -1635,6 +1645,7 @@ impl Default for Config {
             rtc_write_batch: AtomicBool::new(true),
             txn_skip_superseded: AtomicBool::new(true),
             scan_prefix_seek: AtomicBool::new(true),
+            scan_prefix_seek_min_keys: AtomicU64::new(1 << 20),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

@@ -18,6 +18,7 @@ use crate::glob;
 use crate::slot::key_slot;
 use crate::storage::encoding::{db_prefix, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage};
+use std::sync::atomic::Ordering::Relaxed;
 
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
 const WRITE_FAST: Flags = Flags::WRITE.union(Flags::FAST);
@@ -709,16 +710,14 @@ fn move_(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 
 /* ---- Iterating the keyspace ---- */
 
-/// Keys in a database past which a pattern's literal prefix is sought slot by slot rather than
-/// every key walked: a seek costs a few times a step, and there are 16,384 slots.
-const PREFIX_SEEK_MIN_KEYS: u64 = 8 * crate::slot::SLOTS as u64;
-
 /// Calls `f` for the keys of database `db` that `pattern` (`None`: every key) may match, in
 /// storage order, from the position `after`, visiting at most `limit` records; returns the
 /// position to go on from (`Storage::scan_meta`). A pattern that starts with literal text
 /// (`user:*`) reads only the keys with that prefix (`Storage::scan_meta_prefixed`) when the
-/// database is big enough for the seeks to be cheaper than the walk, or when the prefix holds
-/// a whole hash tag (one slot); the caller still matches each key against the whole pattern.
+/// database holds `scan-prefix-seek-min-keys` keys or more, or when the prefix holds a whole
+/// hash tag (one slot); the caller still matches each key against the whole pattern. Below
+/// that count walking every key is cheaper: a seek into each of the 16,384 slots costs about
+/// an uncached read (a data block each), ~0.2 s in all at 10M keys, the walk ~0.24 us a key.
 fn visit_keys(
     ctx: &Ctx<'_>,
     db: u16,
@@ -728,16 +727,12 @@ fn visit_keys(
     f: impl FnMut(&[u8], &Meta) -> bool,
 ) -> Result<Option<Vec<u8>>, CmdError> {
     let storage = ctx.storage();
-    let seek = ctx
-        .server
-        .config
-        .scan_prefix_seek
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let config = &ctx.server.config;
+    let seek = config.scan_prefix_seek.load(Relaxed);
     if let Some(prefix) = pattern.filter(|_| seek).map(glob::literal_prefix) {
         let only_slot = crate::slot::prefix_slot(&prefix);
-        if !prefix.is_empty()
-            && (only_slot.is_some() || storage.key_count(db) >= PREFIX_SEEK_MIN_KEYS)
-        {
+        let min_keys = config.scan_prefix_seek_min_keys.load(Relaxed);
+        if !prefix.is_empty() && (only_slot.is_some() || storage.key_count(db) >= min_keys) {
             return Ok(storage.scan_meta_prefixed(db, &prefix, only_slot, after, limit, f)?);
         }
     }

@@ -580,14 +580,20 @@ fn scan_calls(
     panic!("SCAN {opts:?} did not finish");
 }
 
-/// In a database big enough (140,000 keys), SCAN MATCH with a literal prefix reads only the
-/// keys with that prefix, seeking from slot to slot: the calls a full iteration takes follow
-/// the 16,384 slots plus the keys found, not the keys stored (a walk of them all needs 1,400
-/// calls of COUNT 100). The keys returned are the walk's, each once, with the setting off
-/// too, and an iteration may switch between the two ways midway.
+/// In a database big enough (140,000 keys, `scan-prefix-seek-min-keys` set to 100,000), SCAN
+/// MATCH with a literal prefix reads only the keys with that prefix, seeking from slot to slot:
+/// the calls a full iteration takes follow the 16,384 slots plus the keys found, not the keys
+/// stored (a walk of them all needs 1,400 calls of COUNT 100). The keys returned are the
+/// walk's, each once, with the setting off too, and an iteration may switch between the two
+/// ways midway.
 #[test]
 fn scan_match_with_a_literal_prefix_seeks_it_slot_by_slot() {
-    let s = TestServer::start_with(&["--enable-debug-command", "yes"]);
+    let s = TestServer::start_with(&[
+        "--enable-debug-command",
+        "yes",
+        "--scan-prefix-seek-min-keys",
+        "100000",
+    ]);
     let mut c = s.client();
     let _: () = q(&mut c, &["DEBUG", "POPULATE", "140000"]);
     set_many(&mut c, "user:", 300, &[]);
