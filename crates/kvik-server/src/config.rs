@@ -1289,7 +1289,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "scan-prefix-seek",
         default: "yes",
         mutable: true,
-        help: "SCAN MATCH and KEYS with a pattern that starts with literal text (user:*) read only the keys that start with it, seeking from slot to slot, in a database of scan-prefix-seek-min-keys keys or more (a pattern with a whole hash tag reads its one slot always); no: they walk every key, as Redis does",
+        help: "SCAN MATCH and KEYS with a pattern that starts with literal text (user:*) read only the keys that start with it, seeking from slot to slot, in a database of scan-prefix-seek-min-keys keys or more (a pattern with a whole hash tag reads its one slot always); HSCAN, SSCAN and ZSCAN MATCH read only the members that start with it; no: they walk every key and member, as Redis does",
         get: |c| if c.scan_prefix_seek.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.scan_prefix_seek.store(parse_bool(v)?, Relaxed);

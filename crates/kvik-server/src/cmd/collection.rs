@@ -704,8 +704,16 @@ impl<'a> MemberScan<'a> {
     ) -> Result<u64, CmdError> {
         let owner = Self::owner(coll.db, coll.key);
         let mut c = view.members(cf, coll);
+        // Members are stored in byte order, so those a pattern with literal text first can
+        // match are one run: sought, and the scan ends where it does (`scan-prefix-seek`).
+        let prefix = self
+            .pattern
+            .filter(|_| ctx.server.config.scan_prefix_seek.load(Ordering::Relaxed))
+            .map(crate::glob::literal_prefix)
+            .unwrap_or_default();
         match self.cursor {
-            0 => c.first(),
+            0 if prefix.is_empty() => c.first(),
+            0 => c.seek(&prefix),
             n => {
                 let position = ctx
                     .server
@@ -715,7 +723,7 @@ impl<'a> MemberScan<'a> {
                     .filter(|p| p.starts_with(&owner))
                     .ok_or(ERR_INVALID_CURSOR)?;
                 let after = &position[owner.len()..];
-                c.seek(after);
+                c.seek(after.max(&prefix[..]));
                 if c.entry().is_some_and(|(m, _)| m == after) {
                     c.next();
                 }
@@ -724,7 +732,9 @@ impl<'a> MemberScan<'a> {
         let mut visited = 0;
         let mut last: Option<Vec<u8>> = None;
         while visited < self.count {
-            let Some((m, v)) = c.entry() else { break };
+            let Some((m, v)) = c.entry().filter(|(m, _)| m.starts_with(&prefix)) else {
+                break;
+            };
             if self.pattern.is_none_or(|p| crate::glob::matches(p, m)) {
                 f(m, v);
             }
@@ -736,7 +746,8 @@ impl<'a> MemberScan<'a> {
         }
         c.status()?;
         // Only hand out a cursor if something is left after the last member visited.
-        let Some(last) = last.filter(|_| c.entry().is_some()) else {
+        let more = c.entry().is_some_and(|(m, _)| m.starts_with(&prefix));
+        let Some(last) = last.filter(|_| more) else {
             return Ok(0);
         };
         let mut position = owner;

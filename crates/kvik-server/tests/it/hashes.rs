@@ -404,6 +404,65 @@ fn hrandfield_samples_a_big_hash_widely() {
     );
 }
 
+/// HSCAN, SSCAN and ZSCAN with a pattern that starts with literal text seek the run of
+/// members that start with it (members are stored in byte order) and end after it: the calls a
+/// full iteration takes follow that run (111 of 1,000 members for `m1*`), not the collection;
+/// the members returned are the walk's (`scan-prefix-seek no`).
+#[test]
+fn member_scans_seek_a_literal_prefix() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let (mut hset, mut sadd, mut zadd) =
+        (redis::cmd("HSET"), redis::cmd("SADD"), redis::cmd("ZADD"));
+    hset.arg("h");
+    sadd.arg("s");
+    zadd.arg("z");
+    for i in 0..1000 {
+        hset.arg(format!("m{i}")).arg("v");
+        sadd.arg(format!("m{i}"));
+        zadd.arg(i).arg(format!("m{i}"));
+    }
+    for cmd in [hset, sadd, zadd] {
+        cmd.query::<()>(&mut c).unwrap();
+    }
+    // Every member a full iteration returned, once each, and the calls it took.
+    let scan = |c: &mut redis::Connection, cmd: &str, key: &str, pattern: &str| {
+        let (mut seen, mut cursor, mut calls) = (BTreeMap::new(), "0".to_string(), 0);
+        loop {
+            let (next, items): (String, Vec<String>) =
+                q(c, &[cmd, key, &cursor, "MATCH", pattern, "COUNT", "50"]);
+            let step = if cmd == "SSCAN" { 1 } else { 2 };
+            for m in items.iter().step_by(step) {
+                assert!(seen.insert(m.clone(), ()).is_none(), "{cmd} {m} twice");
+            }
+            calls += 1;
+            if next == "0" {
+                return (seen.into_keys().collect::<Vec<String>>(), calls);
+            }
+            cursor = next;
+        }
+    };
+    let mut want: Vec<String> = (0..1000)
+        .map(|i| format!("m{i}"))
+        .filter(|m| m.starts_with("m1"))
+        .collect();
+    want.sort();
+    for (cmd, key) in [("HSCAN", "h"), ("SSCAN", "s"), ("ZSCAN", "z")] {
+        let (seen, calls) = scan(&mut c, cmd, key, "m1*");
+        assert_eq!(seen, want, "{cmd}");
+        assert!(calls <= 3, "{cmd}: {calls} calls for 111 members");
+        let (seen, _) = scan(&mut c, cmd, key, "m1[0-1]?");
+        assert_eq!(seen.len(), 20, "{cmd}");
+        let (seen, _) = scan(&mut c, cmd, key, "n*");
+        assert!(seen.is_empty(), "{cmd}");
+        let _: () = q(&mut c, &["CONFIG", "SET", "scan-prefix-seek", "no"]);
+        let (seen, calls) = scan(&mut c, cmd, key, "m1*");
+        let _: () = q(&mut c, &["CONFIG", "SET", "scan-prefix-seek", "yes"]);
+        assert_eq!(seen, want, "{cmd}, walked");
+        assert!(calls >= 20, "{cmd}: {calls} calls walking 1,000 members");
+    }
+}
+
 #[test]
 fn hscan_visits_every_field_once() {
     let srv = TestServer::start();
