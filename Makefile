@@ -63,6 +63,7 @@ bench: build
 	$(BENCH_LOCK) env ROUNDS=1 N=200000 SECS=2 bash bench/slow_commands.sh
 	$(BENCH_LOCK) env QUICK=1 bash bench/expiry.sh
 	$(BENCH_LOCK) env QUICK=1 KIND=fields RATES=5000 bash bench/expiry.sh
+	$(BENCH_LOCK) env N=1500000 FIELDS=200000 ROUNDS=1 bash bench/scan_prefix.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -84,6 +85,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/slow_commands.sh
 	$(BENCH_LOCK) bash bench/expiry.sh
 	$(BENCH_LOCK) env KIND=fields RATES="5000 8000" bash bench/expiry.sh
+	$(BENCH_LOCK) bash bench/scan_prefix.sh
 
 clean-data:
 	rm -rf ./kvik-data

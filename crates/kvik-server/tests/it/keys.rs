@@ -610,6 +610,11 @@ fn scan_match_with_a_literal_prefix_seeks_it_slot_by_slot() {
     let set = |c: &mut Connection, on: &str| {
         let _: () = q(c, &["CONFIG", "SET", "scan-prefix-seek", on]);
     };
+    let keys_matching = |c: &mut Connection, pattern: &str| -> HashSet<String> {
+        q::<Vec<String>>(c, &["KEYS", pattern])
+            .into_iter()
+            .collect()
+    };
 
     let (seen, calls) = scan_calls(&mut c, &["MATCH", "user:*", "COUNT", "100"], |_, _| {});
     assert!(seen.values().all(|&n| n == 1), "a key came back twice");
@@ -620,10 +625,7 @@ fn scan_match_with_a_literal_prefix_seeks_it_slot_by_slot() {
     let (seen, walked) = scan_calls(&mut c, &["MATCH", "user:*", "COUNT", "100"], |_, _| {});
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), users);
     assert!(walked > 1_000, "{walked} calls with the setting off");
-    let keys: HashSet<String> = q::<Vec<String>>(&mut c, &["KEYS", "user:*"])
-        .into_iter()
-        .collect();
-    assert_eq!(keys, users);
+    assert_eq!(keys_matching(&mut c, "user:*"), users);
 
     // Switched on after 20 calls of a walk, then off again after 100 of the seeking: each key
     // still comes back exactly once.
@@ -640,10 +642,7 @@ fn scan_match_with_a_literal_prefix_seeks_it_slot_by_slot() {
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), users);
 
     set(&mut c, "yes");
-    let keys: HashSet<String> = q::<Vec<String>>(&mut c, &["KEYS", "user:*"])
-        .into_iter()
-        .collect();
-    assert_eq!(keys, users);
+    assert_eq!(keys_matching(&mut c, "user:*"), users);
     let (seen, _) = scan_calls(
         &mut c,
         &["MATCH", "user:*", "TYPE", "hash", "COUNT", "1000"],
