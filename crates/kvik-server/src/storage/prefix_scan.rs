@@ -59,3 +59,102 @@ impl Storage {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::encoding::Meta;
+    use super::super::{Batch, Storage};
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Iterates `storage`'s database 0 to the end, `limit` records a call, each call seeking
+    /// `prefix` (in its one slot if it holds a whole hash tag, as `cmd::keys` does) or walking
+    /// every key as `seeks` says (cycled), and returns how often each key starting with
+    /// `prefix` came back.
+    fn iterate(
+        storage: &Storage,
+        prefix: &[u8],
+        limit: usize,
+        seeks: &[bool],
+    ) -> BTreeMap<Vec<u8>, usize> {
+        let mut seen = BTreeMap::new();
+        let mut after: Option<Vec<u8>> = None;
+        for call in 0.. {
+            assert!(call < 100_000, "the iteration never ended");
+            let note = |key: &[u8], _: &Meta| {
+                if key.starts_with(prefix) {
+                    *seen.entry(key.to_vec()).or_insert(0) += 1;
+                }
+                true
+            };
+            let position = if seeks[call % seeks.len()] {
+                let only_slot = crate::slot::prefix_slot(prefix);
+                storage.scan_meta_prefixed(0, prefix, only_slot, after.as_deref(), limit, note)
+            } else {
+                storage.scan_meta(0, after.as_deref(), limit, note)
+            };
+            match position.unwrap() {
+                Some(p) => after = Some(p),
+                None => break,
+            }
+        }
+        seen
+    }
+
+    /// A key of a few bytes, often after a hash tag, so many keys share a slot and a walk's
+    /// position falls before, inside and after a prefix's run in it.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        let tag = prop::sample::select(vec![&b""[..], b"{t}", b"{u}"]);
+        let tail = proptest::collection::vec(prop::sample::select(b"ab{}:".to_vec()), 0..4);
+        (tag, tail).prop_map(|(tag, tail)| [tag, &tail[..]].concat())
+    }
+
+    /// A walk that stopped in a slot before the prefix's run there (at `{t}`, ahead of
+    /// `{t}a`), then a seek of `{t}b` in that one slot: the seek starts at the run, not at
+    /// the walk's position, from which the first key it meets is outside the run.
+    #[test]
+    fn a_seek_after_a_walk_that_stopped_before_the_run_starts_at_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::open(dir.path()).unwrap();
+        let mut batch = Batch::default();
+        for key in ["{t}", "{t}a", "{t}b1", "{t}b2"] {
+            batch.put_meta(&storage, 0, key.as_bytes(), &Meta::string(b"v".to_vec(), 0));
+        }
+        storage.commit(batch).unwrap();
+        let found = iterate(&storage, b"{t}b", 1, &[false, true]);
+        let want: BTreeMap<Vec<u8>, usize> = [(b"{t}b1".to_vec(), 1), (b"{t}b2".to_vec(), 1)]
+            .into_iter()
+            .collect();
+        assert_eq!(found, want);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Seeking a prefix slot by slot returns exactly the keys with that prefix, each once,
+        /// whatever the call size, and an iteration that switches between seeking and walking
+        /// from one call to the next does too (the positions of both are raw keys).
+        #[test]
+        fn seeking_a_prefix_finds_what_walking_finds(
+            keys in proptest::collection::btree_set(key(), 0..80),
+            prefix in key().prop_filter("not empty", |p| !p.is_empty()),
+            limit in 1usize..20,
+            seeks in proptest::collection::vec(any::<bool>(), 1..4),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let storage = Storage::open(dir.path()).unwrap();
+            let mut batch = Batch::default();
+            for key in &keys {
+                batch.put_meta(&storage, 0, key, &Meta::string(b"v".to_vec(), 0));
+            }
+            storage.commit(batch).unwrap();
+            let want: BTreeMap<Vec<u8>, usize> = keys
+                .iter()
+                .filter(|k| k.starts_with(&prefix))
+                .map(|k| (k.clone(), 1))
+                .collect();
+            prop_assert_eq!(&iterate(&storage, &prefix, limit, &[true]), &want);
+            prop_assert_eq!(&iterate(&storage, &prefix, limit, &seeks), &want);
+        }
+    }
+}
