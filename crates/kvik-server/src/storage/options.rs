@@ -584,6 +584,16 @@ mod tests {
         }
     }
 
+    /// Writes `n` string keys `key:<i>` of 100 bytes each, in one batch.
+    fn put_keys(s: &Storage, n: u32) {
+        let mut batch = super::super::Batch::default();
+        for i in 0..n {
+            let meta = crate::storage::encoding::Meta::string(vec![b'v'; 100], 0);
+            batch.put_meta(s, 0, format!("key:{i}").as_bytes(), &meta);
+        }
+        s.commit(batch).unwrap();
+    }
+
     #[test]
     fn small_caches_get_fewer_shards() {
         assert_eq!(block_cache_shard_bits(1 << 20), 0);
@@ -699,12 +709,7 @@ mod tests {
         assert!(caches[0].contains('@'), "cache id: {caches:?}");
         assert!(caches.iter().all(|c| *c == caches[0]), "{caches:?}");
         assert_eq!(s.shared().write_buffers.get_buffer_size(), 8 << 20);
-        let mut batch = super::super::Batch::default();
-        for i in 0..20_000u32 {
-            let meta = crate::storage::encoding::Meta::string(vec![b'v'; 100], 0);
-            batch.put_meta(&s, 0, format!("key:{i}").as_bytes(), &meta);
-        }
-        s.commit(batch).unwrap();
+        put_keys(&s, 20_000);
         let memtables = s.shared().write_buffers.get_usage() as u64;
         assert!(memtables > 1 << 20, "memtables {memtables}");
         assert!(
@@ -764,15 +769,7 @@ mod tests {
                     "{cf}, setting {key_block_bytes}"
                 );
             }
-            let mut batch = super::super::Batch::default();
-            for i in 0..5_000u32 {
-                let value: Vec<u8> = (0..100u32)
-                    .map(|j| b'a' + ((i * 7 + j) % 26) as u8)
-                    .collect();
-                let meta = crate::storage::encoding::Meta::string(value, 0);
-                batch.put_meta(&s, 0, format!("key:{i:08}").as_bytes(), &meta);
-            }
-            s.commit(batch).unwrap();
+            put_keys(&s, 5_000);
             s.compact_all();
             let props = s
                 .cf_property_text("meta", "rocksdb.aggregated-table-properties")
@@ -838,12 +835,7 @@ mod tests {
                     "{cf}, setting {on}"
                 );
             }
-            let mut batch = super::super::Batch::default();
-            for i in 0..5_000u32 {
-                let meta = crate::storage::encoding::Meta::string(vec![b'v'; 100], 0);
-                batch.put_meta(&s, 0, format!("key:{i}").as_bytes(), &meta);
-            }
-            s.commit(batch).unwrap();
+            put_keys(&s, 5_000);
             s.compact_all(); // every key in the bottom level
             let positives = || s.shared().ticker(Ticker::BloomFilterFullPositive);
             let before = positives();
