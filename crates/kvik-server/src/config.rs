@@ -116,6 +116,8 @@ pub struct Config {
     pub scan_prefix_seek: AtomicBool,
     /// `scan-prefix-seek-min-keys`.
     pub scan_prefix_seek_min_keys: AtomicU64,
+    /// `zset-rank-index-min-len` (see `cache::rank`; 0: off).
+    pub zset_rank_index_min_len: AtomicU64,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1305,6 +1307,14 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.scan_prefix_seek_min_keys, v, 0, u64::MAX),
     },
     Setting {
+        name: "zset-rank-index-min-len",
+        default: "2048",
+        mutable: true,
+        help: "ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a sorted set of this many members or more, which the hot cache holds (cache-sets), count through a rank index (each bucket of about 256 members counted, in memory) instead of stepping over every member before the one asked for; built by the first such query, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end)",
+        get: |c| c.zset_rank_index_min_len.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1646,6 +1656,7 @@ impl Default for Config {
             txn_skip_superseded: AtomicBool::new(true),
             scan_prefix_seek: AtomicBool::new(true),
             scan_prefix_seek_min_keys: AtomicU64::new(1 << 20),
+            zset_rank_index_min_len: AtomicU64::new(2048),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

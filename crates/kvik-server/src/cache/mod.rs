@@ -46,10 +46,12 @@
 mod admission;
 mod fields;
 mod index;
+pub mod rank;
 #[cfg(test)]
 mod sim;
 
 pub use fields::FieldSet;
+pub use rank::IndexEdit;
 
 use crate::storage::counts::KeyState;
 use crate::storage::encoding::{Kind, Meta};
@@ -204,6 +206,9 @@ pub enum CollUpdate {
     Fields {
         gen: u64,
         edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        /// A sorted set's score index edits, in order: (entry removed, entry added), for its
+        /// rank index ([`rank`]).
+        index: Vec<IndexEdit>,
     },
 }
 
@@ -469,6 +474,8 @@ pub struct Cache {
     big_gen: AtomicU64,
     seed: u64,
     pub stats: CacheStats,
+    /// Big sorted sets' rank indexes, by their entries' generations.
+    ranks: rank::RankIndexes,
 }
 
 impl Cache {
@@ -504,6 +511,7 @@ impl Cache {
             big_gen: AtomicU64::new(0),
             seed,
             stats: CacheStats::default(),
+            ranks: rank::RankIndexes::new(),
         }
     }
 
@@ -530,6 +538,16 @@ impl Cache {
 
     pub fn max_bytes(&self) -> u64 {
         self.max_bytes.load(Relaxed)
+    }
+
+    /// The rank indexes of big sorted sets (see [`rank`]).
+    pub fn ranks(&self) -> &rank::RankIndexes {
+        &self.ranks
+    }
+
+    /// Bytes all rank indexes together may take: a 32nd of `cache-maxmemory`, at least 1 MiB.
+    pub fn rank_budget(&self) -> usize {
+        ((self.max_bytes() / 32) as usize).max(1 << 20)
     }
 
     pub fn set_max_key(&self, n: usize) {
@@ -1347,6 +1365,7 @@ impl Cache {
     }
 
     fn clear_where(&self, f: impl Fn(&Entry) -> bool) {
+        self.ranks.clear();
         for cell in self.shards.iter() {
             let mut s = cell.shard.lock();
             for e in cell.epochs.iter() {

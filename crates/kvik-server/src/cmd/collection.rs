@@ -21,7 +21,7 @@
 
 use super::ctx::{Args, CmdError, Ctx};
 use super::spec::Class;
-use crate::cache::{CachedValue, CollUpdate, CollValue, HashFields, Hit, Known};
+use crate::cache::{CachedValue, CollUpdate, CollValue, HashFields, Hit, IndexEdit, Known};
 use crate::storage::encoding::{
     data_prefix, field_expired, field_value, prefix_successor, split_field_value, Kind, Meta,
 };
@@ -104,6 +104,8 @@ pub(crate) struct HeldColl {
     cached: Held,
     kind: Kind,
     edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// A sorted set's score index edits, for its rank index (`cache::rank`).
+    index: Vec<IndexEdit>,
 }
 
 enum Held {
@@ -148,6 +150,7 @@ impl HeldColl {
             cached,
             kind,
             edits: Vec::new(),
+            index: Vec::new(),
         });
         Ok((held, meta))
     }
@@ -255,6 +258,11 @@ impl HeldColl {
             .push((member.to_vec(), value.map(<[u8]>::to_vec)));
     }
 
+    /// Notes a staged edit of a sorted set's score index: the entry removed, the entry added.
+    pub(crate) fn note_index(&mut self, removed: Option<Vec<u8>>, added: Option<Vec<u8>>) {
+        self.index.push((removed, added));
+    }
+
     /// The cache update of the commit: a small hash's field set after the staged changes,
     /// sorted by field, if it is small enough to cache whole (`small`); the member edits of a
     /// collection cached as its meta (a hash added by this write only if it is big).
@@ -269,6 +277,7 @@ impl HeldColl {
         Some(CollUpdate::Fields {
             gen,
             edits: self.edits,
+            index: self.index,
         })
     }
 }

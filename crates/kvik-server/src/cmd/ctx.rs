@@ -647,6 +647,22 @@ fn live_field(stored: Option<Vec<u8>>, now_ms: u64) -> (Option<Vec<u8>>, u64) {
 }
 
 impl<'a> BigCollRead<'a> {
+    /// The generation the collection's members (and a sorted set's rank index) are cached
+    /// under.
+    pub(crate) fn gen(&self) -> u64 {
+        self.gen
+    }
+
+    /// The key's fill token, taken before the cache lookup or the meta read.
+    pub(crate) fn token(&self) -> FillToken {
+        self.token
+    }
+
+    /// The snapshot the meta was read from, if it was read rather than found cached.
+    pub(crate) fn into_view(self) -> Option<View<'a>> {
+        self.view
+    }
+
     /// The values of `fields` if the cache holds every one of them (`None` for a field known
     /// absent) and no write of the hash began or ended since the token (a write's edits
     /// reach the cached fields one by one), else `None`.

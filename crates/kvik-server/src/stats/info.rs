@@ -541,6 +541,11 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("cache_used_memory", cache.used_memory());
     w.field("cache_maxmemory", cache.max_bytes());
     w.field("cache_entries", cache.entries());
+    let ranks = cache.ranks().stats();
+    w.field("zset_rank_indexes", ranks.indexes);
+    w.field("zset_rank_index_bytes", ranks.bytes);
+    w.field("zset_rank_index_builds", ranks.builds);
+    w.field("zset_rank_index_answers", ranks.answers);
     w.field("rtc_commands", s.rtc_commands.load(Relaxed));
     w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
     w.field("rtc_lock_retries", s.rtc_lock_retries.load(Relaxed));

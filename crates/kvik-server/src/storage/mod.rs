@@ -657,9 +657,11 @@ impl Storage {
             // A put that did not decode, or whose whole value is not known, is treated as a
             // delete: the entry is dropped.
             let value = put.and_then(|v| cached_value(v, e.update.as_ref()));
-            if let (Some(_), Some(CollUpdate::Fields { gen, edits })) = (&value, &e.update) {
-                // Before the entry is served again: a reader of it then finds the new values.
+            if let (Some(_), Some(CollUpdate::Fields { gen, edits, index })) = (&value, &e.update) {
+                // Before the entry is served again: a reader of it then finds the new values
+                // (and a sorted set's rank index counts them).
                 self.cache.apply_fields(*gen, edits);
+                self.cache.ranks().apply(*gen, index);
             }
             self.cache.apply_value(db, key, value);
         }

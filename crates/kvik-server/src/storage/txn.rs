@@ -397,8 +397,11 @@ impl Storage {
                 // As the values the entry shows (see `apply_value_held`): a big hash's edited
                 // fields show the transaction's writes to its writer, and the hash's write
                 // stays in flight, so readers of them look at RocksDB until it is written.
-                if let (Some(_), Some(CollUpdate::Fields { gen, edits })) = (&value, &e.update) {
+                if let (Some(_), Some(CollUpdate::Fields { gen, edits, index })) =
+                    (&value, &e.update)
+                {
                     self.cache.apply_fields(*gen, edits);
+                    self.cache.ranks().apply(*gen, index);
                 }
                 self.cache.apply_value_held(db, key, value);
             }

@@ -49,4 +49,5 @@ mod strings;
 mod tracking;
 mod transactions;
 mod write_batch;
+mod zset_ranks;
 mod zsets;

@@ -181,8 +181,8 @@ pub fn zcard<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Err
 /// ZCOUNT key min max
 pub fn zcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let r = ScoreRange::parse(&args[2], &args[3])?;
-    let n = match ZSet::read(ctx, &args[1])? {
-        Some(z) => z.walk_score(&r, false, 0, -1, |_, _| {})?,
+    let n = match ZSet::read_counted(ctx, &args[1])? {
+        Some(z) => z.count_score(&r)?,
         None => 0,
     };
     ctx.out.int(n as i64);
@@ -232,7 +232,7 @@ fn zmscore_of<'a, C: KeyReads<'a>>(
 }
 
 fn rank_generic(ctx: &mut Ctx<'_>, args: &Args, rev: bool) -> CmdResult {
-    let rank = match ZSet::read(ctx, &args[1])? {
+    let rank = match ZSet::read_counted(ctx, &args[1])? {
         Some(z) => match z.score(&args[2])? {
             Some(s) => z
                 .rank(&args[2], s)?
@@ -353,7 +353,11 @@ fn zrange_generic(
     let query = Query::parse(by, a, b)?;
     match dst {
         None => {
-            let items = match ZSet::read(ctx, key)? {
+            let z = match query {
+                Query::Rank(..) => ZSet::read_counted(ctx, key)?,
+                _ => ZSet::read(ctx, key)?,
+            };
+            let items = match z {
                 Some(z) => query.run(&z, rev, offset, limit)?,
                 None => Vec::new(),
             };

@@ -43,12 +43,13 @@ mod basic;
 mod geo;
 mod pop;
 pub mod range;
+mod ranked;
 mod setops;
 
 use super::collection::{notify_write, HeldColl};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
-use super::ctx::{Args, CmdError, Ctx, Reply};
+use super::ctx::{Args, CmdError, Ctx, MemberRead, Reply};
 use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
 };
@@ -58,6 +59,7 @@ use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
 use range::{LexBound, LexRange, ScoreRange};
 use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 
 const READ: Flags = Flags::READONLY;
 const READ_FAST: Flags = Flags::READONLY.union(Flags::FAST);
@@ -409,6 +411,8 @@ pub(crate) struct ZSet<'a, 'k> {
     pub view: View<'a>,
     pub coll: Coll<'k>,
     pub len: u64,
+    /// Its rank index, for the queries that count members ([`ZSet::read_counted`]).
+    ranked: Option<ranked::Ranked<'a>>,
 }
 
 impl<'a, 'k> ZSet<'a, 'k> {
@@ -420,7 +424,38 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 view,
                 coll: Coll::new(ctx.db(), key, &meta),
                 len: meta.len,
+                ranked: None,
             }))
+    }
+
+    /// [`ZSet::read`] for a query that counts members (ZRANK, ZREVRANK, ZCOUNT, ZRANGE by
+    /// rank): a set the hot cache holds as its meta, of `zset-rank-index-min-len` members or
+    /// more, counts them through its rank index (see `ranked`).
+    fn read_counted(ctx: &Ctx<'a>, key: &'k [u8]) -> Result<Option<ZSet<'a, 'k>>, CmdError> {
+        let min_len = ctx.server.config.zset_rank_index_min_len.load(Relaxed);
+        if min_len == 0 {
+            return Self::read(ctx, key);
+        }
+        let (gen, token, meta, view) = match ctx.read_members(key, Kind::ZSet)? {
+            MemberRead::Missing => return Ok(None),
+            MemberRead::Stored(view, meta) => (None, None, meta, Some(view)),
+            MemberRead::Big(big) => {
+                let (gen, token, meta) = (big.gen(), big.token(), big.meta.clone());
+                (Some(gen), Some(token), meta, big.into_view())
+            }
+        };
+        // A cached meta comes without a snapshot: one taken now, after the token.
+        let mut set = ZSet {
+            view: view.unwrap_or_else(|| ctx.view()),
+            coll: Coll::new(ctx.db(), key, &meta),
+            len: meta.len,
+            ranked: None,
+        };
+        if let (Some(gen), Some(token)) = (gen, token) {
+            let cache = ctx.server.storage.cache();
+            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len)?;
+        }
+        Ok(Some(set))
     }
 
     /// The score of `member`.
@@ -440,6 +475,13 @@ impl<'a, 'k> ZSet<'a, 'k> {
     /// ends at once so the cost is the distance to the nearer end.
     fn rank(&self, member: &[u8], score: f64) -> Result<Option<u64>, CmdError> {
         let target = index_entry(score, member);
+        if let Some(r) = &self.ranked {
+            if let Some(n) = r.count_before(self, Some(&target))? {
+                if r.stands() {
+                    return Ok(Some(n));
+                }
+            }
+        }
         let mut fwd = self.index();
         let mut back = self.index();
         fwd.first();
@@ -475,9 +517,31 @@ impl<'a, 'k> ZSet<'a, 'k> {
             (start, end)
         };
         let n = (hi - lo + 1) as usize;
+        let from_front = lo <= last - hi;
+        if let Some(r) = &self.ranked {
+            let skip = if from_front { lo } else { last - hi };
+            if skip > 2 * u64::from(crate::cache::rank::BUCKET) {
+                if let Some(mut c) = r.seek_rank(self, lo)? {
+                    let mut out = Vec::with_capacity(n.min(1 << 16));
+                    while out.len() < n {
+                        let Some((s, m)) = c.entry().and_then(|(e, _)| split_index(e)) else {
+                            break;
+                        };
+                        out.push((m.to_vec(), s));
+                        c.next();
+                    }
+                    c.status()?;
+                    if r.stands() {
+                        if rev {
+                            out.reverse();
+                        }
+                        return Ok(out);
+                    }
+                }
+            }
+        }
         let mut out = Vec::with_capacity(n.min(1 << 16));
         let mut c = self.index();
-        let from_front = lo <= last - hi;
         if from_front {
             c.first();
             for _ in 0..lo {
@@ -522,6 +586,35 @@ impl<'a, 'k> ZSet<'a, 'k> {
     }
 
     /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
+    /// How many members have a score in `r` (ZCOUNT): through the rank index, the members
+    /// before the range's end less those before its start; else by walking the range.
+    fn count_score(&self, r: &ScoreRange) -> Result<u64, CmdError> {
+        if r.is_empty() {
+            return Ok(0);
+        }
+        if let Some(ranked) = &self.ranked {
+            let (min, max) = (encode_score(r.min), encode_score(r.max));
+            let start = if r.minex {
+                prefix_successor(&min)
+            } else {
+                Some(min.to_vec())
+            };
+            let end = if r.maxex {
+                Some(max.to_vec())
+            } else {
+                prefix_successor(&max)
+            };
+            let before_start = ranked.count_before(self, start.as_deref())?;
+            let before_end = ranked.count_before(self, end.as_deref())?;
+            if let (Some(a), Some(b)) = (before_start, before_end) {
+                if ranked.stands() {
+                    return Ok(b.saturating_sub(a));
+                }
+            }
+        }
+        self.walk_score(r, false, 0, -1, |_, _| {})
+    }
+
     fn walk_score(
         &self,
         r: &ScoreRange,
@@ -711,6 +804,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             view: self.storage.latest_with(self.wait),
             coll: self.coll(),
             len: self.meta.len,
+            ranked: None,
         }
     }
 
@@ -734,19 +828,18 @@ impl<'a, 'k> ZWriter<'a, 'k> {
     fn put(&mut self, member: &[u8], old: Option<f64>, new: f64) {
         let coll = self.coll();
         let st = self.storage;
-        match old {
-            Some(o) => {
-                self.batch
-                    .delete_member(st, Cf::Score, &coll, &index_entry(o, member));
-            }
+        let removed = old.map(|o| index_entry(o, member));
+        match &removed {
+            Some(entry) => self.batch.delete_member(st, Cf::Score, &coll, entry),
             None => self.meta.len += 1,
         }
         let value = encode_score(new);
+        let added = index_entry(new, member);
         self.batch.put_member(st, Cf::Data, &coll, member, &value);
-        self.batch
-            .put_member(st, Cf::Score, &coll, &index_entry(new, member), b"");
+        self.batch.put_member(st, Cf::Score, &coll, &added, b"");
         if let Some(held) = &mut self.held {
             held.note(member, Some(&value));
+            held.note_index(removed, Some(added));
         }
         self.pending.insert(member.to_vec(), Some(new));
         self.dirty = true;
@@ -756,12 +849,13 @@ impl<'a, 'k> ZWriter<'a, 'k> {
     fn remove(&mut self, member: &[u8], old: f64) {
         let coll = self.coll();
         let st = self.storage;
+        let removed = index_entry(old, member);
         self.batch.delete_member(st, Cf::Data, &coll, member);
-        self.batch
-            .delete_member(st, Cf::Score, &coll, &index_entry(old, member));
+        self.batch.delete_member(st, Cf::Score, &coll, &removed);
         self.meta.len = self.meta.len.saturating_sub(1);
         if let Some(held) = &mut self.held {
             held.note(member, None);
+            held.note_index(Some(removed), None);
         }
         self.pending.insert(member.to_vec(), None);
         self.dirty = true;

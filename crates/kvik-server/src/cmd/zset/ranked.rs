@@ -1,0 +1,131 @@
+//! Counting a big sorted set's members through its rank index (`cache::rank`).
+//!
+//! ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a set the hot cache holds as its meta
+//! (`cache-sets`) with at least `zset-rank-index-min-len` members ask its rank index how many
+//! members lie in the buckets before the place they want, and walk only inside that bucket,
+//! on the reader's snapshot. The snapshot was taken after the key's fill token, and an answer
+//! is kept only if no write of the set began or ended since that token ([`Ranked::whole`]),
+//! so the index and the snapshot describe the same set; otherwise the caller walks as before.
+//! The first such query of a set builds its index by one walk of the whole set (what one rank
+//! from the middle cost before); writes keep it current.
+
+use super::ZSet;
+use crate::cache::rank::RankIndex;
+use crate::cache::{Cache, FillToken};
+use crate::cmd::ctx::CmdError;
+use crate::storage::MemberCursor;
+
+/// A sorted set's rank index as one reader may use it.
+pub(crate) struct Ranked<'a> {
+    cache: &'a Cache,
+    gen: u64,
+    token: FillToken,
+}
+
+/// Whether a cursor's walk reached its end or must give way to the plain walk.
+type Counted = Result<Option<u64>, CmdError>;
+
+impl<'a> Ranked<'a> {
+    /// The rank index of `set`, cached under generation `gen` (`token`: the key's fill token,
+    /// taken before the set's snapshot), if one may serve it: `min_len` members or more (0:
+    /// never); built by walking `set` when missing.
+    pub(super) fn open(
+        cache: &'a Cache,
+        gen: u64,
+        token: FillToken,
+        set: &ZSet<'_, '_>,
+        min_len: u64,
+    ) -> Result<Option<Ranked<'a>>, CmdError> {
+        if min_len == 0 || set.len < min_len {
+            return Ok(None);
+        }
+        let r = Ranked { cache, gen, token };
+        match cache.ranks().with(r.gen, RankIndex::total) {
+            Some(total) if total == set.len => return Ok(Some(r)),
+            // The index disagrees with the set while no write raced this read: a bug, not a
+            // race; drop it (and count answers by walking).
+            Some(_) if r.whole() => {
+                debug_assert!(false, "a rank index lost count of its set");
+                cache.ranks().drop_index(r.gen);
+                return Ok(None);
+            }
+            Some(_) => return Ok(None),
+            None => {}
+        }
+        let mut index = RankIndex::default();
+        let mut c = set.index();
+        c.first();
+        while let Some((entry, _)) = c.entry() {
+            index.push(entry);
+            c.next();
+        }
+        c.status()?;
+        let built = index.total() == set.len
+            && cache
+                .ranks()
+                .install(r.gen, index, cache.rank_budget(), || r.whole());
+        Ok(built.then_some(r))
+    }
+
+    /// Whether no write of the set began or ended since the token: the counts taken from the
+    /// index and the snapshot's walks agree.
+    fn whole(&self) -> bool {
+        self.cache.unchanged_since(&self.token)
+    }
+
+    /// Whether an answer counted through the index stands ([`Ranked::whole`]); counted if so.
+    pub(super) fn stands(&self) -> bool {
+        let whole = self.whole();
+        if whole {
+            self.cache.ranks().note_answer();
+        }
+        whole
+    }
+
+    /// The members of `set` whose score-index entries sort before `bound` (`None`: all).
+    pub(super) fn count_before(&self, set: &ZSet<'_, '_>, bound: Option<&[u8]>) -> Counted {
+        let Some(bound) = bound else {
+            return Ok(Some(set.len));
+        };
+        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
+            let at = index.locate(bound);
+            (at.fence.to_vec(), at.before)
+        }) else {
+            return Ok(None);
+        };
+        let mut c = set.index();
+        c.seek(&fence);
+        let mut n = 0u64;
+        while let Some((entry, _)) = c.entry() {
+            if entry >= bound {
+                break;
+            }
+            n += 1;
+            c.next();
+        }
+        c.status()?;
+        Ok(Some(before + n))
+    }
+
+    /// A cursor of `set`'s score index at the entry of ascending rank `rank` (< the set's
+    /// length), or `None` if the index is gone.
+    pub(super) fn seek_rank<'v>(
+        &self,
+        set: &ZSet<'v, '_>,
+        rank: u64,
+    ) -> Result<Option<MemberCursor<'v>>, CmdError> {
+        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
+            let at = index.locate_rank(rank);
+            (at.fence.to_vec(), at.before)
+        }) else {
+            return Ok(None);
+        };
+        let mut c = set.index();
+        c.seek(&fence);
+        for _ in before..rank {
+            c.next();
+        }
+        c.status()?;
+        Ok(Some(c))
+    }
+}

@@ -1,0 +1,302 @@
+//! Rank indexes of big sorted sets (`zset-rank-index-min-len`, `cache::rank`): ZRANK,
+//! ZREVRANK, ZCOUNT and ZRANGE by rank of a set the hot cache holds count the members before
+//! a place through the index and walk only inside one bucket. A count that drifted from the
+//! set shows as a wrong rank, so every query is checked against a model through the writes
+//! that keep the index (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, in MULTI/EXEC
+//! and scripts too) and those that drop the set's cache entry and the index with it (EXPIRE,
+//! RENAME, ZUNIONSTORE onto it); INFO must show the answers came through an index that the
+//! writes kept (few builds). A second test has readers on the workers check, while a writer
+//! moves a member back and forth across the others, that no answer mixes the index of one
+//! state with the members of another (readers lock their key on a worker, and an index's
+//! answer stands only if no write of the set began or ended since its fill token: an index
+//! updated after its writer let go of the key would show).
+
+use crate::common::*;
+use redis::Connection;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// A deterministic generator (a failure must be reproducible from its seed).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn member(n: u64) -> String {
+    format!("m{n:05}")
+}
+
+/// The sorted set as the server orders it: by score, then by member bytes.
+fn ordered(model: &BTreeMap<String, i64>) -> Vec<(i64, String)> {
+    let mut v: Vec<(i64, String)> = model.iter().map(|(m, s)| (*s, m.clone())).collect();
+    v.sort();
+    v
+}
+
+fn rank_stats(c: &mut Connection) -> (u64, u64) {
+    (
+        info_field(c, "stats", "zset_rank_index_builds").unwrap(),
+        info_field(c, "stats", "zset_rank_index_answers").unwrap(),
+    )
+}
+
+/// ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of `key` against the model.
+fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, rng: &mut Rng) {
+    let order = ordered(model);
+    let len = order.len() as u64;
+    assert_eq!(q::<u64>(c, &["ZCARD", key]), len);
+    for _ in 0..4 {
+        let i = rng.below(len);
+        let m = &order[i as usize].1;
+        assert_eq!(
+            q::<Option<u64>>(c, &["ZRANK", key, m]),
+            Some(i),
+            "ZRANK {m}"
+        );
+        assert_eq!(
+            q::<Option<u64>>(c, &["ZREVRANK", key, m]),
+            Some(len - 1 - i),
+            "ZREVRANK {m}"
+        );
+    }
+    assert_eq!(q::<Option<u64>>(c, &["ZRANK", key, "absent"]), None);
+    for _ in 0..3 {
+        let (a, b) = (rng.below(1100) as i64 - 50, rng.below(1100) as i64 - 50);
+        let (lo, hi) = (a.min(b), a.max(b));
+        let (loex, hiex) = (rng.below(2) == 1, rng.below(2) == 1);
+        let want = model
+            .values()
+            .filter(|&&s| {
+                (if loex { s > lo } else { s >= lo }) && (if hiex { s < hi } else { s <= hi })
+            })
+            .count() as u64;
+        let arg = |v: i64, ex: bool| if ex { format!("({v}") } else { v.to_string() };
+        let got: u64 = q(c, &["ZCOUNT", key, &arg(lo, loex), &arg(hi, hiex)]);
+        assert_eq!(got, want, "ZCOUNT {} {}", arg(lo, loex), arg(hi, hiex));
+    }
+    let start = rng.below(len);
+    let stop = (start + rng.below(20)).min(len - 1);
+    let want: Vec<String> = order[start as usize..=stop as usize]
+        .iter()
+        .map(|(_, m)| m.clone())
+        .collect();
+    let got: Vec<String> = q(c, &["ZRANGE", key, &start.to_string(), &stop.to_string()]);
+    assert_eq!(got, want, "ZRANGE {start} {stop}");
+    let mut rev_want = want;
+    rev_want.reverse();
+    let (rs, re) = (len - 1 - stop, len - 1 - start);
+    let got: Vec<String> = q(c, &["ZRANGE", key, &rs.to_string(), &re.to_string(), "REV"]);
+    assert_eq!(got, rev_want, "ZRANGE {rs} {re} REV");
+}
+
+#[test]
+fn ranks_counts_and_rank_ranges_stay_exact_through_writes() {
+    let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
+    let mut c = s.client();
+    let mut rng = Rng(11);
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    // 3,000 members, scores with many ties (members then order them).
+    for chunk in 0..30 {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("z");
+        for i in chunk * 100..(chunk + 1) * 100 {
+            let score = rng.below(1000) as i64;
+            cmd.arg(score).arg(member(i));
+            model.insert(member(i), score);
+        }
+        let _: i64 = cmd.query(&mut c).unwrap();
+    }
+    let mut drops = 0;
+    for step in 0..300 {
+        let m = member(rng.below(4000));
+        let score = rng.below(1000) as i64;
+        match rng.below(12) {
+            0..=3 => {
+                let _: i64 = q(&mut c, &["ZADD", "z", &score.to_string(), &m]);
+                model.insert(m, score);
+            }
+            4 => {
+                let by = rng.below(200) as i64 - 100;
+                let _: f64 = q(&mut c, &["ZINCRBY", "z", &by.to_string(), &m]);
+                *model.entry(m).or_insert(0) += by;
+            }
+            5 => {
+                let _: i64 = q(&mut c, &["ZREM", "z", &m]);
+                model.remove(&m);
+            }
+            6 => {
+                let n = rng.below(5) + 1;
+                let (cmd, take_high) = if rng.below(2) == 0 {
+                    ("ZPOPMIN", false)
+                } else {
+                    ("ZPOPMAX", true)
+                };
+                let _: Vec<String> = q(&mut c, &[cmd, "z", &n.to_string()]);
+                for _ in 0..n {
+                    let order = ordered(&model);
+                    let (_, gone) = if take_high {
+                        order.last()
+                    } else {
+                        order.first()
+                    }
+                    .unwrap();
+                    model.remove(&gone.clone());
+                }
+            }
+            7 => {
+                let lo = rng.below(1000) as i64;
+                let _: i64 = q(
+                    &mut c,
+                    &["ZREMRANGEBYSCORE", "z", &lo.to_string(), &lo.to_string()],
+                );
+                model.retain(|_, s| *s != lo);
+            }
+            8 => {
+                let (m2, s2) = (member(rng.below(4000)), rng.below(1000) as i64);
+                let _: () = redis::pipe()
+                    .atomic()
+                    .cmd("ZADD")
+                    .arg("z")
+                    .arg(score)
+                    .arg(&m)
+                    .ignore()
+                    .cmd("ZREM")
+                    .arg("z")
+                    .arg(&m2)
+                    .ignore()
+                    .cmd("ZADD")
+                    .arg("z")
+                    .arg(s2)
+                    .arg(&m2)
+                    .ignore()
+                    .query(&mut c)
+                    .unwrap();
+                model.insert(m, score);
+                model.insert(m2, s2);
+            }
+            9 => {
+                let _: i64 = redis::cmd("EVAL")
+                    .arg("redis.call('zrem', KEYS[1], ARGV[2]); return redis.call('zadd', KEYS[1], ARGV[1], ARGV[2])")
+                    .arg(1)
+                    .arg("z")
+                    .arg(score)
+                    .arg(&m)
+                    .query(&mut c)
+                    .unwrap();
+                model.insert(m, score);
+            }
+            // Writes that drop the cached set and its index: the next query builds it again.
+            10 => {
+                drops += 1;
+                if rng.below(2) == 0 {
+                    let _: i64 = q(&mut c, &["EXPIRE", "z", "100000"]);
+                } else {
+                    let _: () = q(&mut c, &["RENAME", "z", "z2"]);
+                    let _: () = q(&mut c, &["RENAME", "z2", "z"]);
+                }
+            }
+            _ => {
+                drops += 1;
+                let _: i64 = q(&mut c, &["ZUNIONSTORE", "z", "1", "z"]);
+            }
+        }
+        check_queries(&mut c, "z", &model, &mut rng);
+        assert!(
+            model.len() >= 500,
+            "step {step}: the set stays above the index's minimum"
+        );
+    }
+    let (builds, answers) = rank_stats(&mut c);
+    // Each query round answers ZRANK x4, ZREVRANK x4, ZCOUNT x3 and two ZRANGEs (those that
+    // skip far) through the index; most of 300 rounds run on an index kept by the writes.
+    assert!(answers > 300 * 8, "answered through an index: {answers}");
+    assert!(
+        builds <= 1 + drops + 10,
+        "{builds} builds for {drops} writes that drop the index: writes must keep it"
+    );
+    // With the index off the same queries still answer (by walking), and none through it.
+    let _: () = q(&mut c, &["CONFIG", "SET", "zset-rank-index-min-len", "0"]);
+    check_queries(&mut c, "z", &model, &mut rng);
+    assert_eq!(rank_stats(&mut c).1, answers);
+}
+
+#[test]
+fn readers_never_mix_the_index_of_one_state_with_the_members_of_another() {
+    // Reads and writes on the workers, connections on both I/O threads: they run at once.
+    let s = TestServer::start_with(&[
+        "--zset-rank-index-min-len",
+        "500",
+        "--rtc-storage-read",
+        "no",
+        "--rtc-write",
+        "no",
+        "--io-key-affinity",
+        "no",
+    ]);
+    let mut c = s.client();
+    // 2,000 members at scores 0..1999 and one, "x", that the writer moves from below them
+    // (-1) to above them (5000) and back: in every state a member's rank is its score or its
+    // score + 1, and ZCOUNT 0 i is i + 1. ZCOUNT takes two counts from the index; counts of
+    // two states, or an index of one state walked on a snapshot of another, show as i or
+    // i + 2.
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("z").arg(5000).arg("x");
+    for i in 0..2000u64 {
+        cmd.arg(i).arg(member(i));
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    let _: Option<u64> = q(&mut c, &["ZRANK", "z", &member(1000)]);
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut w = s.client();
+    let writer = std::thread::spawn(move || {
+        let mut rounds = 0u64;
+        while Instant::now() < until {
+            let _: i64 = q(&mut w, &["ZADD", "z", "-1", "x"]);
+            let _: i64 = q(&mut w, &["ZADD", "z", "5000", "x"]);
+            rounds += 1;
+        }
+        rounds
+    });
+    let readers: Vec<_> = (0..2)
+        .map(|k| {
+            let mut r = s.client();
+            std::thread::spawn(move || {
+                let mut rng = Rng(k + 5);
+                let mut checks = 0u64;
+                while Instant::now() < until {
+                    let i = 600 + rng.below(1400);
+                    let n: u64 = q(&mut r, &["ZCOUNT", "z", "0", &i.to_string()]);
+                    assert_eq!(n, i + 1, "ZCOUNT 0 {i}");
+                    if checks.is_multiple_of(4) {
+                        let rank: u64 =
+                            q::<Option<u64>>(&mut r, &["ZRANK", "z", &member(i)]).unwrap();
+                        assert!(rank == i || rank == i + 1, "ZRANK of score {i}: {rank}");
+                        let at: Vec<String> =
+                            q(&mut r, &["ZRANGE", "z", &i.to_string(), &i.to_string()]);
+                        assert!(
+                            at == [member(i)] || at == [member(i - 1)],
+                            "ZRANGE {i} {i}: {at:?}"
+                        );
+                    }
+                    checks += 1;
+                }
+                checks
+            })
+        })
+        .collect();
+    let rounds = writer.join().unwrap();
+    let checks: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(
+        rounds > 10 && checks > 10,
+        "{rounds} write rounds, {checks} checks"
+    );
+    let (_, answers) = rank_stats(&mut c);
+    assert!(answers > 0, "some answers came through the index");
+}
