@@ -288,6 +288,12 @@ impl Server {
         if lower.starts_with("latency-") {
             self.apply_latency_settings();
         }
+        if lower == "zset-rank-index-min-len"
+            && self.config.zset_rank_index_min_len.load(Ordering::Relaxed) == 0
+        {
+            // Off: the indexes' memory back, and writes no longer keep them.
+            self.storage.cache().ranks().clear();
+        }
         if lower == "maxmemory"
             || lower == "cache-maxmemory"
             || lower == "rocksdb-write-buffer-size"

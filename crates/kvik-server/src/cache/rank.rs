@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Entries per bucket when an index is built: a rank walks at most about this many.
-pub const BUCKET: u32 = 256;
+pub const BUCKET: u32 = 128;
 /// A bucket this full drops its index (a long run of inserts at one place).
 pub const MAX_BUCKET: u32 = 64 * BUCKET;
 /// One edit of a sorted set's score index by a committed write: the entry removed, the entry
@@ -33,14 +33,19 @@ pub const MAX_BUCKET: u32 = 64 * BUCKET;
 pub type IndexEdit = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Bytes counted per fence beside its entry's bytes.
-const FENCE_OVERHEAD: usize = std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>();
+const FENCE_OVERHEAD: usize =
+    std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
 
 /// One sorted set's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
-/// (`fences[0]` is empty: every entry), `counts[i]` the entries it holds now.
+/// (`fences[0]` is empty: every entry), `counts[i]` the entries it holds now, and `sums` the
+/// same counts as a Fenwick tree, so the entries before a bucket are summed in O(log buckets)
+/// (a million members make ~8,000 buckets).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RankIndex {
     fences: Vec<Box<[u8]>>,
     counts: Vec<u32>,
+    sums: Vec<u64>,
+    total: u64,
     bytes: usize,
 }
 
@@ -52,7 +57,7 @@ pub struct Located<'a> {
 }
 
 impl RankIndex {
-    /// Adds the next entry of a build, in score order.
+    /// Adds the next entry of a build, in score order ([`RankIndex::finish`] ends it).
     pub fn push(&mut self, entry: &[u8]) {
         if self.counts.last().is_none_or(|&n| n >= BUCKET) {
             let fence: Box<[u8]> = if self.fences.is_empty() {
@@ -65,11 +70,25 @@ impl RankIndex {
             self.counts.push(0);
         }
         *self.counts.last_mut().expect("a bucket was pushed") += 1;
+        self.total += 1;
+    }
+
+    /// The index of the entries pushed, ready for queries and edits.
+    pub fn finish(mut self) -> RankIndex {
+        let n = self.counts.len();
+        self.sums = self.counts.iter().map(|&c| u64::from(c)).collect();
+        for i in 1..=n {
+            let parent = i + (i & i.wrapping_neg());
+            if parent <= n {
+                self.sums[parent - 1] += self.sums[i - 1];
+            }
+        }
+        self
     }
 
     /// The entries counted.
     pub fn total(&self) -> u64 {
-        self.counts.iter().map(|&n| u64::from(n)).sum()
+        self.total
     }
 
     fn bucket_of(&self, entry: &[u8]) -> usize {
@@ -78,19 +97,42 @@ impl RankIndex {
             .saturating_sub(1)
     }
 
+    /// The entries of buckets `0..i`.
+    fn before(&self, i: usize) -> u64 {
+        let (mut i, mut sum) = (i, 0);
+        while i > 0 {
+            sum += self.sums[i - 1];
+            i &= i - 1;
+        }
+        sum
+    }
+
+    fn add(&mut self, bucket: usize, delta: i64) {
+        self.counts[bucket] = self.counts[bucket].saturating_add_signed(delta as i32);
+        self.total = self.total.saturating_add_signed(delta);
+        let mut i = bucket + 1;
+        while i <= self.sums.len() {
+            self.sums[i - 1] = self.sums[i - 1].saturating_add_signed(delta);
+            i += i & i.wrapping_neg();
+        }
+    }
+
     /// A committed write removed the entry `removed` and added `added`. False if a bucket
-    /// outgrew [`MAX_BUCKET`] or the index was empty: the index must be dropped.
+    /// outgrew [`MAX_BUCKET`] or the index is empty: the index must be dropped.
     pub fn apply(&mut self, removed: Option<&[u8]>, added: Option<&[u8]>) -> bool {
         if self.counts.is_empty() {
             return false;
         }
         if let Some(e) = removed {
             let i = self.bucket_of(e);
-            self.counts[i] = self.counts[i].saturating_sub(1);
+            if self.counts[i] == 0 {
+                return false; // not an entry this index counted
+            }
+            self.add(i, -1);
         }
         if let Some(e) = added {
             let i = self.bucket_of(e);
-            self.counts[i] += 1;
+            self.add(i, 1);
             if self.counts[i] > MAX_BUCKET {
                 return false;
             }
@@ -104,26 +146,38 @@ impl RankIndex {
         let i = self.bucket_of(at);
         Located {
             fence: self.fences.get(i).map_or(&[][..], |f| f),
-            before: self.counts[..i].iter().map(|&n| u64::from(n)).sum(),
+            before: if self.counts.is_empty() {
+                0
+            } else {
+                self.before(i)
+            },
         }
     }
 
     /// The bucket holding the entry of 0-based rank `rank` (or the last bucket if there is
     /// none): that entry is the `rank - before`th from `fence`.
     pub fn locate_rank(&self, rank: u64) -> Located<'_> {
-        let mut before = 0u64;
-        for (i, &n) in self.counts.iter().enumerate() {
-            if before + u64::from(n) > rank || i + 1 == self.counts.len() {
-                return Located {
-                    fence: &self.fences[i],
-                    before,
-                };
-            }
-            before += u64::from(n);
+        let n = self.sums.len();
+        if n == 0 {
+            return Located {
+                fence: &[],
+                before: 0,
+            };
         }
+        // The Fenwick descent: the most buckets whose entries together are <= rank.
+        let (mut pos, mut rest) = (0usize, rank);
+        let mut step = n.next_power_of_two();
+        while step > 0 {
+            if pos + step <= n && self.sums[pos + step - 1] <= rest {
+                pos += step;
+                rest -= self.sums[pos - 1];
+            }
+            step >>= 1;
+        }
+        let i = pos.min(n - 1);
         Located {
-            fence: &[],
-            before: 0,
+            fence: &self.fences[i],
+            before: self.before(i),
         }
     }
 
@@ -289,7 +343,7 @@ mod tests {
         for e in entries {
             idx.push(e);
         }
-        idx
+        idx.finish()
     }
 
     /// The rank the index gives `at`: the buckets before plus a walk from the fence.
@@ -307,7 +361,7 @@ mod tests {
         let set: BTreeSet<Vec<u8>> = (0..1000).map(|i| entry(i * 2)).collect();
         let idx = built(&set);
         assert_eq!(idx.total(), 1000);
-        assert_eq!(idx.counts.len(), 4);
+        assert_eq!(idx.counts.len(), 8);
         assert!(idx.fences[0].is_empty());
         for (rank, e) in set.iter().enumerate() {
             assert_eq!(rank_of(&idx, &set, e), rank as u64);
@@ -371,9 +425,16 @@ mod tests {
                 }
             }
             prop_assert_eq!(idx.total(), set.len() as u64);
+            prop_assert_eq!(idx.total(), idx.counts.iter().map(|&n| u64::from(n)).sum::<u64>());
             for n in (0..5000).step_by(37) {
                 let at = entry(n);
                 prop_assert_eq!(rank_of(&idx, &set, &at), set.range(..at.clone()).count() as u64);
+            }
+            for (rank, e) in set.iter().enumerate().step_by(29) {
+                let l = idx.locate_rank(rank as u64);
+                prop_assert!(l.before <= rank as u64);
+                let nth = set.range(l.fence.to_vec()..).nth((rank as u64 - l.before) as usize);
+                prop_assert_eq!(nth, Some(e));
             }
         }
     }

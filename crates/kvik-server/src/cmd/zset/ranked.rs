@@ -60,6 +60,7 @@ impl<'a> Ranked<'a> {
             c.next();
         }
         c.status()?;
+        let index = index.finish();
         let built = index.total() == set.len
             && cache
                 .ranks()
