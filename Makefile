@@ -64,6 +64,7 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 bash bench/expiry.sh
 	$(BENCH_LOCK) env QUICK=1 KIND=fields RATES=5000 bash bench/expiry.sh
 	$(BENCH_LOCK) env N=1500000 FIELDS=200000 ROUNDS=1 bash bench/scan_prefix.sh
+	$(BENCH_LOCK) env M=200000 ROUNDS=1 DURATION=3s bash bench/zset_rank.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -86,6 +87,7 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/expiry.sh
 	$(BENCH_LOCK) env KIND=fields RATES="5000 8000" bash bench/expiry.sh
 	$(BENCH_LOCK) bash bench/scan_prefix.sh
+	$(BENCH_LOCK) bash bench/zset_rank.sh
 
 clean-data:
 	rm -rf ./kvik-data

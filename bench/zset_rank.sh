@@ -2,9 +2,11 @@
 # Rank queries of a big sorted set (a leaderboard): ZRANK, ZREVRANK and ZCOUNT of random
 # members and scores in a set of M members, and ZADD score updates into it, on kvik counting
 # through its rank index (`zset-rank-index-min-len`, the default 2048), kvik walking (the
-# setting 0, by CONFIG SET on the same server) and redis-server holding the same set; rounds
-# alternate the sides. kvik-bench -c 50 for DURATION each; the walking side's ZRANK of a
-# member in the middle steps over half a million entries, so expect a few dozen requests.
+# setting 0, by CONFIG SET on the same server, which also drops the index: its ZADD row is the
+# write without an index to keep) and redis-server holding the same set; rounds alternate the
+# sides (kvik's first ZRANK of a round builds the index again: one walk of the set).
+# kvik-bench -c 50 for DURATION each; the walking side's ZRANK of a member in the middle
+# steps over half a million entries, so expect a few dozen requests.
 #
 #   bench/zset_rank.sh                      # M=1000000 ROUNDS=2 DURATION=5s
 #   M=200000 ROUNDS=1 bench/zset_rank.sh

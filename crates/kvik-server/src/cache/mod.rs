@@ -545,9 +545,9 @@ impl Cache {
         &self.ranks
     }
 
-    /// Bytes all rank indexes together may take: a 32nd of `cache-maxmemory`, at least 1 MiB.
+    /// Bytes all rank indexes together may take: a 32nd of `cache-maxmemory`, at least 64 KiB.
     pub fn rank_budget(&self) -> usize {
-        ((self.max_bytes() / 32) as usize).max(1 << 20)
+        ((self.max_bytes() / 32) as usize).max(64 << 10)
     }
 
     pub fn set_max_key(&self, n: usize) {

@@ -197,7 +197,12 @@ struct Table {
     by_gen: HashMap<u64, Held>,
     bytes: usize,
     clock: u64,
+    /// Generations whose index outgrew the budget while being built (the last few).
+    refused: std::collections::VecDeque<u64>,
 }
+
+/// Refused generations remembered.
+const REFUSED: usize = 64;
 
 impl Table {
     fn remove(&mut self, gen: u64) {
@@ -212,6 +217,7 @@ pub struct RankIndexes {
     table: Mutex<Table>,
     builds: AtomicU64,
     answers: AtomicU64,
+    refusals: AtomicU64,
 }
 
 /// Counters for INFO.
@@ -223,6 +229,8 @@ pub struct RankStats {
     /// Indexes built (each a walk of its whole set) and queries answered through one.
     pub builds: u64,
     pub answers: u64,
+    /// Builds stopped because the index outgrew the budget.
+    pub refusals: u64,
 }
 
 impl RankIndexes {
@@ -231,6 +239,7 @@ impl RankIndexes {
             table: Mutex::new(Table::default()),
             builds: AtomicU64::new(0),
             answers: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
         }
     }
 
@@ -299,6 +308,21 @@ impl RankIndexes {
         }
     }
 
+    /// Notes that the index of `gen` outgrew the budget: it is not built again.
+    pub fn refuse(&self, gen: u64) {
+        self.refusals.fetch_add(1, Relaxed);
+        let mut t = self.table.lock();
+        if t.refused.len() == REFUSED {
+            t.refused.pop_front();
+        }
+        t.refused.push_back(gen);
+    }
+
+    /// Whether the index of `gen` outgrew the budget.
+    pub fn refused(&self, gen: u64) -> bool {
+        self.table.lock().refused.contains(&gen)
+    }
+
     /// Drops the index of `gen` (it disagreed with the set it describes).
     pub fn drop_index(&self, gen: u64) {
         self.table.lock().remove(gen);
@@ -308,6 +332,7 @@ impl RankIndexes {
     pub fn clear(&self) {
         let mut t = self.table.lock();
         t.by_gen.clear();
+        t.refused.clear();
         t.bytes = 0;
     }
 
@@ -318,6 +343,7 @@ impl RankIndexes {
             bytes: t.bytes,
             builds: self.builds.load(Relaxed),
             answers: self.answers.load(Relaxed),
+            refusals: self.refusals.load(Relaxed),
         }
     }
 }

@@ -300,3 +300,59 @@ fn readers_never_mix_the_index_of_one_state_with_the_members_of_another() {
     let (_, answers) = rank_stats(&mut c);
     assert!(answers > 0, "some answers came through the index");
 }
+
+#[test]
+fn a_set_whose_index_outgrows_the_budget_is_walked_and_not_indexed_again() {
+    // cache-maxmemory 2mb: the indexes may take 64 KiB, about 650 fences of 64-byte members,
+    // so a set of 100,000 such members (~780 fences) is refused and one of 3,000 fits.
+    let s = TestServer::start_with(&[
+        "--zset-rank-index-min-len",
+        "500",
+        "--cache-maxmemory",
+        "2mb",
+    ]);
+    let mut c = s.client();
+    let long = |i: u64| format!("{}{i:08}", "p".repeat(56));
+    for chunk in 0..100u64 {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("big");
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            cmd.arg(i).arg(long(i));
+        }
+        let _: i64 = cmd.query(&mut c).unwrap();
+    }
+    for i in [50_000u64, 12_345, 99_999, 70_001] {
+        assert_eq!(
+            q::<Option<u64>>(&mut c, &["ZRANK", "big", &long(i)]),
+            Some(i)
+        );
+    }
+    assert_eq!(q::<u64>(&mut c, &["ZCOUNT", "big", "10", "(20000"]), 19_990);
+    assert_eq!(
+        rank_stats(&mut c),
+        (0, 0),
+        "refused: no build, no answer through an index"
+    );
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("small");
+    for i in 0..3000u64 {
+        cmd.arg(i).arg(long(i));
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "small", &long(1500)]),
+        Some(1500)
+    );
+    assert_eq!(rank_stats(&mut c), (1, 1), "the small set's index fits");
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &long(40_000)]),
+        Some(40_000)
+    );
+    assert_eq!(rank_stats(&mut c).0, 1, "the big set is not built");
+    let refusals = info_field(&mut c, "stats", "zset_rank_index_refusals");
+    assert_eq!(
+        refusals,
+        Some(1),
+        "one walk found the index too big; no query tried again"
+    );
+}

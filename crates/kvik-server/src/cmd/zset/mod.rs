@@ -13,9 +13,13 @@
 //! member bytes among equal scores: exactly the order of Redis's skiplist, so ZRANGE and friends
 //! are one seek plus a walk. Scores are stored normalised (-0 as 0, which Redis also prints as 0).
 //!
-//! Costs: score and lex ranges are O(log N + M). Rank-based operations (ZRANGE by index, ZRANK,
-//! ZREVRANK, ZREMRANGEBYRANK) walk the index from the nearer end: O(min(rank, N - rank) + M).
-//! There is no order-statistic tree on disk; a rank is found by counting.
+//! Costs: score and lex ranges are O(log N + M). There is no order-statistic tree on disk; a
+//! rank is found by counting. For a set the hot cache holds (`cache-sets`) of
+//! `zset-rank-index-min-len` members or more, ZRANK, ZREVRANK, ZCOUNT and ZRANGE by index count
+//! through an in-memory rank index (`ranked`, `cache::rank`): the members of the buckets before
+//! the place asked for, then a walk inside one bucket of ~128, O(log N + 128 + M). Otherwise
+//! (and ZREMRANGEBYRANK always) they walk the index from the nearer end:
+//! O(min(rank, N - rank) + M); ZCOUNT walks its range.
 //!
 //! Readers take no lock: [`ZSet`] is one snapshot, so the length and the members agree. Writers
 //! hold the key's stripe lock and go through [`ZWriter`], which keeps the two entries of each
@@ -25,7 +29,8 @@
 //!
 //! Differences from Redis 7.0 (each a consequence of the disk layout, none in a reply shape):
 //!
-//! - Rank operations cost O(min(rank, N - rank)) instead of O(log N) (see above).
+//! - Rank operations of a set without a rank index cost O(min(rank, N - rank)) instead of
+//!   O(log N) (see above); with one, a walk of up to a bucket more than Redis's.
 //! - Lexicographic ranges walk members in byte order; Redis walks its skiplist, which gives the
 //!   same members only when they share one score (the only case Redis defines).
 //! - A stored score is never -0 (Redis keeps -0 in big skiplist-encoded sets and prints "-0").
@@ -471,8 +476,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
         self.view.members(Cf::Score, &self.coll)
     }
 
-    /// The 0-based rank of `member` (at `score`) in ascending order, walking the index from both
-    /// ends at once so the cost is the distance to the nearer end.
+    /// The 0-based rank of `member` (at `score`) in ascending order: counted through the rank
+    /// index if the set has one, else walking the score index from both ends at once, so the
+    /// cost is the distance to the nearer end.
     fn rank(&self, member: &[u8], score: f64) -> Result<Option<u64>, CmdError> {
         let target = index_entry(score, member);
         if let Some(r) = &self.ranked {
@@ -585,7 +591,6 @@ impl<'a, 'k> ZSet<'a, 'k> {
         Ok(out)
     }
 
-    /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
     /// How many members have a score in `r` (ZCOUNT): through the rank index, the members
     /// before the range's end less those before its start; else by walking the range.
     fn count_score(&self, r: &ScoreRange) -> Result<u64, CmdError> {
@@ -615,6 +620,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         self.walk_score(r, false, 0, -1, |_, _| {})
     }
 
+    /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
     fn walk_score(
         &self,
         r: &ScoreRange,

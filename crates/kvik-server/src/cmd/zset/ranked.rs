@@ -52,19 +52,27 @@ impl<'a> Ranked<'a> {
             Some(_) => return Ok(None),
             None => {}
         }
+        if cache.ranks().refused(r.gen) {
+            return Ok(None);
+        }
+        // A build that outgrows the budget stops there, and the set is not tried again (each
+        // query would walk it twice).
+        let budget = cache.rank_budget();
         let mut index = RankIndex::default();
         let mut c = set.index();
         c.first();
         while let Some((entry, _)) = c.entry() {
             index.push(entry);
+            if index.bytes() > budget {
+                cache.ranks().refuse(r.gen);
+                return Ok(None);
+            }
             c.next();
         }
         c.status()?;
         let index = index.finish();
-        let built = index.total() == set.len
-            && cache
-                .ranks()
-                .install(r.gen, index, cache.rank_budget(), || r.whole());
+        let built =
+            index.total() == set.len && cache.ranks().install(r.gen, index, budget, || r.whole());
         Ok(built.then_some(r))
     }
 
