@@ -47,19 +47,6 @@ fn zmscore_all(c: &mut Connection, key: &str) -> BTreeMap<String, i64> {
         .collect()
 }
 
-/// A deterministic generator (the sequence must be reproducible from its seed).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
 /// One writer's keys (set `s`, sorted set `z`, and `o`, the other end of SMOVE) and their
 /// expected contents.
 struct Model {
@@ -139,7 +126,7 @@ impl Model {
 /// the keys checked whole every few steps.
 fn run_writer(c: &mut Connection, k: usize, seed: u64, steps: usize) {
     let mut m = Model::new(k);
-    let mut rng = Rng(seed);
+    let mut rng = Lcg(seed);
     for step in 0..steps {
         let a = format!("m{}", rng.below(MEMBERS));
         let b = format!("m{}", rng.below(MEMBERS));
@@ -450,7 +437,7 @@ fn concurrent_member_reads(server_args: &[&str]) {
     let s = TestServer::start_with(server_args);
     let key = |k: usize| format!("{}{k}", if k.is_multiple_of(2) { "cs" } else { "cz" });
     let write = move |k: usize, n: u64, state: &mut BTreeMap<String, i64>| -> Vec<String> {
-        let mut rng = Rng(n.wrapping_mul(31) + k as u64);
+        let mut rng = Lcg(n.wrapping_mul(31) + k as u64);
         let m = format!("m{}", rng.below(MEMBERS));
         let (key, set) = (key(k), k.is_multiple_of(2));
         match rng.below(3) {

@@ -140,3 +140,18 @@ pub fn io_thread_of(con: &mut Connection) -> String {
         .expect("CLIENT INFO shows io-thread=")
         .to_string()
 }
+
+/// A deterministic generator (a linear congruential one): a failing sequence replays from its
+/// seed.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}

@@ -16,19 +16,6 @@ use redis::Connection;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// A deterministic generator (a failure must be reproducible from its seed).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
-
 fn member(n: u64) -> String {
     format!("m{n:05}")
 }
@@ -48,7 +35,7 @@ fn rank_stats(c: &mut Connection) -> (u64, u64) {
 }
 
 /// ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of `key` against the model.
-fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, rng: &mut Rng) {
+fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, rng: &mut Lcg) {
     let order = ordered(model);
     let len = order.len() as u64;
     assert_eq!(q::<u64>(c, &["ZCARD", key]), len);
@@ -100,7 +87,7 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
 fn ranks_counts_and_rank_ranges_stay_exact_through_writes() {
     let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
     let mut c = s.client();
-    let mut rng = Rng(11);
+    let mut rng = Lcg(11);
     let mut model: BTreeMap<String, i64> = BTreeMap::new();
     // 3,000 members, scores with many ties (members then order them).
     for chunk in 0..30 {
@@ -268,7 +255,7 @@ fn readers_never_mix_the_index_of_one_state_with_the_members_of_another() {
         .map(|k| {
             let mut r = s.client();
             std::thread::spawn(move || {
-                let mut rng = Rng(k + 5);
+                let mut rng = Lcg(k + 5);
                 let mut checks = 0u64;
                 while Instant::now() < until {
                     let i = 600 + rng.below(1400);

@@ -10,7 +10,7 @@
 //! from the middle cost before); writes keep it current.
 
 use super::ZSet;
-use crate::cache::rank::RankIndex;
+use crate::cache::rank::{Located, RankIndex};
 use crate::cache::{Cache, FillToken};
 use crate::cmd::ctx::CmdError;
 use crate::storage::MemberCursor;
@@ -96,14 +96,9 @@ impl<'a> Ranked<'a> {
         let Some(bound) = bound else {
             return Ok(Some(set.len));
         };
-        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
-            let at = index.locate(bound);
-            (at.fence.to_vec(), at.before)
-        }) else {
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate(bound)) else {
             return Ok(None);
         };
-        let mut c = set.index();
-        c.seek(&fence);
         let mut n = 0u64;
         while let Some((entry, _)) = c.entry() {
             if entry >= bound {
@@ -123,18 +118,29 @@ impl<'a> Ranked<'a> {
         set: &ZSet<'v, '_>,
         rank: u64,
     ) -> Result<Option<MemberCursor<'v>>, CmdError> {
-        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
-            let at = index.locate_rank(rank);
-            (at.fence.to_vec(), at.before)
-        }) else {
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate_rank(rank)) else {
             return Ok(None);
         };
-        let mut c = set.index();
-        c.seek(&fence);
         for _ in before..rank {
             c.next();
         }
         c.status()?;
         Ok(Some(c))
+    }
+
+    /// A cursor of `set`'s score index at the fence of the bucket `locate` picks, and the
+    /// entries before that bucket; `None` if the index is gone.
+    fn at_bucket<'v>(
+        &self,
+        set: &ZSet<'v, '_>,
+        locate: impl FnOnce(&RankIndex) -> Located<'_>,
+    ) -> Option<(MemberCursor<'v>, u64)> {
+        let (fence, before) = self.cache.ranks().with(self.gen, |index| {
+            let at = locate(index);
+            (at.fence.to_vec(), at.before)
+        })?;
+        let mut c = set.index();
+        c.seek(&fence);
+        Some((c, before))
     }
 }
