@@ -1310,7 +1310,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "zset-rank-index-min-len",
         default: "2048",
         mutable: true,
-        help: "ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a sorted set of this many members or more, which the hot cache holds (cache-sets), count through a rank index (each bucket of about 256 members counted, in memory) instead of stepping over every member before the one asked for; built by the first such query, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
+        help: "ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a sorted set of this many members or more, which the hot cache holds (cache-sets), count through a rank index (each bucket of about 128 members counted, in memory) instead of stepping over every member before the one asked for; built by the first such query, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
         get: |c| c.zset_rank_index_min_len.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
     },
