@@ -79,6 +79,12 @@ pub fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(CRLF);
 }
 
+/// The header of a bulk string of `len` bytes, for a writer that appends the bytes itself
+/// (and then [`CRLF`]).
+pub fn bulk_header(out: &mut Vec<u8>, len: u64) {
+    header(out, b'$', len);
+}
+
 /// A missing value: RESP2 null bulk `$-1`, RESP3 `_`.
 pub fn null(out: &mut Vec<u8>, p: Proto) {
     out.extend_from_slice(match p {

@@ -44,6 +44,29 @@ impl Reply {
     pub fn bulk(&mut self, b: &[u8]) {
         encode::bulk(&mut self.buf, b);
     }
+    /// A bulk string of `len` bytes that `fill` appends to the buffer piece by piece (a value
+    /// copied from storage straight into the reply). On an error nothing is left of it.
+    pub fn bulk_from<E>(
+        &mut self,
+        len: u64,
+        fill: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let at = self.buf.len();
+        self.buf.reserve(len as usize + 16);
+        encode::bulk_header(&mut self.buf, len);
+        let body = self.buf.len();
+        match fill(&mut self.buf) {
+            Ok(()) => {
+                debug_assert_eq!((self.buf.len() - body) as u64, len);
+                self.buf.extend_from_slice(b"\r\n");
+                Ok(())
+            }
+            Err(e) => {
+                self.buf.truncate(at);
+                Err(e)
+            }
+        }
+    }
     /// A bulk string, or the null bulk string for `None`.
     pub fn bulk_or_null(&mut self, b: Option<&[u8]>) {
         match b {

@@ -189,6 +189,9 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
         Ctx::read_string(self, key)
     }
+    fn reply_string(&mut self, key: &[u8]) -> Result<(), CmdError> {
+        Ctx::reply_string(self, key)
+    }
     fn read_bits(
         &self,
         key: &[u8],

@@ -494,21 +494,57 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A string key's value for reading; WRONGTYPE if the key holds another type. A cache hit
-    /// shares the cached bytes (no copy, no allocation).
-    pub fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
+    /// A string key's value for reading, a segmented one still in storage; WRONGTYPE if the key
+    /// holds another type. A cache hit shares the cached bytes (no copy, no allocation).
+    fn lookup_string(&self, key: &[u8]) -> Result<Option<StringRead>, CmdError> {
         let value = match self.read_through(key)? {
             Lookup::Absent => None,
-            Lookup::Cached(hit) => Some(string_of_hit(hit)),
-            Lookup::Stored(m) if m.kind == Kind::String => Some(Ok(Bytes::from(m.value))),
-            Lookup::Stored(m) if m.kind == Kind::Bitmap => {
-                Some(self.bitmap_string(key, &m).map(Bytes::from))
+            Lookup::Cached(hit) => Some(string_of_hit(hit).map(StringRead::Bytes)),
+            Lookup::Stored(m) if m.kind == Kind::String => {
+                Some(Ok(StringRead::Bytes(Bytes::from(m.value))))
             }
+            Lookup::Stored(m) if m.kind == Kind::Bitmap => Some(Ok(StringRead::Segmented(m))),
             Lookup::Stored(_) => Some(Err(CmdError::wrong_type())),
         };
         self.count_lookup(value.is_some());
         value.transpose()
     }
+
+    /// A string key's value for reading (a segmented one read whole); WRONGTYPE if the key
+    /// holds another type.
+    pub fn read_string(&self, key: &[u8]) -> Result<Option<Bytes>, CmdError> {
+        Ok(match self.lookup_string(key)? {
+            None => None,
+            Some(StringRead::Bytes(b)) => Some(b),
+            Some(StringRead::Segmented(m)) => Some(self.bitmap_string(key, &m)?.into()),
+        })
+    }
+
+    /// GET's reply: a string key's value, null if missing. A segmented string is copied from
+    /// its segments straight into the reply, not gathered into a string first.
+    pub fn reply_string(&mut self, key: &[u8]) -> CmdResult {
+        match self.lookup_string(key)? {
+            None => self.out.null(),
+            Some(StringRead::Bytes(b)) => self.out.bulk(&b),
+            Some(StringRead::Segmented(m)) => {
+                if self.mode.no_wait() {
+                    return Err(CmdError::WOULD_BLOCK); // its segments are read from disk
+                }
+                let (view, db) = (self.storage().latest(), self.db());
+                self.out.bulk_from(m.len, |buf| {
+                    super::bitmap::segments::read_whole(&view, db, key, &m, buf)
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A string as [`Ctx::lookup_string`] finds it.
+enum StringRead {
+    Bytes(Bytes),
+    /// A segmented bitmap, by its meta record.
+    Segmented(Meta),
 }
 
 impl Ctx<'_> {

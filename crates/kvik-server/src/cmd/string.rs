@@ -5,8 +5,11 @@
 //! done by one shared helper per shape:
 //!
 //! - [`set_generic`]: SET, SETNX, SETEX, PSETEX, GETSET (replace the value, maybe the expiry);
-//! - [`modify_string`]: APPEND, SETRANGE, INCR/DECR/INCRBY/DECRBY ([`incr_by`]), INCRBYFLOAT
-//!   (read the value, compute a new one, keep the expiry);
+//! - [`modify_string`]: INCR/DECR/INCRBY/DECRBY ([`incr_by`]), INCRBYFLOAT (read the value,
+//!   compute a new one, keep the expiry);
+//! - `bitmap::segments::write_bits`: APPEND and SETRANGE, as the bit commands (a write into part
+//!   of the value: a string they grow past 64 KiB is kept in segments and only those touched
+//!   are written);
 //! - [`mset_generic`]: MSET, MSETNX (many keys, one lock set, one batch);
 //! - [`getrange`]: GETRANGE and SUBSTR.
 //!
@@ -18,7 +21,7 @@
 //! proportion to its inputs (LCS) checks `proto-max-bulk-len` first and refuses with Redis's
 //! error instead of allocating.
 
-use super::bitmap::segments::BitValue;
+use super::bitmap::segments::{write_bits, BitValue, BYTE_WRITE};
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
@@ -747,21 +750,26 @@ pub fn modify_string<R>(
     Ok(result)
 }
 
-/// APPEND key value: the new length.
+/// APPEND key value: the new length. A missing key is created, even with an empty value.
 fn append(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let suffix = &args[2];
     let max = max_string_len(ctx);
-    let len = modify_string(ctx, &args[1], "append", |old| {
-        let Some(mut value) = old else {
-            return Ok((Some(suffix.to_vec()), suffix.len()));
-        };
-        if (value.len() + suffix.len()) as u64 > max {
+    let _guard = ctx.lock_keys(&[&args[1]])?;
+    let spans = |len: u64| {
+        let end = len + suffix.len() as u64;
+        let span = len..end;
+        if end > max {
             return Err(ERR_TOO_BIG);
         }
-        value.extend_from_slice(suffix);
-        let len = value.len();
-        Ok((Some(value), len))
+        Ok([span])
+    };
+    let (len, _) = write_bits(ctx, &args[1], BYTE_WRITE, spans, |v, _| {
+        let at = v.byte_len();
+        v.grow_to(at + suffix.len() as u64);
+        v.write_at(at, suffix);
+        v.byte_len()
     })?;
+    ctx.notify(Class::String, "append", &args[1]);
     ctx.out.int(len as i64);
     Ok(())
 }
@@ -773,26 +781,36 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if offset < 0 {
         return Err(ERR_OFFSET);
     }
-    let patch = &args[3];
-    let max = max_string_len(ctx);
-    let len = modify_string(ctx, &args[1], "setrange", |old| {
-        let old_len = old.as_ref().map_or(0, Vec::len);
-        if patch.is_empty() {
-            return Ok((None, old_len));
-        }
-        let end = (offset as u64).saturating_add(patch.len() as u64);
+    let (offset, patch) = (offset as u64, &args[3]);
+    let _guard = ctx.lock_keys(&[&args[1]])?;
+    if patch.is_empty() {
+        let len = match check_string(ctx.lookup_write(&args[1])?)? {
+            None => 0,
+            Some(m) if m.kind == Kind::Bitmap => m.len,
+            Some(m) => m.value.len() as u64,
+        };
+        ctx.out.int(len as i64);
+        return Ok(());
+    }
+    let (end, max) = (
+        offset.saturating_add(patch.len() as u64),
+        max_string_len(ctx),
+    );
+    // Checked once the key is known to be a string: WRONGTYPE comes first, as in Redis.
+    let span = offset..end;
+    let spans = |_| {
         if end > max {
-            return Err(ERR_TOO_BIG);
+            Err(ERR_TOO_BIG)
+        } else {
+            Ok([span])
         }
-        let (start, end) = (offset as usize, end as usize);
-        let mut value = old.unwrap_or_default();
-        if value.len() < end {
-            value.resize(end, 0);
-        }
-        value[start..end].copy_from_slice(patch);
-        let len = value.len();
-        Ok((Some(value), len))
+    };
+    let (len, _) = write_bits(ctx, &args[1], BYTE_WRITE, spans, |v, _| {
+        v.grow_to(end);
+        v.write_at(offset, patch);
+        v.byte_len()
     })?;
+    ctx.notify(Class::String, "setrange", &args[1]);
     ctx.out.int(len as i64);
     Ok(())
 }

@@ -344,11 +344,6 @@ fn scripted_replies_match_redis_byte_for_byte() {
     }
 }
 
-/// The bytes of a string key.
-fn get_bytes(con: &mut redis::Connection, key: &str) -> Vec<u8> {
-    redis::cmd("GET").arg(key).query(con).unwrap()
-}
-
 #[test]
 fn hll_values_are_redis_strings_both_ways() {
     let redis = RedisServer::start(&[]);

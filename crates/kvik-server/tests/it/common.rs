@@ -119,6 +119,11 @@ pub fn stat(con: &mut Connection, field: &str) -> u64 {
     info_field(con, "stats", field).unwrap_or_else(|| panic!("INFO stats has no {field}"))
 }
 
+/// The bytes of a string key.
+pub fn get_bytes(con: &mut Connection, key: &str) -> Vec<u8> {
+    redis::cmd("GET").arg(key).query(con).unwrap()
+}
+
 /// The numeric value of `field` in an INFO section, if INFO has it.
 /// Commands run to completion on an I/O thread so far (INFO stats `rtc_commands`).
 pub fn rtc_commands(con: &mut Connection) -> u64 {

@@ -809,3 +809,124 @@ fn resp2_and_resp3_reply_bytes() {
         b"-ERR decrement would overflow\r\n",
     );
 }
+
+/// Bytes the meta column family holds in memtables and SST files (INFO rocksdb `cf_meta`):
+/// where an inline string's every write lands whole.
+fn meta_cf_bytes(c: &mut Connection) -> u64 {
+    let line = info(c, "rocksdb")
+        .values()
+        .find_map(|fields| fields.get("cf_meta").cloned())
+        .expect("INFO rocksdb has cf_meta");
+    line.split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .filter(|(k, _)| *k == "memtable_bytes" || *k == "sst_bytes")
+        .map(|(_, v)| v.parse::<u64>().unwrap())
+        .sum()
+}
+
+fn append_bytes(c: &mut Connection, key: &str, piece: &[u8]) -> i64 {
+    redis::cmd("APPEND").arg(key).arg(piece).query(c).unwrap()
+}
+
+fn setrange_bytes(c: &mut Connection, key: &str, offset: usize, piece: &[u8]) -> i64 {
+    redis::cmd("SETRANGE")
+        .arg(key)
+        .arg(offset)
+        .arg(piece)
+        .query(c)
+        .unwrap()
+}
+
+/// APPEND and SETRANGE on a string they grow past 64 KiB write the segments they touch, not the
+/// string (APPEND to an 8 MB string copied all of it): the bytes follow a model through random
+/// edits across the inline limit, with gaps; the cost shows in what the meta column family
+/// takes in (an inline string's edit writes it whole there), not in a timing; expiry, WATCH,
+/// WRONGTYPE and a far SETRANGE on a missing key behave as Redis's.
+#[test]
+fn edits_of_long_strings_write_only_what_they_touch() {
+    let srv = TestServer::start();
+    let mut c = srv.client();
+    let mut other = srv.client();
+    let mut rng = Lcg(3);
+    let mut model: Vec<u8> = Vec::new();
+    for step in 0..300 {
+        let piece: Vec<u8> = (0..1 + rng.below(2000))
+            .map(|i| b'a' + (i % 26) as u8)
+            .collect();
+        let len = if rng.below(3) == 0 {
+            let at = rng.below(model.len() as u64 + 10_000) as usize;
+            if model.len() < at + piece.len() {
+                model.resize(at + piece.len(), 0);
+            }
+            model[at..at + piece.len()].copy_from_slice(&piece);
+            setrange_bytes(&mut c, "s", at, &piece)
+        } else {
+            model.extend_from_slice(&piece);
+            append_bytes(&mut c, "s", &piece)
+        };
+        assert_eq!(len as usize, model.len(), "step {step}");
+        if step % 30 == 29 {
+            assert_eq!(get_bytes(&mut c, "s"), model, "step {step}");
+            let from = rng.below(model.len() as u64) as usize;
+            let to = (from + 5000).min(model.len() - 1);
+            let range: Vec<u8> = redis::cmd("GETRANGE")
+                .arg("s")
+                .arg(from)
+                .arg(to)
+                .query(&mut c)
+                .unwrap();
+            assert_eq!(range, &model[from..=to], "step {step}");
+        }
+    }
+    assert!(model.len() > 200_000, "the string outgrew the inline limit");
+
+    // 100 small appends to a ~300 KB string: inline, each would write it whole (~30 MB).
+    let before = meta_cf_bytes(&mut c);
+    for _ in 0..100 {
+        model.extend_from_slice(b"0123456789");
+        assert_eq!(
+            append_bytes(&mut c, "s", b"0123456789") as usize,
+            model.len()
+        );
+    }
+    let grew = meta_cf_bytes(&mut c).saturating_sub(before);
+    assert!(grew < 1 << 20, "the meta column family took {grew} bytes");
+    assert_eq!(get_bytes(&mut c, "s"), model);
+
+    // The expiry stays; a SETRANGE that writes the bytes already there still modifies the key.
+    q::<i64>(&mut c, &["EXPIRE", "s", "1000"]);
+    model.extend_from_slice(b"x");
+    assert_eq!(append_bytes(&mut c, "s", b"x") as usize, model.len());
+    assert!(q::<i64>(&mut c, &["TTL", "s"]) > 0, "APPEND keeps the TTL");
+    q::<()>(&mut c, &["WATCH", "s"]);
+    assert_eq!(
+        setrange_bytes(&mut other, "s", 0, &model[..1]) as usize,
+        model.len()
+    );
+    q::<()>(&mut c, &["MULTI"]);
+    q::<()>(&mut c, &["PING"]);
+    assert_eq!(qv(&mut c, &["EXEC"]), Value::Nil, "WATCH saw the SETRANGE");
+
+    // A far SETRANGE on a missing key stores the segment it writes, not the gap before it.
+    assert_eq!(setrange_bytes(&mut c, "far", 50_000_000, b"x"), 50_000_001);
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("far").query(&mut c).unwrap();
+    assert!(dump.len() < 3 * 4096, "DUMP is {} bytes", dump.len());
+    let tail: Vec<u8> = redis::cmd("GETRANGE")
+        .arg("far")
+        .arg(49_999_999)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(tail, b"\0x");
+
+    // WRONGTYPE comes before the size check, as in Redis.
+    q::<i64>(&mut c, &["LPUSH", "l", "a"]);
+    assert_eq!(
+        err(&mut c, &["SETRANGE", "l", "629145600", "x"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(
+        err(&mut c, &["APPEND", "l", "x"]),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+}

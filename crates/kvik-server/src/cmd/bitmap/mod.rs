@@ -20,7 +20,7 @@ use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, Handler, KeySpec};
 use crate::storage::Batch;
 use kvik_types::bits::{self, count, field, op, BitRead};
-use segments::write_bits;
+use segments::{write_bits, BIT_WRITE};
 use std::ops::Range;
 
 pub mod segments;
@@ -124,7 +124,8 @@ fn setbit(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let _guard = ctx.lock_keys(&[&args[1]])?;
     let byte = offset >> 3;
     let span = byte..byte + 1;
-    let (old, wrote) = write_bits(ctx, &args[1], std::slice::from_ref(&span), |v, _| {
+    let spans = |_| Ok([span]);
+    let (old, wrote) = write_bits(ctx, &args[1], BIT_WRITE, spans, |v, _| {
         bits::setbit(v, offset, on)
     })?;
     if wrote {
@@ -240,7 +241,8 @@ fn bitfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         return bitfield_read(ctx, args, &ops);
     }
     let _guard = ctx.lock_keys(&[&args[1]])?;
-    let (applied, _) = write_bits(ctx, &args[1], &field_spans(&ops), |v, created| {
+    let spans = |_| Ok(field_spans(&ops));
+    let (applied, _) = write_bits(ctx, &args[1], BIT_WRITE, spans, |v, created| {
         field::apply(v, created, &ops)
     })?;
     if applied.changes > 0 {

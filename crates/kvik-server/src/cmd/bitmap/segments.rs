@@ -8,7 +8,9 @@
 //! and writes back only the segments the command changed.
 
 use crate::cmd::ctx::{CmdError, Ctx};
-use crate::storage::encoding::{Kind, Meta, BITMAP_INLINE_MAX, BITMAP_SEGMENT_LEN};
+use crate::storage::encoding::{
+    Kind, Meta, BITMAP_INLINE_MAX, BITMAP_SEGMENT_LEN, STRING_EDIT_INLINE_MAX,
+};
 use crate::storage::{Batch, Cf, Coll, View};
 use bytes::Bytes;
 use kvik_types::bits::store::Segmented;
@@ -88,77 +90,70 @@ impl BitRead for Stored<'_> {
     }
 
     fn visit(&self, start: u64, end: u64, f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>) {
-        let mut pos = start;
-        let flow = match segments_of(&(start..end)) {
-            Some((first, last)) if last - first < WHOLE_POINT_READS_MAX => {
-                self.visit_points(first, last, &mut pos, end, f)
-            }
-            Some(_) => self.visit_iter(&mut pos, end, f),
-            None => ControlFlow::Continue(()),
-        };
-        if flow.is_continue() && pos < end {
-            let _ = f(Chunk::Zeros(end - pos));
+        let coll = Coll::new(self.db, &self.key, &self.meta);
+        if let Err(e) = visit_stored(&self.view, &coll, start, end, f) {
+            *self.error.borrow_mut() = Some(e);
         }
     }
 }
 
-impl Stored<'_> {
-    /// Segments `first..=last` with one multi-get.
-    fn visit_points(
-        &self,
-        first: u64,
-        last: u64,
-        pos: &mut u64,
-        end: u64,
-        f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let coll = Coll::new(self.db, &self.key, &self.meta);
-        let indexes: Vec<[u8; 8]> = (first..=last).map(u64::to_be_bytes).collect();
-        let values = match self.view.get_members(&coll, &indexes) {
-            Ok(v) => v,
-            Err(e) => {
-                *self.error.borrow_mut() = Some(e.into());
-                return ControlFlow::Break(());
+/// Hands `f` bytes `start..end` of the segmented value `coll` as stored in `view`: the stored
+/// segments' bytes without copying, the gaps as zero runs. Up to [`WHOLE_POINT_READS_MAX`]
+/// segments are read with one multi-get, more with one iterator (a wide range: most may be
+/// absent).
+fn visit_stored(
+    view: &View<'_>,
+    coll: &Coll<'_>,
+    start: u64,
+    end: u64,
+    f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
+) -> Result<(), CmdError> {
+    let mut pos = start;
+    let flow = match segments_of(&(start..end)) {
+        Some((first, last)) if last - first < WHOLE_POINT_READS_MAX => {
+            let indexes: Vec<[u8; 8]> = (first..=last).map(u64::to_be_bytes).collect();
+            let values = view.get_members(coll, &indexes)?;
+            let mut flow = ControlFlow::Continue(());
+            for (index, bytes) in (first..=last).zip(values) {
+                if let Some(bytes) = bytes {
+                    flow = emit_segment(f, &mut pos, end, index * SEG, &bytes);
+                    if flow.is_break() {
+                        break;
+                    }
+                }
             }
-        };
-        for (index, bytes) in (first..=last).zip(values) {
-            if let Some(bytes) = bytes {
-                emit_segment(f, pos, end, index * SEG, &bytes)?;
-            }
+            flow
         }
-        ControlFlow::Continue(())
+        Some((first, _)) => {
+            let mut c = view.members(Cf::Data, coll);
+            c.seek(&first.to_be_bytes());
+            let mut flow = ControlFlow::Continue(());
+            while pos < end {
+                let Some((member, bytes)) = c.entry() else {
+                    break;
+                };
+                let Ok(index) = <[u8; 8]>::try_from(member) else {
+                    break;
+                };
+                let seg_start = u64::from_be_bytes(index) * SEG;
+                if seg_start >= end {
+                    break;
+                }
+                flow = emit_segment(f, &mut pos, end, seg_start, bytes);
+                if flow.is_break() {
+                    break;
+                }
+                c.next();
+            }
+            c.status()?;
+            flow
+        }
+        None => ControlFlow::Continue(()),
+    };
+    if flow.is_continue() && pos < end {
+        let _ = f(Chunk::Zeros(end - pos));
     }
-
-    /// The stored segments from `pos` on with one iterator (a wide range: most may be absent).
-    fn visit_iter(
-        &self,
-        pos: &mut u64,
-        end: u64,
-        f: &mut dyn FnMut(Chunk<'_>) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let coll = Coll::new(self.db, &self.key, &self.meta);
-        let mut c = self.view.members(Cf::Data, &coll);
-        c.seek(&(*pos / SEG).to_be_bytes());
-        while *pos < end {
-            let Some((member, bytes)) = c.entry() else {
-                break;
-            };
-            let Ok(index) = <[u8; 8]>::try_from(member) else {
-                break;
-            };
-            let seg_start = u64::from_be_bytes(index) * SEG;
-            if seg_start >= end {
-                break;
-            }
-            emit_segment(f, pos, end, seg_start, bytes)?;
-            c.next();
-        }
-        if let Err(e) = c.status() {
-            *self.error.borrow_mut() = Some(e.into());
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    }
+    Ok(())
 }
 
 /// Hands `f` the stored segment at `seg_start` (its `bytes`, possibly shorter than a segment)
@@ -273,9 +268,30 @@ pub fn load(
     Ok(store)
 }
 
-/// The whole value of a segmented bitmap as one string (GET and the other string commands).
+/// Appends the whole value of a segmented bitmap to `out` (GET and the other string
+/// commands), copied once from the stored segments.
+pub fn read_whole(
+    view: &View<'_>,
+    db: u16,
+    key: &[u8],
+    meta: &Meta,
+    out: &mut Vec<u8>,
+) -> Result<(), CmdError> {
+    let coll = Coll::new(db, key, meta);
+    visit_stored(view, &coll, 0, meta.len, &mut |chunk| {
+        match chunk {
+            Chunk::Bytes(b) => out.extend_from_slice(b),
+            Chunk::Zeros(n) => out.resize(out.len() + n as usize, 0),
+        }
+        ControlFlow::Continue(())
+    })
+}
+
+/// The whole value of a segmented bitmap as one string.
 pub fn materialize(view: &View<'_>, db: u16, key: &[u8], meta: &Meta) -> Result<Vec<u8>, CmdError> {
-    Ok(load(view, db, key, meta, None)?.to_vec())
+    let mut out = Vec::with_capacity(meta.len as usize);
+    read_whole(view, db, key, meta, &mut out)?;
+    Ok(out)
 }
 
 /// A key's value for a bit read: `None` if absent, WRONGTYPE unless a string. A segmented
@@ -317,23 +333,58 @@ fn is_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b == 0)
 }
 
-/// A bit write on `key` (the caller holds its lock): `f` gets the value as a byte store (an
-/// empty one for a missing key, then `created` is true) with the segments covering `spans`
-/// loaded, and returns the command's result. The value stays an inline string while it is at
-/// most `BITMAP_INLINE_MAX` bytes and becomes segmented past that. It is written only if it was
-/// created or its bytes changed (Redis 7.0's SETBIT and BITFIELD touch the key only then), and
-/// then only its changed segments, with the meta record (its expiry kept). Returns `f`'s result
-/// and whether the key was written. WRONGTYPE unless the key is a string.
-pub fn write_bits<R>(
+/// How a partial write of a string treats the key: when it stores it, and how long the value
+/// may grow and stay inline.
+#[derive(Clone, Copy)]
+pub struct WriteRule {
+    /// Store the key even when its bytes come out unchanged.
+    pub always_store: bool,
+    /// The longest value left inline; a write that makes it longer segments it.
+    pub inline_max: u64,
+}
+
+/// SETBIT and BITFIELD: stored only if created or changed, as Redis 7.0 does.
+pub const BIT_WRITE: WriteRule = WriteRule {
+    always_store: false,
+    inline_max: BITMAP_INLINE_MAX,
+};
+
+/// APPEND and SETRANGE: always stored (Redis's modify the key whatever they write), inline up
+/// to [`STRING_EDIT_INLINE_MAX`].
+pub const BYTE_WRITE: WriteRule = WriteRule {
+    always_store: true,
+    inline_max: STRING_EDIT_INLINE_MAX,
+};
+
+/// A partial write of a string (the bit commands, APPEND, SETRANGE) on `key`, whose lock the
+/// caller holds: `spans` gets the value's current length (0 if missing) and names the byte
+/// ranges the write touches, or refuses it; `f` gets the value as a byte store (an empty one for
+/// a missing key, then `created` is true) with the segments covering those ranges loaded, and
+/// returns the command's result. The value stays an inline string while it is at most
+/// `rule.inline_max` bytes and becomes segmented past that, so a write into a long string
+/// costs the segments it touches, not the string's length (APPEND to an 8 MB string rewrote
+/// all of it). It is stored as `rule` says, and then only its changed segments, with the meta
+/// record (its expiry kept). Returns `f`'s result and whether the key was written. WRONGTYPE
+/// unless the key is a string, checked before `spans` is asked.
+pub fn write_bits<R, S: AsRef<[Range<u64>]>>(
     ctx: &Ctx<'_>,
     key: &[u8],
-    spans: &[Range<u64>],
+    rule: WriteRule,
+    spans: impl FnOnce(u64) -> Result<S, CmdError>,
     f: impl FnOnce(&mut dyn BitWrite, bool) -> R,
 ) -> Result<(R, bool), CmdError> {
     let storage = ctx.storage();
     let db = ctx.db();
     let current = ctx.lookup_write(key)?;
     let created = current.is_none();
+    let len = match &current {
+        None => 0,
+        Some(m) if m.kind == Kind::Bitmap => m.len,
+        Some(m) if m.kind == Kind::String => m.value.len() as u64,
+        Some(_) => return Err(CmdError::wrong_type()),
+    };
+    let spans = spans(len)?;
+    let spans = spans.as_ref();
     let needed = spans.iter().map(|s| s.end).max().unwrap_or(0);
     let (mut meta, mut value, loaded) = match current {
         Some(m) if m.kind == Kind::Bitmap => {
@@ -341,16 +392,15 @@ pub fn write_bits<R>(
             let loaded = value.segments.clone();
             (m, value, loaded)
         }
-        Some(m) if m.kind != Kind::String => return Err(CmdError::wrong_type()),
         current => {
             let (bytes, expire_at_ms) =
                 current.map_or((Vec::new(), 0), |m| (m.value, m.expire_at_ms));
-            if (bytes.len() as u64).max(needed) <= BITMAP_INLINE_MAX {
+            if len.max(needed) <= rule.inline_max {
                 // Only a conditional store needs the bytes before, to compare.
-                let before = (!created).then(|| bytes.clone());
+                let before = (!created && !rule.always_store).then(|| bytes.clone());
                 let mut bytes = bytes;
                 let result = f(&mut bytes, created);
-                let write = created || before.as_ref() != Some(&bytes);
+                let write = created || rule.always_store || before.as_ref() != Some(&bytes);
                 if write {
                     let mut batch = Batch::default();
                     batch.put_meta(storage, db, key, &Meta::string(bytes, expire_at_ms));
@@ -391,7 +441,7 @@ pub fn write_bits<R>(
         }
     }
     changed |= value.len != meta.len;
-    let write = created || changed;
+    let write = created || changed || rule.always_store;
     if write {
         meta.len = value.len;
         batch.put_meta(storage, db, key, &meta);
