@@ -258,6 +258,15 @@ impl HeldColl {
             .push((member.to_vec(), value.map(<[u8]>::to_vec)));
     }
 
+    /// The generation the cache holds the collection under, if it holds it as its meta (what
+    /// a sorted set's rank index is keyed by).
+    pub(crate) fn big_gen(&self) -> Option<u64> {
+        match self.cached {
+            Held::Big(gen) => Some(gen),
+            _ => None,
+        }
+    }
+
     /// Notes a staged edit of a sorted set's score index: the entry removed, the entry added.
     pub(crate) fn note_index(&mut self, removed: Option<Vec<u8>>, added: Option<Vec<u8>>) {
         self.index.push((removed, added));

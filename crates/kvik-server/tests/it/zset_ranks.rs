@@ -1,8 +1,10 @@
 //! Rank indexes of big sorted sets (`zset-rank-index-min-len`, `cache::rank`): ZRANK,
-//! ZREVRANK, ZCOUNT and ZRANGE by rank of a set the hot cache holds count the members before
-//! a place through the index and walk only inside one bucket. A count that drifted from the
-//! set shows as a wrong rank, so every query is checked against a model through the writes
-//! that keep the index (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX, ZREMRANGEBYSCORE, in MULTI/EXEC
+//! ZREVRANK, ZCOUNT, ZRANGE by rank, score ranges with far LIMIT offsets and ZREMRANGEBYRANK
+//! of a set the hot cache holds (and ZLEXCOUNT and lex ranges of a set of one score) count
+//! the members before a place through the index and walk only inside one bucket. A count that
+//! drifted from the set shows as a wrong rank, so every query is checked against a model
+//! through the writes that keep the index (ZADD, ZINCRBY, ZREM, ZPOPMIN, ZPOPMAX,
+//! ZREMRANGEBYSCORE, ZREMRANGEBYRANK, in MULTI/EXEC
 //! and scripts too) and those that drop the set's cache entry and the index with it (EXPIRE,
 //! RENAME, ZUNIONSTORE onto it); INFO must show the answers came through an index that the
 //! writes kept (few builds). A second test has readers on the workers check, while a writer
@@ -81,6 +83,48 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
     let (rs, re) = (len - 1 - stop, len - 1 - start);
     let got: Vec<String> = q(c, &["ZRANGE", key, &rs.to_string(), &re.to_string(), "REV"]);
     assert_eq!(got, rev_want, "ZRANGE {rs} {re} REV");
+    // Score ranges with far offsets (past two buckets: skipped through the index), both ways.
+    let (a, b) = (rng.below(1100) as i64 - 50, rng.below(1100) as i64 - 50);
+    let (lo, hi) = (a.min(b), a.max(b));
+    let inside: Vec<String> = order
+        .iter()
+        .filter(|(s, _)| (lo..=hi).contains(s))
+        .map(|(_, m)| m.clone())
+        .collect();
+    let (offset, count) = (rng.below(len), 1 + rng.below(5) as usize);
+    let limit = |v: &[String]| -> Vec<String> {
+        v.iter()
+            .skip(offset as usize)
+            .take(count)
+            .cloned()
+            .collect()
+    };
+    let (los, his, offs, counts) = (
+        lo.to_string(),
+        hi.to_string(),
+        offset.to_string(),
+        count.to_string(),
+    );
+    let got: Vec<String> = q(
+        c,
+        &["ZRANGEBYSCORE", key, &los, &his, "LIMIT", &offs, &counts],
+    );
+    assert_eq!(
+        got,
+        limit(&inside),
+        "ZRANGEBYSCORE {lo} {hi} LIMIT {offset} {count}"
+    );
+    let mut inside_rev = inside;
+    inside_rev.reverse();
+    let got: Vec<String> = q(
+        c,
+        &["ZREVRANGEBYSCORE", key, &his, &los, "LIMIT", &offs, &counts],
+    );
+    assert_eq!(
+        got,
+        limit(&inside_rev),
+        "ZREVRANGEBYSCORE {hi} {lo} LIMIT {offset} {count}"
+    );
 }
 
 #[test]
@@ -135,6 +179,24 @@ fn ranks_counts_and_rank_ranges_stay_exact_through_writes() {
                     }
                     .unwrap();
                     model.remove(&gone.clone());
+                }
+            }
+            7 if rng.below(2) == 0 => {
+                // ZREMRANGEBYRANK finds its first rank through the index.
+                let order = ordered(&model);
+                let start = rng.below(order.len() as u64 - 3);
+                let stop = start + rng.below(3);
+                let _: i64 = q(
+                    &mut c,
+                    &[
+                        "ZREMRANGEBYRANK",
+                        "z",
+                        &start.to_string(),
+                        &stop.to_string(),
+                    ],
+                );
+                for (_, gone) in &order[start as usize..=stop as usize] {
+                    model.remove(gone);
                 }
             }
             7 => {
@@ -201,8 +263,9 @@ fn ranks_counts_and_rank_ranges_stay_exact_through_writes() {
         );
     }
     let (builds, answers) = rank_stats(&mut c);
-    // Each query round answers ZRANK x4, ZREVRANK x4, ZCOUNT x3 and two ZRANGEs (those that
-    // skip far) through the index; most of 300 rounds run on an index kept by the writes.
+    // Each query round answers ZRANK x4, ZREVRANK x4, ZCOUNT x3, two ZRANGEs and two score
+    // ranges (those that skip far) through the index; most of 300 rounds run on an index kept
+    // by the writes.
     assert!(answers > 300 * 8, "answered through an index: {answers}");
     assert!(
         builds <= 1 + drops + 10,
@@ -342,4 +405,139 @@ fn a_set_whose_index_outgrows_the_budget_is_walked_and_not_indexed_again() {
         Some(1),
         "one walk found the index too big; no query tried again"
     );
+}
+
+/// The members of `model` (one score) in lexicographic range [`lo`, `hi`] bounds as ZRANGEBYLEX
+/// takes them (`-`, `+`, `[x`, `(x`).
+fn lex_inside(model: &BTreeMap<String, i64>, lo: &str, hi: &str) -> Vec<String> {
+    let above = |m: &str| match lo.as_bytes()[0] {
+        b'-' => true,
+        b'+' => false,
+        b'[' => m >= &lo[1..],
+        _ => m > &lo[1..],
+    };
+    let below = |m: &str| match hi.as_bytes()[0] {
+        b'+' => true,
+        b'-' => false,
+        b'[' => m <= &hi[1..],
+        _ => m < &hi[1..],
+    };
+    model
+        .keys()
+        .filter(|m| above(m) && below(m))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn lex_counts_and_far_lex_offsets_of_a_one_score_set_stay_exact() {
+    let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
+    let mut c = s.client();
+    let mut rng = Lcg(23);
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("lex");
+    for _ in 0..3000 {
+        let m = member(rng.below(10_000));
+        cmd.arg(0).arg(&m);
+        model.insert(m, 0);
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    let bound = |rng: &mut Lcg| match rng.below(8) {
+        0 => "-".to_string(),
+        1 => "+".to_string(),
+        2..=4 => format!("[{}", member(rng.below(10_000))),
+        _ => format!("({}", member(rng.below(10_000))),
+    };
+    for step in 0..200 {
+        let m = member(rng.below(10_000));
+        match rng.below(4) {
+            0 | 1 => {
+                let _: i64 = q(&mut c, &["ZADD", "lex", "0", &m]);
+                model.insert(m, 0);
+            }
+            2 => {
+                let _: i64 = q(&mut c, &["ZREM", "lex", &m]);
+                model.remove(&m);
+            }
+            _ => {
+                let start = rng.below(model.len() as u64 - 2);
+                let _: i64 = q(
+                    &mut c,
+                    &[
+                        "ZREMRANGEBYRANK",
+                        "lex",
+                        &start.to_string(),
+                        &start.to_string(),
+                    ],
+                );
+                let gone = model.keys().nth(start as usize).unwrap().clone();
+                model.remove(&gone);
+            }
+        }
+        for _ in 0..3 {
+            let (lo, hi) = (bound(&mut rng), bound(&mut rng));
+            let inside = lex_inside(&model, &lo, &hi);
+            let n: u64 = q(&mut c, &["ZLEXCOUNT", "lex", &lo, &hi]);
+            assert_eq!(n, inside.len() as u64, "step {step}: ZLEXCOUNT {lo} {hi}");
+            let (offset, count) = (rng.below(model.len() as u64), 1 + rng.below(4) as usize);
+            let want: Vec<String> = inside
+                .iter()
+                .skip(offset as usize)
+                .take(count)
+                .cloned()
+                .collect();
+            let (offs, counts) = (offset.to_string(), count.to_string());
+            let got: Vec<String> = q(
+                &mut c,
+                &["ZRANGEBYLEX", "lex", &lo, &hi, "LIMIT", &offs, &counts],
+            );
+            assert_eq!(
+                got, want,
+                "step {step}: ZRANGEBYLEX {lo} {hi} LIMIT {offset} {count}"
+            );
+            let want: Vec<String> = inside
+                .iter()
+                .rev()
+                .skip(offset as usize)
+                .take(count)
+                .cloned()
+                .collect();
+            let got: Vec<String> = q(
+                &mut c,
+                &["ZREVRANGEBYLEX", "lex", &hi, &lo, "LIMIT", &offs, &counts],
+            );
+            assert_eq!(
+                got, want,
+                "step {step}: ZREVRANGEBYLEX {hi} {lo} LIMIT {offset} {count}"
+            );
+        }
+    }
+    let (_, answers) = rank_stats(&mut c);
+    assert!(answers > 200 * 3, "answered through the index: {answers}");
+
+    // Members of two scores: lex ranges walk member order as before, never the index's
+    // score order.
+    let _: i64 = q(&mut c, &["ZADD", "lex", "1", &member(10_001)]);
+    let _: i64 = q(&mut c, &["ZADD", "lex", "-1", &member(10_002)]);
+    model.insert(member(10_001), 1);
+    model.insert(member(10_002), -1);
+    let inside = lex_inside(&model, "-", "+");
+    let n: u64 = q(&mut c, &["ZLEXCOUNT", "lex", "-", "(m99999"]);
+    assert_eq!(n, inside.len() as u64);
+    let offset = inside.len() as u64 - 3;
+    let got: Vec<String> = q(
+        &mut c,
+        &[
+            "ZRANGEBYLEX",
+            "lex",
+            "-",
+            "+",
+            "LIMIT",
+            &offset.to_string(),
+            "10",
+        ],
+    );
+    assert_eq!(got, inside[offset as usize..]);
+    assert_eq!(rank_stats(&mut c).1, answers, "no answer through the index");
 }

@@ -192,8 +192,8 @@ pub fn zcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// ZLEXCOUNT key min max
 pub fn zlexcount(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let r = LexRange::parse(&args[2], &args[3])?;
-    let n = match ZSet::read(ctx, &args[1])? {
-        Some(z) => z.walk_lex(&r, false, 0, -1, |_, _| {})?,
+    let n = match ZSet::read_counted(ctx, &args[1])? {
+        Some(z) => z.count_lex(&r)?,
         None => 0,
     };
     ctx.out.int(n as i64);
@@ -353,11 +353,7 @@ fn zrange_generic(
     let query = Query::parse(by, a, b)?;
     match dst {
         None => {
-            let z = match query {
-                Query::Rank(..) => ZSet::read_counted(ctx, key)?,
-                _ => ZSet::read(ctx, key)?,
-            };
-            let items = match z {
+            let items = match ZSet::read_counted(ctx, key)? {
                 Some(z) => query.run(&z, rev, offset, limit)?,
                 None => Vec::new(),
             };
@@ -423,7 +419,11 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, args: &Args, by: RangeBy) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     };
-    let items = query.run(&w.current(), false, 0, -1)?;
+    let set = match query {
+        Query::Rank(..) => w.current_counted(ctx),
+        _ => w.current(),
+    };
+    let items = query.run(&set, false, 0, -1)?;
     for (m, s) in &items {
         w.remove(m, *s);
     }

@@ -63,6 +63,7 @@ use crate::storage::pop_hints::End;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
 use range::{LexBound, LexRange, ScoreRange};
+use ranked::{Counted, Ranked};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -370,6 +371,60 @@ fn index_entry(score: f64, member: &[u8]) -> Vec<u8> {
     e
 }
 
+/// How a range walk reads one entry of the column family it walks: (member, score).
+type Decode = for<'e> fn(&'e [u8], &'e [u8]) -> Option<(&'e [u8], f64)>;
+
+/// An entry of the score index (score + member, no value).
+fn index_item<'e>(entry: &'e [u8], _: &'e [u8]) -> Option<(&'e [u8], f64)> {
+    split_index(entry).map(|(s, m)| (m, s))
+}
+
+/// An entry of the data CF (member, value = score).
+fn data_item<'e>(member: &'e [u8], value: &'e [u8]) -> Option<(&'e [u8], f64)> {
+    Some((member, decode_score(value).unwrap_or(0.0)))
+}
+
+/// The loop of every range walk: from `c`'s entry on (backwards when `rev`), `place` says of
+/// each member whether it has reached the range's start and whether it is past its end; the
+/// first `offset` members inside are skipped, then up to `limit` (negative: all) go to `f`.
+/// Returns how many did.
+fn walk_range(
+    mut c: MemberCursor<'_>,
+    decode: Decode,
+    rev: bool,
+    offset: i64,
+    limit: i64,
+    place: impl Fn(&[u8], f64) -> (bool, bool),
+    mut f: impl FnMut(&[u8], f64),
+) -> Result<u64, CmdError> {
+    let (mut skip, mut taken) = (offset, 0u64);
+    while let Some((k, v)) = c.entry() {
+        let Some((m, s)) = decode(k, v) else { break };
+        let (inside_start, past_end) = place(m, s);
+        if past_end {
+            break;
+        }
+        if inside_start {
+            if skip > 0 {
+                skip -= 1;
+            } else {
+                f(m, s);
+                taken += 1;
+                if limit > 0 && taken >= limit as u64 {
+                    break;
+                }
+            }
+        }
+        if rev {
+            c.prev();
+        } else {
+            c.next();
+        }
+    }
+    c.status()?;
+    Ok(taken)
+}
+
 /// Writes `items` as a sorted-set reply: member (and score) per item; WITHSCORES is a flat
 /// array in RESP2 and an array of [member, score] pairs in RESP3.
 fn reply_items(out: &mut Reply, items: &[Item], withscores: bool) {
@@ -433,9 +488,10 @@ impl<'a, 'k> ZSet<'a, 'k> {
             }))
     }
 
-    /// [`ZSet::read`] for a query that counts members (ZRANK, ZREVRANK, ZCOUNT, ZRANGE by
-    /// rank): a set the hot cache holds as its meta, of `zset-rank-index-min-len` members or
-    /// more, counts them through its rank index (see `ranked`).
+    /// [`ZSet::read`] for a query that may count members (ZRANK, ZREVRANK, ZCOUNT,
+    /// ZLEXCOUNT, the range reads): a set the hot cache holds as its meta, of
+    /// `zset-rank-index-min-len` members or more, counts them through its rank index (see
+    /// `ranked`), built when a query first needs it.
     fn read_counted(ctx: &Ctx<'a>, key: &'k [u8]) -> Result<Option<ZSet<'a, 'k>>, CmdError> {
         let min_len = ctx.server.config.zset_rank_index_min_len.load(Relaxed);
         if min_len == 0 {
@@ -458,7 +514,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         };
         if let (Some(gen), Some(token)) = (gen, token) {
             let cache = ctx.server.storage.cache();
-            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len)?;
+            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len);
         }
         Ok(Some(set))
     }
@@ -598,20 +654,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
             return Ok(0);
         }
         if let Some(ranked) = &self.ranked {
-            let (min, max) = (encode_score(r.min), encode_score(r.max));
-            let start = if r.minex {
-                prefix_successor(&min)
-            } else {
-                Some(min.to_vec())
-            };
-            let end = if r.maxex {
-                Some(max.to_vec())
-            } else {
-                prefix_successor(&max)
-            };
-            let before_start = ranked.count_before(self, start.as_deref())?;
-            let before_end = ranked.count_before(self, end.as_deref())?;
-            if let (Some(a), Some(b)) = (before_start, before_end) {
+            let start = self.before_score(ranked, r, false)?;
+            let end = self.before_score(ranked, r, true)?;
+            if let (Some(a), Some(b)) = (start, end) {
                 if ranked.stands() {
                     return Ok(b.saturating_sub(a));
                 }
@@ -620,7 +665,106 @@ impl<'a, 'k> ZSet<'a, 'k> {
         self.walk_score(r, false, 0, -1, |_, _| {})
     }
 
+    /// The members below score range `r`'s start, or with `upper` those up to its end,
+    /// counted through the rank index.
+    fn before_score(&self, ranked: &Ranked<'_>, r: &ScoreRange, upper: bool) -> Counted {
+        let edge = match (upper, if upper { r.maxex } else { r.minex }) {
+            (false, false) => Some(encode_score(r.min).to_vec()),
+            (false, true) => prefix_successor(&encode_score(r.min)),
+            (true, false) => prefix_successor(&encode_score(r.max)),
+            (true, true) => Some(encode_score(r.max).to_vec()),
+        };
+        ranked.count_before(self, edge.as_deref())
+    }
+
+    /// The members below lexicographic bound `bound` (a range's start), or with `upper` those
+    /// up to it (a range's end), counted through the rank index of a set whose members all
+    /// have the score `score` (encoded), so that score order is member order.
+    fn before_lex(
+        &self,
+        ranked: &Ranked<'_>,
+        score: [u8; 8],
+        bound: &LexBound,
+        upper: bool,
+    ) -> Counted {
+        let (member, past) = match (bound, upper) {
+            (LexBound::Min, _) => return Ok(Some(0)),
+            (LexBound::Max, _) => return Ok(Some(self.len)),
+            (LexBound::Incl(v), false) | (LexBound::Excl(v), true) => (v, false),
+            (LexBound::Incl(v), true) | (LexBound::Excl(v), false) => (v, true),
+        };
+        let mut edge = Vec::with_capacity(9 + member.len());
+        edge.extend_from_slice(&score);
+        edge.extend_from_slice(member);
+        if past {
+            edge.push(0); // the first entry after `member`'s own
+        }
+        ranked.count_before(self, Some(&edge))
+    }
+
+    /// The one score every member has (encoded), if they all have one: lexicographic ranges
+    /// are defined for such sets, and only there does the rank index's order serve them.
+    fn one_score(&self) -> Result<Option<[u8; 8]>, CmdError> {
+        let mut c = self.index();
+        c.first();
+        let low = c.entry().and_then(|(e, _)| e.get(..8)).map(<[u8]>::to_vec);
+        c.last();
+        let high = c.entry().and_then(|(e, _)| e.get(..8)).map(<[u8]>::to_vec);
+        c.status()?;
+        Ok(match (low, high) {
+            (Some(l), Some(h)) if l == h => l.try_into().ok(),
+            _ => None,
+        })
+    }
+
+    /// A range walk that skips `offset` members, started through the rank index at the member
+    /// it must reach: `edge` counts the members before the range's start (ascending) or up to
+    /// its end (`rev`). `None` when the index cannot serve it (none, an offset not worth it,
+    /// a write raced the read): the caller walks. The walk's picks reach `f` only once the
+    /// answer stands.
+    fn walk_indexed(
+        &self,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+        edge: impl FnOnce(&Ranked<'_>) -> Counted,
+        place: impl Fn(&[u8], f64) -> (bool, bool),
+        f: &mut impl FnMut(&[u8], f64),
+    ) -> Result<Option<u64>, CmdError> {
+        let Some(ranked) = &self.ranked else {
+            return Ok(None);
+        };
+        if offset <= 2 * i64::from(crate::cache::rank::BUCKET) {
+            return Ok(None);
+        }
+        let Some(edge) = edge(ranked)? else {
+            return Ok(None);
+        };
+        let target = if rev {
+            edge.checked_sub(1 + offset as u64)
+        } else {
+            Some(edge + offset as u64).filter(|&t| t < self.len)
+        };
+        let mut picked = Vec::new();
+        if let Some(target) = target {
+            let Some(c) = ranked.seek_rank(self, target)? else {
+                return Ok(None);
+            };
+            walk_range(c, index_item, rev, 0, limit, place, |m, s| {
+                picked.push((m.to_vec(), s))
+            })?;
+        }
+        if !ranked.stands() {
+            return Ok(None);
+        }
+        for (m, s) in &picked {
+            f(m, *s);
+        }
+        Ok(Some(picked.len() as u64))
+    }
+
     /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
+    /// A far offset is skipped through the rank index when the set has one.
     fn walk_score(
         &self,
         r: &ScoreRange,
@@ -632,6 +776,18 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if r.is_empty() || offset < 0 || limit == 0 {
             return Ok(0);
         }
+        // (reached the range's start, passed its end), in the walk's direction.
+        let place = |_: &[u8], s: f64| {
+            if rev {
+                (r.lte_max(s), !r.gte_min(s))
+            } else {
+                (r.gte_min(s), !r.lte_max(s))
+            }
+        };
+        let edge = |ranked: &Ranked<'_>| self.before_score(ranked, r, rev);
+        if let Some(n) = self.walk_indexed(rev, offset, limit, edge, place, &mut f)? {
+            return Ok(n);
+        }
         let mut c = self.index();
         if rev {
             match prefix_successor(&encode_score(r.max)) {
@@ -641,36 +797,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         } else {
             c.seek(&encode_score(r.min));
         }
-        let (mut skip, mut taken) = (offset, 0u64);
-        while let Some((e, _)) = c.entry() {
-            let Some((s, m)) = split_index(e) else { break };
-            let (inside_start, past_end) = if rev {
-                (r.lte_max(s), !r.gte_min(s))
-            } else {
-                (r.gte_min(s), !r.lte_max(s))
-            };
-            if past_end {
-                break;
-            }
-            if inside_start {
-                if skip > 0 {
-                    skip -= 1;
-                } else {
-                    f(m, s);
-                    taken += 1;
-                    if limit > 0 && taken >= limit as u64 {
-                        break;
-                    }
-                }
-            }
-            if rev {
-                c.prev();
-            } else {
-                c.next();
-            }
-        }
-        c.status()?;
-        Ok(taken)
+        walk_range(c, index_item, rev, offset, limit, place, f)
     }
 
     /// Members in the lexicographic range `r`, like [`ZSet::by_score`].
@@ -688,7 +815,8 @@ impl<'a, 'k> ZSet<'a, 'k> {
 
     /// Calls `f(member, score)` for each member [`ZSet::by_lex`] selects; returns how many.
     /// Walks the data CF, whose order is member order: Redis's order whenever the members share
-    /// one score (the case lex ranges are defined for).
+    /// one score (the case lex ranges are defined for); in such a set a far offset is skipped
+    /// through the rank index, whose order is then the same.
     fn walk_lex(
         &self,
         r: &LexRange,
@@ -700,8 +828,22 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if r.is_empty() || offset < 0 || limit == 0 {
             return Ok(0);
         }
-        let mut c = self.view.members(Cf::Data, &self.coll);
+        let place = |m: &[u8], _: f64| {
+            if rev {
+                (r.lte_max(m), !r.gte_min(m))
+            } else {
+                (r.gte_min(m), !r.lte_max(m))
+            }
+        };
         let start = if rev { &r.max } else { &r.min };
+        let indexed = self.ranked.is_some() && offset > 2 * i64::from(crate::cache::rank::BUCKET);
+        if let Some(score) = if indexed { self.one_score()? } else { None } {
+            let edge = |ranked: &Ranked<'_>| self.before_lex(ranked, score, start, rev);
+            if let Some(n) = self.walk_indexed(rev, offset, limit, edge, place, &mut f)? {
+                return Ok(n);
+            }
+        }
+        let mut c = self.view.members(Cf::Data, &self.coll);
         match (start, rev) {
             (LexBound::Min, false) => c.first(),
             (LexBound::Max, true) => c.last(),
@@ -709,35 +851,27 @@ impl<'a, 'k> ZSet<'a, 'k> {
             (b, false) => c.seek(b.value().unwrap_or_default()),
             (b, true) => c.seek_back(b.value().unwrap_or_default()),
         }
-        let (mut skip, mut taken) = (offset, 0u64);
-        while let Some((m, v)) = c.entry() {
-            let (inside_start, past_end) = if rev {
-                (r.lte_max(m), !r.gte_min(m))
-            } else {
-                (r.gte_min(m), !r.lte_max(m))
-            };
-            if past_end {
-                break;
-            }
-            if inside_start {
-                if skip > 0 {
-                    skip -= 1;
-                } else {
-                    f(m, decode_score(v).unwrap_or(0.0));
-                    taken += 1;
-                    if limit > 0 && taken >= limit as u64 {
-                        break;
+        walk_range(c, data_item, rev, offset, limit, place, f)
+    }
+
+    /// How many members are in lexicographic range `r` (ZLEXCOUNT): in a set whose members
+    /// share one score, counted through the rank index as ZCOUNT is; else by walking.
+    fn count_lex(&self, r: &LexRange) -> Result<u64, CmdError> {
+        if r.is_empty() {
+            return Ok(0);
+        }
+        if let Some(ranked) = &self.ranked {
+            if let Some(score) = self.one_score()? {
+                let start = self.before_lex(ranked, score, &r.min, false)?;
+                let end = self.before_lex(ranked, score, &r.max, true)?;
+                if let (Some(a), Some(b)) = (start, end) {
+                    if ranked.stands() {
+                        return Ok(b.saturating_sub(a));
                     }
                 }
             }
-            if rev {
-                c.prev();
-            } else {
-                c.next();
-            }
         }
-        c.status()?;
-        Ok(taken)
+        self.walk_lex(r, false, 0, -1, |_, _| {})
     }
 
     /// Every member in ascending score order.
@@ -812,6 +946,20 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             len: self.meta.len,
             ranked: None,
         }
+    }
+
+    /// [`ZWriter::current`] with the set's rank index, for a write that selects members by
+    /// rank (ZREMRANGEBYRANK). The writer holds the key's lock, so no other write can change
+    /// the set under the token taken now.
+    fn current_counted(&self, ctx: &Ctx<'a>) -> ZSet<'a, 'k> {
+        let mut set = self.current();
+        let min_len = ctx.server.config.zset_rank_index_min_len.load(Relaxed);
+        if let Some(gen) = self.held.as_ref().and_then(HeldColl::big_gen) {
+            let cache = self.storage.cache();
+            let token = cache.fill_token(self.db, self.key);
+            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len);
+        }
+        set
     }
 
     /// The score of `member`, pending changes included.

@@ -1,13 +1,16 @@
 //! Counting a big sorted set's members through its rank index (`cache::rank`).
 //!
-//! ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a set the hot cache holds as its meta
-//! (`cache-sets`) with at least `zset-rank-index-min-len` members ask its rank index how many
-//! members lie in the buckets before the place they want, and walk only inside that bucket,
-//! on the reader's snapshot. The snapshot was taken after the key's fill token, and an answer
-//! is kept only if no write of the set began or ended since that token ([`Ranked::whole`]),
-//! so the index and the snapshot describe the same set; otherwise the caller walks as before.
-//! The first such query of a set builds its index by one walk of the whole set (what one rank
-//! from the middle cost before); writes keep it current.
+//! ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank, score and lex ranges with far LIMIT offsets,
+//! ZLEXCOUNT and ZREMRANGEBYRANK of a set the hot cache holds as its meta (`cache-sets`) with
+//! at least `zset-rank-index-min-len` members ask its rank index how many members lie in the
+//! buckets before the place they want, and walk only inside that bucket, on the reader's
+//! snapshot (lex queries only in a set whose members share one score, where score order is
+//! member order). The snapshot was taken after the key's fill token, and an answer is kept
+//! only if no write of the set began or ended since that token ([`Ranked::whole`]), so the
+//! index and the snapshot describe the same set; otherwise the caller walks as before (a
+//! writer holds the key's lock, so its token stands). The first query of a set that needs the
+//! index builds it by one walk of the whole set (what one rank from the middle cost before);
+//! writes keep it current.
 
 use super::ZSet;
 use crate::cache::rank::{Located, RankIndex};
@@ -23,56 +26,63 @@ pub(crate) struct Ranked<'a> {
 }
 
 /// Whether a cursor's walk reached its end or must give way to the plain walk.
-type Counted = Result<Option<u64>, CmdError>;
+pub(super) type Counted = Result<Option<u64>, CmdError>;
 
 impl<'a> Ranked<'a> {
     /// The rank index of `set`, cached under generation `gen` (`token`: the key's fill token,
     /// taken before the set's snapshot), if one may serve it: `min_len` members or more (0:
-    /// never); built by walking `set` when missing.
+    /// never). Nothing is built yet: the first lookup that needs the index builds it
+    /// ([`Ranked::ready`]), so a query that can do without it costs nothing more.
     pub(super) fn open(
         cache: &'a Cache,
         gen: u64,
         token: FillToken,
         set: &ZSet<'_, '_>,
         min_len: u64,
-    ) -> Result<Option<Ranked<'a>>, CmdError> {
-        if min_len == 0 || set.len < min_len {
-            return Ok(None);
-        }
-        let r = Ranked { cache, gen, token };
-        match cache.ranks().with(r.gen, RankIndex::total) {
-            Some(total) if total == set.len => return Ok(Some(r)),
+    ) -> Option<Ranked<'a>> {
+        (min_len != 0 && set.len >= min_len && !cache.ranks().refused(gen)).then_some(Ranked {
+            cache,
+            gen,
+            token,
+        })
+    }
+
+    /// Whether the index can answer for `set`: present and counting its members, or built
+    /// now by walking it. `false` when the set is not to be indexed (a build outgrew the
+    /// budget) or a write raced the build.
+    fn ready(&self, set: &ZSet<'_, '_>) -> Result<bool, CmdError> {
+        let ranks = self.cache.ranks();
+        match ranks.with(self.gen, RankIndex::total) {
+            Some(total) if total == set.len => return Ok(true),
             // The index disagrees with the set while no write raced this read: it lost count
             // (a bug, not a race). Dropped: the next query builds it again from the set.
-            Some(_) if r.whole() => {
-                cache.ranks().drop_index(r.gen);
-                return Ok(None);
+            Some(_) if self.whole() => {
+                ranks.drop_index(self.gen);
+                return Ok(false);
             }
-            Some(_) => return Ok(None),
+            Some(_) => return Ok(false),
             None => {}
         }
-        if cache.ranks().refused(r.gen) {
-            return Ok(None);
+        if ranks.refused(self.gen) {
+            return Ok(false);
         }
         // A build that outgrows the budget stops there, and the set is not tried again (each
         // query would walk it twice).
-        let budget = cache.rank_budget();
+        let budget = self.cache.rank_budget();
         let mut index = RankIndex::default();
         let mut c = set.index();
         c.first();
         while let Some((entry, _)) = c.entry() {
             index.push(entry);
             if index.bytes() > budget {
-                cache.ranks().refuse(r.gen);
-                return Ok(None);
+                ranks.refuse(self.gen);
+                return Ok(false);
             }
             c.next();
         }
         c.status()?;
         let index = index.finish();
-        let built =
-            index.total() == set.len && cache.ranks().install(r.gen, index, budget, || r.whole());
-        Ok(built.then_some(r))
+        Ok(index.total() == set.len && ranks.install(self.gen, index, budget, || self.whole()))
     }
 
     /// Whether no write of the set began or ended since the token: the counts taken from the
@@ -95,7 +105,7 @@ impl<'a> Ranked<'a> {
         let Some(bound) = bound else {
             return Ok(Some(set.len));
         };
-        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate(bound)) else {
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate(bound))? else {
             return Ok(None);
         };
         let mut n = 0u64;
@@ -117,7 +127,7 @@ impl<'a> Ranked<'a> {
         set: &ZSet<'v, '_>,
         rank: u64,
     ) -> Result<Option<MemberCursor<'v>>, CmdError> {
-        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate_rank(rank)) else {
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate_rank(rank))? else {
             return Ok(None);
         };
         for _ in before..rank {
@@ -128,18 +138,23 @@ impl<'a> Ranked<'a> {
     }
 
     /// A cursor of `set`'s score index at the fence of the bucket `locate` picks, and the
-    /// entries before that bucket; `None` if the index is gone.
+    /// entries before that bucket; `None` if there is no index to ask.
     fn at_bucket<'v>(
         &self,
         set: &ZSet<'v, '_>,
         locate: impl FnOnce(&RankIndex) -> Located<'_>,
-    ) -> Option<(MemberCursor<'v>, u64)> {
-        let (fence, before) = self.cache.ranks().with(self.gen, |index| {
+    ) -> Result<Option<(MemberCursor<'v>, u64)>, CmdError> {
+        if !self.ready(set)? {
+            return Ok(None);
+        }
+        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
             let at = locate(index);
             (at.fence.to_vec(), at.before)
-        })?;
+        }) else {
+            return Ok(None);
+        };
         let mut c = set.index();
         c.seek(&fence);
-        Some((c, before))
+        Ok(Some((c, before)))
     }
 }
