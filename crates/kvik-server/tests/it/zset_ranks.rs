@@ -541,3 +541,71 @@ fn lex_counts_and_far_lex_offsets_of_a_one_score_set_stay_exact() {
     assert_eq!(got, inside[offset as usize..]);
     assert_eq!(rank_stats(&mut c).1, answers, "no answer through the index");
 }
+
+#[test]
+fn random_members_of_a_big_set_are_drawn_by_rank_uniformly() {
+    let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
+    let mut c = s.client();
+    // Past the largest set dealt into a deck (65,536), so picks come from the index.
+    let n = 70_000u64;
+    for chunk in 0..n / 1000 {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("big");
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            cmd.arg(i).arg(member(i));
+        }
+        let _: i64 = cmd.query(&mut c).unwrap();
+    }
+    let number = |m: &str| m[1..].parse::<u64>().unwrap();
+    let (_, before) = rank_stats(&mut c);
+    // Distinct picks with their own scores.
+    let pairs: Vec<(String, f64)> = q(&mut c, &["ZRANDMEMBER", "big", "10", "WITHSCORES"]);
+    assert_eq!(pairs.len(), 10);
+    let distinct: std::collections::BTreeSet<&String> = pairs.iter().map(|(m, _)| m).collect();
+    assert_eq!(distinct.len(), 10, "{pairs:?}");
+    for (m, score) in &pairs {
+        assert_eq!(number(m) as f64, *score, "{m}");
+    }
+    // 3,000 picks with repeats fall evenly over the ranks: each tenth expects 300 (a standard
+    // deviation of 16); a sampler stuck in one region would leave tenths nearly empty.
+    let mut tenths = [0u32; 10];
+    for _ in 0..3 {
+        let picks: Vec<String> = q(&mut c, &["ZRANDMEMBER", "big", "-1000"]);
+        assert_eq!(picks.len(), 1000);
+        for m in &picks {
+            tenths[(number(m) * 10 / n) as usize] += 1;
+        }
+    }
+    assert!(
+        tenths.iter().all(|&t| (200..=400).contains(&t)),
+        "picks per tenth of the ranks: {tenths:?}"
+    );
+    let one: String = q(&mut c, &["ZRANDMEMBER", "big"]);
+    assert!(number(&one) < n);
+    let (_, after) = rank_stats(&mut c);
+    assert_eq!(after - before, 5, "every draw came through the index");
+    // The index follows the writes: removed members are never drawn, added ones are.
+    let _: i64 = q(&mut c, &["ZREMRANGEBYSCORE", "big", "0", "59999"]);
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("big");
+    for i in 0..100 {
+        cmd.arg(-1).arg(format!("new{i}"));
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    let mut new_drawn = 0;
+    for _ in 0..20 {
+        let picks: Vec<String> = q(&mut c, &["ZRANDMEMBER", "big", "-1000"]);
+        for m in &picks {
+            if m.starts_with("new") {
+                new_drawn += 1;
+            } else {
+                assert!(number(m) >= 60_000, "{m} was removed");
+            }
+        }
+    }
+    // 20,000 draws from 10,100 members, 100 of them new: ~198 expected.
+    assert!(
+        new_drawn > 50,
+        "the added members were drawn {new_drawn} times"
+    );
+}

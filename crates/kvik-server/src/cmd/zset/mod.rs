@@ -51,7 +51,7 @@ pub mod range;
 mod ranked;
 mod setops;
 
-use super::collection::{notify_write, HeldColl};
+use super::collection::{notify_write, Entry, HeldColl};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, MemberRead, Reply};
@@ -62,6 +62,7 @@ use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kin
 use crate::storage::pop_hints::End;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
+use rand::Rng;
 use range::{LexBound, LexRange, ScoreRange};
 use ranked::{Counted, Ranked};
 use std::collections::HashMap;
@@ -370,6 +371,10 @@ fn index_entry(score: f64, member: &[u8]) -> Vec<u8> {
     e.extend_from_slice(member);
     e
 }
+
+/// The most random members [`ZSet::ranked_picks`] draws through the rank index; more are
+/// sampled by the walks (whose cost per pick falls as the count grows).
+const RANKED_PICKS_MAX: u64 = 1024;
 
 /// How a range walk reads one entry of the column family it walks: (member, score).
 type Decode = for<'e> fn(&'e [u8], &'e [u8]) -> Option<(&'e [u8], f64)>;
@@ -872,6 +877,43 @@ impl<'a, 'k> ZSet<'a, 'k> {
             }
         }
         self.walk_lex(r, false, 0, -1, |_, _| {})
+    }
+
+    /// `n` uniform random members (distinct, in random order, or with repeats) as
+    /// (member, encoded score), each found by a random rank through the rank index: a seek and
+    /// at most a bucket of steps, where a walk down a big set's member bytes costs dozens of
+    /// seeks per pick. `None` without an index, for more than [`RANKED_PICKS_MAX`] picks or
+    /// distinct picks of more than a quarter of the set, or when a write raced the read. On a
+    /// worker only (a first query builds the index by walking the set).
+    fn ranked_picks(&self, n: u64, distinct: bool) -> Result<Option<Vec<Entry>>, CmdError> {
+        let Some(ranked) = &self.ranked else {
+            return Ok(None);
+        };
+        if n == 0 || n > RANKED_PICKS_MAX || (distinct && n > self.len / 4) {
+            return Ok(None);
+        }
+        let mut rng = rand::thread_rng();
+        let ranks: Vec<u64> = if distinct {
+            let mut r: Vec<u64> = rand::seq::index::sample(&mut rng, self.len as usize, n as usize)
+                .into_iter()
+                .map(|i| i as u64)
+                .collect();
+            rand::seq::SliceRandom::shuffle(&mut r[..], &mut rng);
+            r
+        } else {
+            (0..n).map(|_| rng.gen_range(0..self.len)).collect()
+        };
+        let mut picks = Vec::with_capacity(ranks.len());
+        for rank in ranks {
+            let Some(c) = ranked.seek_rank(self, rank)? else {
+                return Ok(None);
+            };
+            let Some((s, m)) = c.entry().and_then(|(e, _)| split_index(e)) else {
+                return Ok(None);
+            };
+            picks.push((m.to_vec(), encode_score(s).to_vec()));
+        }
+        Ok(ranked.stands().then_some(picks))
     }
 
     /// Every member in ascending score order.

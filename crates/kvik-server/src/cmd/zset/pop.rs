@@ -183,13 +183,16 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// (Redis 7.0 would try to build it).
 pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if args.len() == 2 {
-        let picked = match ZSet::read(ctx, &args[1])? {
+        let picked = match ZSet::read_counted(ctx, &args[1])? {
             Some(z) => {
                 match collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, 1, true)? {
                     Some(mut picks) => picks.pop(),
                     None => {
                         collection::walks_on_a_worker(ctx, z.len)?;
-                        Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?
+                        match z.ranked_picks(1, true)? {
+                            Some(mut picks) => picks.pop(),
+                            None => Sampler::new(&z.view, Cf::Data, z.coll, z.len).one()?,
+                        }
                     }
                 }
             }
@@ -212,7 +215,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if withscores && count < -(i64::MAX / 2) {
         return Err(ERR_OUT_OF_RANGE);
     }
-    let z = match ZSet::read(ctx, &args[1])? {
+    let z = match ZSet::read_counted(ctx, &args[1])? {
         Some(z) if count != 0 && z.len > 0 => z,
         _ => {
             ctx.out.array(0);
@@ -222,10 +225,12 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let sampler = Sampler::new(&z.view, Cf::Data, z.coll, z.len);
     let score = |v: &[u8]| decode_score(v).unwrap_or(0.0);
     let n = count.unsigned_abs();
-    let from_deck = collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, n, count > 0)?;
+    let mut from_deck =
+        collection::deck_picks(ctx, &z.view, z.coll, Kind::ZSet, z.len, n, count > 0)?;
     if from_deck.is_none() {
         // Sampling walks, or the whole set is read: a worker's job past a small set.
         collection::walks_on_a_worker(ctx, z.len)?;
+        from_deck = z.ranked_picks(n, count > 0)?;
     }
     if count < 0 {
         let limit = collection::max_reply_bytes(ctx);

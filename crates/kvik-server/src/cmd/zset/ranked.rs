@@ -1,7 +1,8 @@
 //! Counting a big sorted set's members through its rank index (`cache::rank`).
 //!
 //! ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank, score and lex ranges with far LIMIT offsets,
-//! ZLEXCOUNT and ZREMRANGEBYRANK of a set the hot cache holds as its meta (`cache-sets`) with
+//! ZLEXCOUNT, ZREMRANGEBYRANK and ZRANDMEMBER (a random rank each pick, for sets too big for
+//! a deck) of a set the hot cache holds as its meta (`cache-sets`) with
 //! at least `zset-rank-index-min-len` members ask its rank index how many members lie in the
 //! buckets before the place they want, and walk only inside that bucket, on the reader's
 //! snapshot (lex queries only in a set whose members share one score, where score order is
