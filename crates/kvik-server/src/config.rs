@@ -116,6 +116,8 @@ pub struct Config {
     pub scan_prefix_seek: AtomicBool,
     /// `scan-prefix-seek-min-keys`.
     pub scan_prefix_seek_min_keys: AtomicU64,
+    /// `string-edit-inline-max` (see `storage::encoding`; 0: never segmented).
+    pub string_edit_inline_max: AtomicU64,
     /// `zset-rank-index-min-len` (see `cache::rank`; 0: off).
     pub zset_rank_index_min_len: AtomicU64,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
@@ -1307,10 +1309,21 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.scan_prefix_seek_min_keys, v, 0, u64::MAX),
     },
     Setting {
+        name: "string-edit-inline-max",
+        default: "64kb",
+        mutable: true,
+        help: "the longest string APPEND and SETRANGE leave in one record; a string they make longer is kept in 4 KiB segments, as a long bitmap is, so each edit writes the segments it touches instead of the whole string (a GET of a segmented string costs about twice an inline one's); 0: always one record, each edit rewriting it whole",
+        get: |c| c.string_edit_inline_max.load(Relaxed).to_string(),
+        set: |c, v| {
+            c.string_edit_inline_max.store(parse_memory(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "zset-rank-index-min-len",
         default: "2048",
         mutable: true,
-        help: "ZRANK, ZREVRANK, ZCOUNT and ZRANGE by rank of a sorted set of this many members or more, which the hot cache holds (cache-sets), count through a rank index (each bucket of about 128 members counted, in memory) instead of stepping over every member before the one asked for; built by the first such query, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
+        help: "ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank, ZREMRANGEBYRANK, far LIMIT offsets of score ranges, ZRANDMEMBER, and ZLEXCOUNT and lex ranges of a set of one score, on a sorted set of this many members or more that the hot cache holds (cache-sets), count through a rank index (each bucket of about 128 members counted, in memory) instead of stepping over every member before the one asked for; built by the first query that needs it, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
         get: |c| c.zset_rank_index_min_len.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
     },
@@ -1656,6 +1669,7 @@ impl Default for Config {
             txn_skip_superseded: AtomicBool::new(true),
             scan_prefix_seek: AtomicBool::new(true),
             scan_prefix_seek_min_keys: AtomicU64::new(1 << 20),
+            string_edit_inline_max: AtomicU64::new(64 * 1024),
             zset_rank_index_min_len: AtomicU64::new(2048),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),

@@ -8,8 +8,8 @@
 //! - [`modify_string`]: INCR/DECR/INCRBY/DECRBY ([`incr_by`]), INCRBYFLOAT (read the value,
 //!   compute a new one, keep the expiry);
 //! - `bitmap::segments::write_bits`: APPEND and SETRANGE, as the bit commands (a write into part
-//!   of the value: a string they grow past 64 KiB is kept in segments and only those touched
-//!   are written);
+//!   of the value: a string they grow past `string-edit-inline-max` (64 KiB) is kept in
+//!   segments and only those touched are written);
 //! - [`mset_generic`]: MSET, MSETNX (many keys, one lock set, one batch);
 //! - [`getrange`]: GETRANGE and SUBSTR.
 //!
@@ -21,7 +21,7 @@
 //! proportion to its inputs (LCS) checks `proto-max-bulk-len` first and refuses with Redis's
 //! error instead of allocating.
 
-use super::bitmap::segments::{write_bits, BitValue, BYTE_WRITE};
+use super::bitmap::segments::{byte_write, write_bits, BitValue};
 use super::cached::KeyReads;
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::spec::{CacheEffect, Class, CommandSpec, Flags, KeySpec};
@@ -249,6 +249,14 @@ const ERR_LCS_MEMORY: CmdError =
 /// The largest string a command may build (`proto-max-bulk-len`).
 fn max_string_len(ctx: &Ctx<'_>) -> u64 {
     ctx.server.config.proto_max_bulk_len.load(Ordering::Relaxed)
+}
+
+/// `string-edit-inline-max`: the longest string APPEND and SETRANGE leave inline.
+fn edit_inline_max(ctx: &Ctx<'_>) -> u64 {
+    ctx.server
+        .config
+        .string_edit_inline_max
+        .load(Ordering::Relaxed)
 }
 
 /// The key's record if it is a string (inline, or a segmented bitmap: `Kind::Bitmap`), or
@@ -763,12 +771,18 @@ fn append(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         }
         Ok([span])
     };
-    let (len, _) = write_bits(ctx, &args[1], BYTE_WRITE, spans, |v, _| {
-        let at = v.byte_len();
-        v.grow_to(at + suffix.len() as u64);
-        v.write_at(at, suffix);
-        v.byte_len()
-    })?;
+    let (len, _) = write_bits(
+        ctx,
+        &args[1],
+        byte_write(edit_inline_max(ctx)),
+        spans,
+        |v, _| {
+            let at = v.byte_len();
+            v.grow_to(at + suffix.len() as u64);
+            v.write_at(at, suffix);
+            v.byte_len()
+        },
+    )?;
     ctx.notify(Class::String, "append", &args[1]);
     ctx.out.int(len as i64);
     Ok(())
@@ -805,11 +819,17 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             Ok([span])
         }
     };
-    let (len, _) = write_bits(ctx, &args[1], BYTE_WRITE, spans, |v, _| {
-        v.grow_to(end);
-        v.write_at(offset, patch);
-        v.byte_len()
-    })?;
+    let (len, _) = write_bits(
+        ctx,
+        &args[1],
+        byte_write(edit_inline_max(ctx)),
+        spans,
+        |v, _| {
+            v.grow_to(end);
+            v.write_at(offset, patch);
+            v.byte_len()
+        },
+    )?;
     ctx.notify(Class::String, "setrange", &args[1]);
     ctx.out.int(len as i64);
     Ok(())

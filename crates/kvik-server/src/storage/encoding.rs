@@ -47,10 +47,10 @@
 //! segment write is small next to the WAL record's fixed cost; 16 KiB inline keeps the bitmaps
 //! most applications use (a few thousand flags) one point read, cacheable by the hot cache,
 //! while a write of an inline value never copies more than 16 KiB. APPEND and SETRANGE write the
-//! same way with a higher limit, [`STRING_EDIT_INLINE_MAX`]: a string they grow stays inline up
-//! to 64 KiB, so the strings applications build from pieces and read whole keep GET's one point
-//! read (a segmented string's GET costs about twice an inline one's), and past it each edit
-//! writes the segments it touches (APPEND to an 8 MB string copied all of it: 45 ms).
+//! same way with a higher limit, `string-edit-inline-max` (64 KiB): a string they grow stays
+//! inline up to it, so the strings applications build from pieces and read whole keep GET's
+//! one point read (a segmented string's GET costs about twice an inline one's), and past it
+//! each edit writes the segments it touches (APPEND to an 8 MB string copied all of it: 45 ms).
 //!
 //! **Hash field expiry.** A hash some of whose fields ever got a TTL (HEXPIRE and friends) has
 //! bit [`HASH_FIELD_TTLS`] set in a flags byte after its length; hashes without it (all hashes
@@ -75,8 +75,6 @@ pub const META_HEADER_LEN: usize = 9;
 pub const BITMAP_SEGMENT_LEN: usize = 4096;
 /// The longest string a bit write leaves inline; longer ones become [`Kind::Bitmap`].
 pub const BITMAP_INLINE_MAX: u64 = 16 * 1024;
-/// The longest string APPEND or SETRANGE leaves inline (see the module header).
-pub const STRING_EDIT_INLINE_MAX: u64 = 64 * 1024;
 
 /// Flag bit of a hash's meta record: its field values carry an expiry prefix.
 pub const HASH_FIELD_TTLS: u8 = 1;

@@ -840,8 +840,9 @@ fn setrange_bytes(c: &mut Connection, key: &str, offset: usize, piece: &[u8]) ->
 /// APPEND and SETRANGE on a string they grow past 64 KiB write the segments they touch, not the
 /// string (APPEND to an 8 MB string copied all of it): the bytes follow a model through random
 /// edits across the inline limit, with gaps; the cost shows in what the meta column family
-/// takes in (an inline string's edit writes it whole there), not in a timing; expiry, WATCH,
-/// WRONGTYPE and a far SETRANGE on a missing key behave as Redis's.
+/// takes in (an inline string's edit writes it whole there), not in a timing, and the switch
+/// (`string-edit-inline-max 0`) brings the whole writes back; expiry, WATCH, WRONGTYPE and a
+/// far SETRANGE on a missing key behave as Redis's.
 #[test]
 fn edits_of_long_strings_write_only_what_they_touch() {
     let srv = TestServer::start();
@@ -918,6 +919,28 @@ fn edits_of_long_strings_write_only_what_they_touch() {
         .query(&mut c)
         .unwrap();
     assert_eq!(tail, b"\0x");
+
+    // `string-edit-inline-max 0` keeps every string in one record: each edit writes it whole.
+    q::<()>(&mut c, &["CONFIG", "SET", "string-edit-inline-max", "0"]);
+    let mut inline = vec![b'i'; 200_000];
+    q::<()>(
+        &mut c,
+        &["SET", "one", std::str::from_utf8(&inline).unwrap()],
+    );
+    let before = meta_cf_bytes(&mut c);
+    for _ in 0..20 {
+        inline.extend_from_slice(b"0123456789");
+        assert_eq!(
+            append_bytes(&mut c, "one", b"0123456789") as usize,
+            inline.len()
+        );
+    }
+    let grew = meta_cf_bytes(&mut c).saturating_sub(before);
+    assert!(
+        grew > 20 * 200_000,
+        "the meta column family took only {grew} bytes"
+    );
+    assert_eq!(get_bytes(&mut c, "one"), inline);
 
     // WRONGTYPE comes before the size check, as in Redis.
     q::<i64>(&mut c, &["LPUSH", "l", "a"]);

@@ -8,9 +8,7 @@
 //! and writes back only the segments the command changed.
 
 use crate::cmd::ctx::{CmdError, Ctx};
-use crate::storage::encoding::{
-    Kind, Meta, BITMAP_INLINE_MAX, BITMAP_SEGMENT_LEN, STRING_EDIT_INLINE_MAX,
-};
+use crate::storage::encoding::{Kind, Meta, BITMAP_INLINE_MAX, BITMAP_SEGMENT_LEN};
 use crate::storage::{Batch, Cf, Coll, View};
 use bytes::Bytes;
 use kvik_types::bits::store::Segmented;
@@ -350,11 +348,17 @@ pub const BIT_WRITE: WriteRule = WriteRule {
 };
 
 /// APPEND and SETRANGE: always stored (Redis's modify the key whatever they write), inline up
-/// to [`STRING_EDIT_INLINE_MAX`].
-pub const BYTE_WRITE: WriteRule = WriteRule {
-    always_store: true,
-    inline_max: STRING_EDIT_INLINE_MAX,
-};
+/// to `inline_max` (`string-edit-inline-max`; 0: no limit).
+pub fn byte_write(inline_max: u64) -> WriteRule {
+    WriteRule {
+        always_store: true,
+        inline_max: if inline_max == 0 {
+            u64::MAX
+        } else {
+            inline_max
+        },
+    }
+}
 
 /// A partial write of a string (the bit commands, APPEND, SETRANGE) on `key`, whose lock the
 /// caller holds: `spans` gets the value's current length (0 if missing) and names the byte

@@ -15,11 +15,13 @@
 //!
 //! Costs: score and lex ranges are O(log N + M). There is no order-statistic tree on disk; a
 //! rank is found by counting. For a set the hot cache holds (`cache-sets`) of
-//! `zset-rank-index-min-len` members or more, ZRANK, ZREVRANK, ZCOUNT and ZRANGE by index count
-//! through an in-memory rank index (`ranked`, `cache::rank`): the members of the buckets before
-//! the place asked for, then a walk inside one bucket of ~128, O(log N + 128 + M). Otherwise
-//! (and ZREMRANGEBYRANK always) they walk the index from the nearer end:
-//! O(min(rank, N - rank) + M); ZCOUNT walks its range.
+//! `zset-rank-index-min-len` members or more, ZRANK, ZREVRANK, ZCOUNT, ZRANGE by index,
+//! ZREMRANGEBYRANK, far LIMIT offsets of score ranges, and ZLEXCOUNT and far lex offsets of a
+//! set whose members share one score count through an in-memory rank index (`ranked`,
+//! `cache::rank`): the members of the buckets before the place asked for, then a walk inside
+//! one bucket of ~128, O(log N + 128 + M); ZRANDMEMBER of such a set too big for a deck draws
+//! random ranks. Otherwise ranks are walked from the nearer end, O(min(rank, N - rank) + M),
+//! ZCOUNT and ZLEXCOUNT walk their range and offsets are stepped over.
 //!
 //! Readers take no lock: [`ZSet`] is one snapshot, so the length and the members agree. Writers
 //! hold the key's stripe lock and go through [`ZWriter`], which keeps the two entries of each
