@@ -65,6 +65,8 @@ bench: build
 	$(BENCH_LOCK) env QUICK=1 KIND=fields RATES=5000 bash bench/expiry.sh
 	$(BENCH_LOCK) env N=1500000 FIELDS=200000 ROUNDS=1 bash bench/scan_prefix.sh
 	$(BENCH_LOCK) env M=200000 ROUNDS=1 DURATION=3s bash bench/zset_rank.sh
+	$(BENCH_LOCK) env N=200000 ROUNDS=1 bash bench/big_values.sh
+	$(BENCH_LOCK) env SIZES=65536,1048576 ROUNDS=1 bash bench/string_edits.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -88,6 +90,8 @@ bench-full: build
 	$(BENCH_LOCK) env KIND=fields RATES="5000 8000" bash bench/expiry.sh
 	$(BENCH_LOCK) bash bench/scan_prefix.sh
 	$(BENCH_LOCK) bash bench/zset_rank.sh
+	$(BENCH_LOCK) bash bench/big_values.sh
+	$(BENCH_LOCK) bash bench/string_edits.sh
 
 clean-data:
 	rm -rf ./kvik-data

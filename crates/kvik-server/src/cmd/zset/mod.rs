@@ -663,10 +663,8 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if let Some(ranked) = &self.ranked {
             let start = self.before_score(ranked, r, false)?;
             let end = self.before_score(ranked, r, true)?;
-            if let (Some(a), Some(b)) = (start, end) {
-                if ranked.stands() {
-                    return Ok(b.saturating_sub(a));
-                }
+            if let Some(n) = ranked.between(start, end) {
+                return Ok(n);
             }
         }
         self.walk_score(r, false, 0, -1, |_, _| {})
@@ -871,10 +869,8 @@ impl<'a, 'k> ZSet<'a, 'k> {
             if let Some(score) = self.one_score()? {
                 let start = self.before_lex(ranked, score, &r.min, false)?;
                 let end = self.before_lex(ranked, score, &r.max, true)?;
-                if let (Some(a), Some(b)) = (start, end) {
-                    if ranked.stands() {
-                        return Ok(b.saturating_sub(a));
-                    }
+                if let Some(n) = ranked.between(start, end) {
+                    return Ok(n);
                 }
             }
         }

@@ -101,6 +101,15 @@ impl<'a> Ranked<'a> {
         whole
     }
 
+    /// The members between two counts of [`Ranked::count_before`] (a range's start and its
+    /// end), if both were counted and the answer stands.
+    pub(super) fn between(&self, start: Option<u64>, end: Option<u64>) -> Option<u64> {
+        match (start, end) {
+            (Some(a), Some(b)) if self.stands() => Some(b.saturating_sub(a)),
+            _ => None,
+        }
+    }
+
     /// The members of `set` whose score-index entries sort before `bound` (`None`: all).
     pub(super) fn count_before(&self, set: &ZSet<'_, '_>, bound: Option<&[u8]>) -> Counted {
         let Some(bound) = bound else {
