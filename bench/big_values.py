@@ -11,34 +11,7 @@ import statistics
 import sys
 import time
 
-
-def encode(args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def read_reply(f):
-    line = f.readline()
-    kind = line[:1]
-    if kind in (b"+", b"-", b":", b"_", b",", b"#"):
-        return line
-    if kind in (b"$", b"="):
-        n = int(line[1:])
-        if n >= 0:
-            f.read(n + 2)
-        return line
-    if kind in (b"*", b"~", b">"):
-        for _ in range(max(int(line[1:]), 0)):
-            read_reply(f)
-        return line
-    if kind == b"%":
-        for _ in range(2 * int(line[1:])):
-            read_reply(f)
-        return line
-    raise ValueError(line)
+from resp import encode, read_reply
 
 
 class Conn:

@@ -760,32 +760,7 @@ pub fn modify_string<R>(
 
 /// APPEND key value: the new length. A missing key is created, even with an empty value.
 fn append(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let suffix = &args[2];
-    let max = max_string_len(ctx);
-    let _guard = ctx.lock_keys(&[&args[1]])?;
-    let spans = |len: u64| {
-        let end = len + suffix.len() as u64;
-        let span = len..end;
-        if end > max {
-            return Err(ERR_TOO_BIG);
-        }
-        Ok([span])
-    };
-    let (len, _) = write_bits(
-        ctx,
-        &args[1],
-        byte_write(edit_inline_max(ctx)),
-        spans,
-        |v, _| {
-            let at = v.byte_len();
-            v.grow_to(at + suffix.len() as u64);
-            v.write_at(at, suffix);
-            v.byte_len()
-        },
-    )?;
-    ctx.notify(Class::String, "append", &args[1]);
-    ctx.out.int(len as i64);
-    Ok(())
+    write_string_at(ctx, &args[1], "append", &args[2], |len| len)
 }
 
 /// SETRANGE key offset value: the new length. Writing nothing (empty value) changes nothing and
@@ -795,9 +770,8 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if offset < 0 {
         return Err(ERR_OFFSET);
     }
-    let (offset, patch) = (offset as u64, &args[3]);
-    let _guard = ctx.lock_keys(&[&args[1]])?;
-    if patch.is_empty() {
+    if args[3].is_empty() {
+        let _guard = ctx.lock_keys(&[&args[1]])?;
         let len = match check_string(ctx.lookup_write(&args[1])?)? {
             None => 0,
             Some(m) if m.kind == Kind::Bitmap => m.len,
@@ -806,31 +780,39 @@ fn setrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         ctx.out.int(len as i64);
         return Ok(());
     }
-    let (end, max) = (
-        offset.saturating_add(patch.len() as u64),
-        max_string_len(ctx),
-    );
-    // Checked once the key is known to be a string: WRONGTYPE comes first, as in Redis.
-    let span = offset..end;
-    let spans = |_| {
-        if end > max {
-            Err(ERR_TOO_BIG)
-        } else {
-            Ok([span])
+    write_string_at(ctx, &args[1], "setrange", &args[3], |_| offset as u64)
+}
+
+/// The shared body of APPEND and SETRANGE: writes `data` into `key` at the offset `at` picks
+/// from the string's current length (0 if missing; WRONGTYPE checked first, then Redis's size
+/// error), filling a gap with zero bytes and keeping the expiry, and replies with the new
+/// length. A string it grows past `string-edit-inline-max` is kept in segments, so the write
+/// costs the segments it touches (`bitmap::segments::write_bits`).
+fn write_string_at(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    event: &'static str,
+    data: &[u8],
+    at: impl Fn(u64) -> u64,
+) -> CmdResult {
+    let max = max_string_len(ctx);
+    let rule = byte_write(edit_inline_max(ctx));
+    let _guard = ctx.lock_keys(&[key])?;
+    let spans = |len: u64| {
+        let start = at(len);
+        let span = start..start.saturating_add(data.len() as u64);
+        if span.end > max {
+            return Err(ERR_TOO_BIG);
         }
+        Ok([span])
     };
-    let (len, _) = write_bits(
-        ctx,
-        &args[1],
-        byte_write(edit_inline_max(ctx)),
-        spans,
-        |v, _| {
-            v.grow_to(end);
-            v.write_at(offset, patch);
-            v.byte_len()
-        },
-    )?;
-    ctx.notify(Class::String, "setrange", &args[1]);
+    let (len, _) = write_bits(ctx, key, rule, spans, |v, _| {
+        let start = at(v.byte_len());
+        v.grow_to(start + data.len() as u64);
+        v.write_at(start, data);
+        v.byte_len()
+    })?;
+    ctx.notify(Class::String, event, key);
     ctx.out.int(len as i64);
     Ok(())
 }

@@ -837,6 +837,19 @@ fn setrange_bytes(c: &mut Connection, key: &str, offset: usize, piece: &[u8]) ->
         .unwrap()
 }
 
+/// Appends 10 bytes to `key` `times` times, checking each new length and then the whole value
+/// against `model`; returns how many bytes the meta column family took in meanwhile.
+fn appends_cost(c: &mut Connection, key: &str, model: &mut Vec<u8>, times: usize) -> u64 {
+    let before = meta_cf_bytes(c);
+    for _ in 0..times {
+        model.extend_from_slice(b"0123456789");
+        assert_eq!(append_bytes(c, key, b"0123456789") as usize, model.len());
+    }
+    let grew = meta_cf_bytes(c).saturating_sub(before);
+    assert_eq!(&get_bytes(c, key), model);
+    grew
+}
+
 /// APPEND and SETRANGE on a string they grow past 64 KiB write the segments they touch, not the
 /// string (APPEND to an 8 MB string copied all of it): the bytes follow a model through random
 /// edits across the inline limit, with gaps; the cost shows in what the meta column family
@@ -882,17 +895,8 @@ fn edits_of_long_strings_write_only_what_they_touch() {
     assert!(model.len() > 200_000, "the string outgrew the inline limit");
 
     // 100 small appends to a ~300 KB string: inline, each would write it whole (~30 MB).
-    let before = meta_cf_bytes(&mut c);
-    for _ in 0..100 {
-        model.extend_from_slice(b"0123456789");
-        assert_eq!(
-            append_bytes(&mut c, "s", b"0123456789") as usize,
-            model.len()
-        );
-    }
-    let grew = meta_cf_bytes(&mut c).saturating_sub(before);
+    let grew = appends_cost(&mut c, "s", &mut model, 100);
     assert!(grew < 1 << 20, "the meta column family took {grew} bytes");
-    assert_eq!(get_bytes(&mut c, "s"), model);
 
     // The expiry stays; a SETRANGE that writes the bytes already there still modifies the key.
     q::<i64>(&mut c, &["EXPIRE", "s", "1000"]);
@@ -927,20 +931,11 @@ fn edits_of_long_strings_write_only_what_they_touch() {
         &mut c,
         &["SET", "one", std::str::from_utf8(&inline).unwrap()],
     );
-    let before = meta_cf_bytes(&mut c);
-    for _ in 0..20 {
-        inline.extend_from_slice(b"0123456789");
-        assert_eq!(
-            append_bytes(&mut c, "one", b"0123456789") as usize,
-            inline.len()
-        );
-    }
-    let grew = meta_cf_bytes(&mut c).saturating_sub(before);
+    let grew = appends_cost(&mut c, "one", &mut inline, 20);
     assert!(
         grew > 20 * 200_000,
         "the meta column family took only {grew} bytes"
     );
-    assert_eq!(get_bytes(&mut c, "one"), inline);
 
     // WRONGTYPE comes before the size check, as in Redis.
     q::<i64>(&mut c, &["LPUSH", "l", "a"]);
