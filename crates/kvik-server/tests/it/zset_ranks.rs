@@ -114,6 +114,27 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
         limit(&inside),
         "ZRANGEBYSCORE {lo} {hi} LIMIT {offset} {count}"
     );
+    // ZRANGESTORE reads its source the same way, under the keys' locks.
+    let stored: u64 = q(
+        c,
+        &[
+            "ZRANGESTORE",
+            "dst",
+            key,
+            &los,
+            &his,
+            "BYSCORE",
+            "LIMIT",
+            &offs,
+            &counts,
+        ],
+    );
+    let got: Vec<String> = q(c, &["ZRANGE", "dst", "0", "-1"]);
+    assert_eq!(
+        (stored as usize, got),
+        (limit(&inside).len(), limit(&inside)),
+        "ZRANGESTORE"
+    );
     let mut inside_rev = inside;
     inside_rev.reverse();
     let got: Vec<String> = q(

@@ -351,21 +351,15 @@ fn zrange_generic(
         (&args[at + 1], &args[at + 2])
     };
     let query = Query::parse(by, a, b)?;
+    // ZRANGESTORE reads its source under both keys' locks, so its result is what it stores.
+    let _g = dst.map(|dst| ctx.storage().lock(ctx.db(), &[dst, &key[..]]));
+    let items = match ZSet::read_counted(ctx, key)? {
+        Some(z) => query.run(&z, rev, offset, limit)?,
+        None => Vec::new(),
+    };
     match dst {
-        None => {
-            let items = match ZSet::read_counted(ctx, key)? {
-                Some(z) => query.run(&z, rev, offset, limit)?,
-                None => Vec::new(),
-            };
-            reply_items(ctx.out, &items, withscores);
-        }
+        None => reply_items(ctx.out, &items, withscores),
         Some(dst) => {
-            let storage = ctx.storage();
-            let _g = storage.lock(ctx.db(), &[dst, &key[..]]);
-            let items = match ZSet::read(ctx, key)? {
-                Some(z) => query.run(&z, rev, offset, limit)?,
-                None => Vec::new(),
-            };
             store_result(ctx, dst, &items, "zrangestore")?;
             ctx.out.int(items.len() as i64);
         }
