@@ -61,9 +61,13 @@ def cases(n):
         ("LSET mid", ["LSET", "L", mid, "w"]),
         ("HGET", ["HGET", "H", "f%09d" % mid]),
         ("HRANDFIELD 5", ["HRANDFIELD", "H", 5]),
+        ("HRANDFIELD -5 WITHVALUES", ["HRANDFIELD", "H", -5, "WITHVALUES"]),
         ("HSCAN 0", ["HSCAN", "H", 0]),
         ("SISMEMBER", ["SISMEMBER", "S", m(mid)]),
+        ("SRANDMEMBER", ["SRANDMEMBER", "S"]),
         ("SRANDMEMBER 5", ["SRANDMEMBER", "S", 5]),
+        # Removes one random member per call (a few hundred of the N in all).
+        ("SPOP", ["SPOP", "S"]),
         ("ZSCORE", ["ZSCORE", "Z", m(mid + 1)]),
         ("ZRANK mid", ["ZRANK", "Z", m(mid + 1)]),
         ("ZRANGE mid 10", ["ZRANGE", "Z", mid, mid + 9]),

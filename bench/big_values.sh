@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command at a time on big values (bench/big_values.py): a list, hash, set, sorted set, a
 # sorted set of one score and a stream of N members each, and an 8 MB string, on kvik with its
-# defaults, the same kvik with the two features for big values switched off (CONFIG SET
+# defaults, the same kvik with the features for big values switched off (CONFIG SET
 # zset-rank-index-min-len 0: ranks, offsets, ZLEXCOUNT and random members walk;
-# string-edit-inline-max 0: APPEND and SETRANGE rewrite the whole string) and redis-server
+# set-rank-index no: SRANDMEMBER, HRANDFIELD and SPOP walk; string-edit-inline-max 0: APPEND
+# and SETRANGE rewrite the whole string) and redis-server
 # holding the same data; rounds alternate the sides. Each cell is the median latency of one
 # command in flight (ms); a command whose cost grows with the value's size shows here, where
 # a throughput run of small values cannot. ZREMRANGEBYRANK and LSET write: each call removes
@@ -33,9 +34,11 @@ done
 settle "$kport"
 switches() { # yes | no
   if [ "$1" = yes ]; then
-    redis-cli -p "$kport" config set zset-rank-index-min-len 2048 string-edit-inline-max 64kb
+    redis-cli -p "$kport" config set zset-rank-index-min-len 2048 set-rank-index yes \
+      string-edit-inline-max 64kb
   else
-    redis-cli -p "$kport" config set zset-rank-index-min-len 0 string-edit-inline-max 0
+    redis-cli -p "$kport" config set zset-rank-index-min-len 0 set-rank-index no \
+      string-edit-inline-max 0
   fi >/dev/null
 }
 for round in $(seq "$ROUNDS"); do

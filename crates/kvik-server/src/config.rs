@@ -120,6 +120,8 @@ pub struct Config {
     pub string_edit_inline_max: AtomicU64,
     /// `zset-rank-index-min-len` (see `cache::rank`; 0: off).
     pub zset_rank_index_min_len: AtomicU64,
+    /// `set-rank-index` (see `cmd::ranked::member_picks`).
+    pub set_rank_index: AtomicBool,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1328,6 +1330,17 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
     },
     Setting {
+        name: "set-rank-index",
+        default: "yes",
+        mutable: true,
+        help: "SRANDMEMBER, HRANDFIELD and SPOP of a set or hash too big for a deck (more than 65,536 members, or refused one for want of room) that the hot cache holds (cache-sets, cache-big-hashes) draw uniform random ranks through a rank index of its member order (as ZRANDMEMBER does through a sorted set's): a seek and a walk inside a bucket of about 128 members per pick instead of a walk down the member bytes of dozens of seeks; built by the first such pick, kept up by writes, within zset-rank-index-min-len's memory (a 32nd of cache-maxmemory for all indexes); no: sampled by walks",
+        get: |c| if c.set_rank_index.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.set_rank_index.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1671,6 +1684,7 @@ impl Default for Config {
             scan_prefix_seek_min_keys: AtomicU64::new(1 << 20),
             string_edit_inline_max: AtomicU64::new(64 * 1024),
             zset_rank_index_min_len: AtomicU64::new(2048),
+            set_rank_index: AtomicBool::new(true),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

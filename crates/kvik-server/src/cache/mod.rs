@@ -206,8 +206,8 @@ pub enum CollUpdate {
     Fields {
         gen: u64,
         edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-        /// A sorted set's score index edits, in order: (entry removed, entry added), for its
-        /// rank index ([`rank`]).
+        /// Edits of the order its rank index ([`rank`]) counts, in order: (entry removed,
+        /// entry added) of a sorted set's score index, a set's or hash's members.
         index: Vec<IndexEdit>,
     },
 }
@@ -474,7 +474,7 @@ pub struct Cache {
     big_gen: AtomicU64,
     seed: u64,
     pub stats: CacheStats,
-    /// Big sorted sets' rank indexes, by their entries' generations.
+    /// Big collections' rank indexes, by their entries' generations.
     ranks: rank::RankIndexes,
 }
 
@@ -540,7 +540,7 @@ impl Cache {
         self.max_bytes.load(Relaxed)
     }
 
-    /// The rank indexes of big sorted sets (see [`rank`]).
+    /// The rank indexes of big collections (see [`rank`]).
     pub fn ranks(&self) -> &rank::RankIndexes {
         &self.ranks
     }

@@ -1,19 +1,23 @@
-//! Rank indexes of big sorted sets: ZRANK, ZREVRANK and ZCOUNT in a short walk.
+//! Rank indexes of big collections: ZRANK, ZREVRANK and ZCOUNT in a short walk, and random
+//! members of big sets and hashes drawn by rank.
 //!
 //! A sorted set's members are stored in score order (`storage`'s score index), so a member's
 //! rank is the number of entries before it, and RocksDB can only count them by stepping over
 //! each: at a million members a rank from the middle took ~0.3 s, where Redis's skiplist
-//! answers in microseconds. A rank index divides a set's score order into buckets at sampled
-//! entries (fences, one per [`BUCKET`] entries when built) and keeps each bucket's count, so
-//! a rank is the counts of the buckets before the member's plus a walk inside its bucket.
+//! answers in microseconds. A rank index divides an order of a collection's entries into
+//! buckets at sampled entries (fences, one per [`BUCKET`] entries when built) and keeps each
+//! bucket's count, so a rank is the counts of the buckets before the entry's plus a walk
+//! inside its bucket. A sorted set's index counts its score index; a set's or hash's counts
+//! its member order, so that a uniform random rank finds a uniform random member
+//! (`cmd::ranked`).
 //!
-//! It lives beside a sorted set's cached meta ([`super::BigColl`]) and is keyed by that entry's
+//! It lives beside a collection's cached meta ([`super::BigColl`]) and is keyed by that entry's
 //! generation, so it follows the same rules as the members cached under it: built by a reader
-//! from a walk during which no write of the set began or ended (the key's fill token, checked
-//! under this table's lock so no write's edits can fall between the check and the install),
-//! changed by each committed write's index edits (`storage`'s commit, before the entry is
-//! served again), and dead with its entry (a write without index edits drops the entry; a new
-//! entry has a new generation). A reader uses it only if no write of the set began or ended
+//! from a walk during which no write of the collection began or ended (the key's fill token,
+//! checked under this table's lock so no write's edits can fall between the check and the
+//! install), changed by each committed write's index edits (`storage`'s commit, before the
+//! entry is served again), and dead with its entry (a write without index edits drops the
+//! entry; a new entry has a new generation). A reader uses it only if no write of the set began or ended
 //! between its lookup and the end of its walk. Fences never move: a bucket that grows past
 //! [`MAX_BUCKET`] entries drops the index, and the next rank query builds it again.
 //!
@@ -28,15 +32,15 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub const BUCKET: u32 = 128;
 /// A bucket this full drops its index (a long run of inserts at one place).
 pub const MAX_BUCKET: u32 = 64 * BUCKET;
-/// One edit of a sorted set's score index by a committed write: the entry removed, the entry
-/// added.
+/// One edit of the order a collection's rank index counts (a sorted set's score index, a
+/// set's or hash's members) by a committed write: the entry removed, the entry added.
 pub type IndexEdit = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Bytes counted per fence beside its entry's bytes.
 const FENCE_OVERHEAD: usize =
     std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
 
-/// One sorted set's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
+/// One collection's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
 /// (`fences[0]` is empty: every entry), `counts[i]` the entries it holds now, and `sums` the
 /// same counts as a Fenwick tree, so the entries before a bucket are summed in O(log buckets)
 /// (a million members make ~8,000 buckets).
@@ -212,7 +216,7 @@ impl Table {
     }
 }
 
-/// The rank indexes of the sorted sets cached as [`super::BigColl`], by generation.
+/// The rank indexes of the collections cached as [`super::BigColl`], by generation.
 pub struct RankIndexes {
     table: Mutex<Table>,
     builds: AtomicU64,

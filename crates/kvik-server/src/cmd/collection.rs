@@ -104,7 +104,8 @@ pub(crate) struct HeldColl {
     cached: Held,
     kind: Kind,
     edits: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    /// A sorted set's score index edits, for its rank index (`cache::rank`).
+    /// Edits of the order its rank index counts (`cache::rank`): a sorted set's score index
+    /// entries, a set's or hash's members.
     index: Vec<IndexEdit>,
 }
 
@@ -272,6 +273,16 @@ impl HeldColl {
         self.index.push((removed, added));
     }
 
+    /// Notes that `member` joined (`added`) or left a set or hash the cache holds as its
+    /// meta, for a rank index of its member order (`cmd::ranked`), which only an entry held
+    /// before this write can have.
+    fn note_member_count(&mut self, member: &[u8], added: bool) {
+        if matches!(self.cached, Held::Big(_)) {
+            let m = Some(member.to_vec());
+            self.index.push(if added { (None, m) } else { (m, None) });
+        }
+    }
+
     /// The cache update of the commit: a small hash's field set after the staged changes,
     /// sorted by field, if it is small enough to cache whole (`small`); the member edits of a
     /// collection cached as its meta (a hash added by this write only if it is big).
@@ -337,6 +348,12 @@ impl<'s, 'k> CollWrite<'s, 'k> {
     /// The collection's entries location, if it exists.
     pub fn coll(&self) -> Option<Coll<'k>> {
         self.meta.as_ref().map(|m| Coll::new(self.db, self.key, m))
+    }
+
+    /// The generation the hot cache held the collection under when this write opened it, if
+    /// it holds it as its meta (what a rank index is kept under, see `cmd::ranked`).
+    pub(crate) fn big_gen(&self) -> Option<u64> {
+        self.held.as_ref().and_then(HeldColl::big_gen)
     }
 
     /// True for a hash whose field values carry an expiry prefix.
@@ -467,6 +484,9 @@ impl<'s, 'k> CollWrite<'s, 'k> {
         }
         if let Some(held) = &mut self.held {
             held.note(member, Some(value));
+            if is_new {
+                held.note_member_count(member, true);
+            }
         }
         let coll = Coll::new(self.db, self.key, meta);
         if meta.field_ttls {
@@ -530,6 +550,7 @@ impl<'s, 'k> CollWrite<'s, 'k> {
             .delete_member(self.storage, Cf::Data, &coll, member);
         if let Some(held) = &mut self.held {
             held.note(member, None);
+            held.note_member_count(member, false);
         }
         if let Some(at) = self.ttls.remove(member) {
             self.batch
@@ -1080,6 +1101,28 @@ pub fn deck_picks(
         }
     }
     Ok(None)
+}
+
+/// The picks [`deck_picks`] gives, else, for a collection past [`SMALL_SAMPLE`] (on a worker:
+/// WouldBlock on an I/O thread), those its rank index gives (`ranked::member_picks`); `None`:
+/// the caller samples by walks.
+pub fn deck_or_ranked_picks(
+    ctx: &Ctx<'_>,
+    view: &View<'_>,
+    coll: Coll<'_>,
+    kind: Kind,
+    len: u64,
+    n: u64,
+    distinct: bool,
+) -> Result<Option<Vec<Entry>>, CmdError> {
+    if let Some(picks) = deck_picks(ctx, view, coll, kind, len, n, distinct)? {
+        return Ok(Some(picks));
+    }
+    walks_on_a_worker(ctx, len)?;
+    if len <= SMALL_SAMPLE {
+        return Ok(None);
+    }
+    super::ranked::member_picks(ctx, coll.key, kind, n, distinct)
 }
 
 /// The entry under the cursor, copied.

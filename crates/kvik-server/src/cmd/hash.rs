@@ -587,7 +587,6 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                 match deck_picks_of_hash(ctx, &view, coll, &meta, 1, true)? {
                     Some(mut picks) => picks.pop(),
                     None => {
-                        collection::walks_on_a_worker(ctx, meta.len)?;
                         let len = live_len(&view, &coll, &meta)?;
                         Sampler::new(&view, Cf::Data, coll, len).one()?
                     }
@@ -627,10 +626,6 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let resp3_pairs = with_values && ctx.out.proto == Proto::Resp3;
     let per_pick = if with_values && !resp3_pairs { 2 } else { 1 };
     let from_deck = deck_picks_of_hash(ctx, &view, coll, &meta, count.unsigned_abs(), count >= 0)?;
-    if from_deck.is_none() {
-        // Sampling walks: a worker's job past a small hash.
-        collection::walks_on_a_worker(ctx, len)?;
-    }
     if count >= 0 {
         let picks = sampler.distinct_or(from_deck, count as u64)?;
         ctx.out.array(picks.len() * per_pick);
@@ -659,8 +654,9 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     Ok(())
 }
 
-/// [`collection::deck_picks`] for a hash without field TTLs (with them, which fields count
-/// changes with the clock, and a deck does not follow it: `None`, sampled by walks).
+/// [`collection::deck_or_ranked_picks`] for a hash without field TTLs (with them, which
+/// fields count changes with the clock, and neither a deck nor a rank index follows it:
+/// `None`, sampled by walks, on a worker past a small hash).
 fn deck_picks_of_hash(
     ctx: &Ctx<'_>,
     view: &crate::storage::View<'_>,
@@ -670,9 +666,10 @@ fn deck_picks_of_hash(
     distinct: bool,
 ) -> Result<Option<Vec<collection::Entry>>, CmdError> {
     if meta.field_ttls {
+        collection::walks_on_a_worker(ctx, meta.len)?;
         return Ok(None);
     }
-    collection::deck_picks(ctx, view, coll, Kind::Hash, meta.len, n, distinct)
+    collection::deck_or_ranked_picks(ctx, view, coll, Kind::Hash, meta.len, n, distinct)
 }
 
 /// The number of fields reads see: the meta length, or for a hash with field TTLs (whose

@@ -32,6 +32,7 @@ pub mod migrate;
 pub mod monitor;
 pub mod multi;
 pub mod pubsub;
+mod ranked;
 pub mod repl;
 mod rtc_backoff;
 pub mod run;

@@ -13,11 +13,12 @@
 
 use super::cached::{member_values, KeyReads};
 use super::collection::{
-    self, deck_picks, notify_write, put_or_delete_meta, walks_on_a_worker, CollWrite, MemberScan,
-    Sampler, ERR_OUT_OF_RANGE, IO_THREAD_MAX_POP, SMALL_SAMPLE,
+    self, deck_or_ranked_picks, notify_write, put_or_delete_meta, CollWrite, MemberScan, Sampler,
+    ERR_OUT_OF_RANGE, IO_THREAD_MAX_POP, SMALL_SAMPLE,
 };
 use super::ctx::{Args, CmdError, CmdResult, Ctx};
 use super::hash::parse_count;
+use super::ranked;
 use super::spec::{numkeys_at_1, CacheEffect, Class, CommandSpec, Flags, KeySpec};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::pop_decks::MAX_DECK_MEMBERS;
@@ -263,7 +264,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let mut w = CollWrite::open(ctx, &args[1], Kind::Set)?;
     let Some(count) = count else {
         let picked = match w.coll() {
-            Some(coll) => pick_to_pop(&mut w, coll, 1)?.pop(),
+            Some(coll) => pick_to_pop(ctx, &mut w, coll, 1)?.pop(),
             None => None,
         };
         if let Some(m) = &picked {
@@ -294,7 +295,7 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         w.commit_notify(ctx, Class::Set, "spop")?;
         return Ok(());
     }
-    let picks = pick_to_pop(&mut w, coll, count)?;
+    let picks = pick_to_pop(ctx, &mut w, coll, count)?;
     for m in &picks {
         w.delete(m);
     }
@@ -309,10 +310,12 @@ fn spop(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
 /// `count` (at most the set's length) distinct random members of the set `w` writes, for
 /// SPOP: taken from the set's deck (`storage::pop_decks`), dealt by one pass over the set
 /// when it has none, so a set emptied by SPOP is read once rather than walked for every pop.
-/// A set too big for a deck is sampled by walks. A transaction rolled back after the deck
+/// A set too big for a deck is drawn from by random ranks through its rank index
+/// (`cmd::ranked`), else sampled by walks. A transaction rolled back after the deck
 /// gave its cards drops the decks (`Storage::forget_pop_notes`). On an I/O thread, dealing
 /// or walking a set of more than [`SMALL_SAMPLE`] members is left to a worker (WouldBlock).
 fn pick_to_pop(
+    ctx: &Ctx<'_>,
     w: &mut CollWrite<'_, '_>,
     coll: Coll<'_>,
     count: u64,
@@ -321,6 +324,9 @@ fn pick_to_pop(
     if w.len() > MAX_DECK_MEMBERS {
         if !w.may_wait() && w.len() > SMALL_SAMPLE {
             return Err(CmdError::WOULD_BLOCK);
+        }
+        if let Some(picks) = ranked::held_picks(ctx, w, count)? {
+            return Ok(picks.into_iter().map(|(m, _)| m).collect());
         }
         let view = w.view();
         let picks = Sampler::new(&view, Cf::Data, coll, w.len()).distinct(count)?;
@@ -455,7 +461,8 @@ fn scard<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> 
 
 /// SRANDMEMBER key [count]: one random member (nil if none); with a positive count up to that
 /// many distinct members, with a negative count that many picks that may repeat. Drawn from
-/// the set's deck (`storage::pop_decks`) where it can, else sampled by walks.
+/// the set's deck (`storage::pop_decks`) where it can, else by random ranks through its rank
+/// index (`cmd::ranked`), else sampled by walks.
 fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::syntax());
@@ -464,14 +471,11 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         let member = match ctx.read_collection(&args[1], Kind::Set)? {
             Some((view, meta)) => {
                 let coll = Coll::new(ctx.db(), &args[1], &meta);
-                match deck_picks(ctx, &view, coll, Kind::Set, meta.len, 1, true)? {
+                match deck_or_ranked_picks(ctx, &view, coll, Kind::Set, meta.len, 1, true)? {
                     Some(mut picks) => picks.pop().map(|(m, _)| m),
-                    None => {
-                        walks_on_a_worker(ctx, meta.len)?;
-                        Sampler::new(&view, Cf::Data, coll, meta.len)
-                            .one()?
-                            .map(|(m, _)| m)
-                    }
+                    None => Sampler::new(&view, Cf::Data, coll, meta.len)
+                        .one()?
+                        .map(|(m, _)| m),
                 }
             }
             None => None,
@@ -486,10 +490,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     };
     let coll = Coll::new(ctx.db(), &args[1], &meta);
     let n = count.unsigned_abs();
-    let from_deck = deck_picks(ctx, &view, coll, Kind::Set, meta.len, n, count >= 0)?;
-    if from_deck.is_none() {
-        walks_on_a_worker(ctx, meta.len)?;
-    }
+    let from_deck = deck_or_ranked_picks(ctx, &view, coll, Kind::Set, meta.len, n, count >= 0)?;
     let sampler = Sampler::new(&view, Cf::Data, coll, meta.len);
     if count >= 0 {
         let picks = sampler.distinct_or(from_deck, n)?;

@@ -36,6 +36,7 @@ mod lists;
 mod min_replicas;
 mod protocol;
 mod pubsub;
+mod rank_picks;
 mod replication;
 mod script_rtc;
 mod scripting;

@@ -50,13 +50,13 @@ mod basic;
 mod geo;
 mod pop;
 pub mod range;
-mod ranked;
 mod setops;
 
 use super::collection::{notify_write, Entry, HeldColl};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, MemberRead, Reply};
+use super::ranked::{self, Counted, Ordered, Ranked};
 use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
 };
@@ -64,9 +64,7 @@ use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kin
 use crate::storage::pop_hints::End;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
 use kvik_resp::Proto;
-use rand::Rng;
 use range::{LexBound, LexRange, ScoreRange};
-use ranked::{Counted, Ranked};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -374,10 +372,6 @@ fn index_entry(score: f64, member: &[u8]) -> Vec<u8> {
     e
 }
 
-/// The most random members [`ZSet::ranked_picks`] draws through the rank index; more are
-/// sampled by the walks (whose cost per pick falls as the count grows).
-const RANKED_PICKS_MAX: u64 = 1024;
-
 /// How a range walk reads one entry of the column family it walks: (member, score).
 type Decode = for<'e> fn(&'e [u8], &'e [u8]) -> Option<(&'e [u8], f64)>;
 
@@ -482,6 +476,17 @@ pub(crate) struct ZSet<'a, 'k> {
     ranked: Option<ranked::Ranked<'a>>,
 }
 
+/// A sorted set's rank index counts its score index.
+impl<'a> Ordered<'a> for ZSet<'a, '_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn entries(&self) -> MemberCursor<'a> {
+        self.index()
+    }
+}
+
 impl<'a, 'k> ZSet<'a, 'k> {
     /// The sorted set `key` for a read command (keyspace hit or miss counted), or `None`.
     fn read(ctx: &Ctx<'a>, key: &'k [u8]) -> Result<Option<ZSet<'a, 'k>>, CmdError> {
@@ -521,7 +526,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         };
         if let (Some(gen), Some(token)) = (gen, token) {
             let cache = ctx.server.storage.cache();
-            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len);
+            set.ranked = Ranked::open(cache, gen, token, set.len, min_len);
         }
         Ok(Some(set))
     }
@@ -880,38 +885,23 @@ impl<'a, 'k> ZSet<'a, 'k> {
     /// `n` uniform random members (distinct, in random order, or with repeats) as
     /// (member, encoded score), each found by a random rank through the rank index: a seek and
     /// at most a bucket of steps, where a walk down a big set's member bytes costs dozens of
-    /// seeks per pick. `None` without an index, for more than [`RANKED_PICKS_MAX`] picks or
-    /// distinct picks of more than a quarter of the set, or when a write raced the read. On a
-    /// worker only (a first query builds the index by walking the set).
+    /// seeks per pick. `None` without an index, for counts [`ranked::random_ranks`] leaves to
+    /// the walks, or when a write raced the read. On a worker only (a first query builds the
+    /// index by walking the set).
     fn ranked_picks(&self, n: u64, distinct: bool) -> Result<Option<Vec<Entry>>, CmdError> {
         let Some(ranked) = &self.ranked else {
             return Ok(None);
         };
-        if n == 0 || n > RANKED_PICKS_MAX || (distinct && n > self.len / 4) {
+        let Some(ranks) = ranked::random_ranks(self.len, n, distinct) else {
             return Ok(None);
-        }
-        let mut rng = rand::thread_rng();
-        let ranks: Vec<u64> = if distinct {
-            let mut r: Vec<u64> = rand::seq::index::sample(&mut rng, self.len as usize, n as usize)
-                .into_iter()
-                .map(|i| i as u64)
-                .collect();
-            rand::seq::SliceRandom::shuffle(&mut r[..], &mut rng);
-            r
-        } else {
-            (0..n).map(|_| rng.gen_range(0..self.len)).collect()
         };
-        let mut picks = Vec::with_capacity(ranks.len());
-        for rank in ranks {
-            let Some(c) = ranked.seek_rank(self, rank)? else {
-                return Ok(None);
-            };
-            let Some((s, m)) = c.entry().and_then(|(e, _)| split_index(e)) else {
-                return Ok(None);
-            };
-            picks.push((m.to_vec(), encode_score(s).to_vec()));
-        }
-        Ok(ranked.stands().then_some(picks))
+        let Some(entries) = ranked.entries_at(self, &ranks)? else {
+            return Ok(None);
+        };
+        Ok(entries
+            .iter()
+            .map(|(e, _)| split_index(e).map(|(s, m)| (m.to_vec(), encode_score(s).to_vec())))
+            .collect())
     }
 
     /// Every member in ascending score order.
@@ -997,7 +987,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         if let Some(gen) = self.held.as_ref().and_then(HeldColl::big_gen) {
             let cache = self.storage.cache();
             let token = cache.fill_token(self.db, self.key);
-            set.ranked = ranked::Ranked::open(cache, gen, token, &set, min_len);
+            set.ranked = Ranked::open(cache, gen, token, set.len, min_len);
         }
         set
     }

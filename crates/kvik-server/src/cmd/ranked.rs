@@ -1,0 +1,337 @@
+//! Counting a big collection's members through its rank index (`cache::rank`).
+//!
+//! A sorted set's rank index counts its score order: ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank,
+//! score and lex ranges with far LIMIT offsets, ZLEXCOUNT, ZREMRANGEBYRANK and ZRANDMEMBER (a
+//! random rank each pick, for sets too big for a deck) of a set of at least
+//! `zset-rank-index-min-len` members. A set's or a hash's counts its member order, for random
+//! picks only (SRANDMEMBER, HRANDFIELD, SPOP of one too big for a deck, `set-rank-index`),
+//! where a walk down the member bytes costs dozens of seeks per pick. Either way the
+//! collection is one the hot cache holds as its meta (`cache-sets`, `cache-big-hashes`), and a
+//! query asks the index how many entries lie in the buckets before the place it wants and
+//! walks only inside that bucket, on the reader's snapshot. The snapshot was taken after the
+//! key's fill token, and an answer is kept only if no write of the collection began or ended
+//! since that token ([`Ranked::whole`]), so the index and the snapshot describe the same
+//! members; otherwise the caller walks as before (a writer holds the key's lock, so its token
+//! stands). The first query that needs the index builds it by one walk of the whole
+//! collection (what one rank from the middle cost before); writes keep it current.
+
+use crate::cache::rank::{Located, RankIndex};
+use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
+use crate::cmd::collection::{CollWrite, Entry};
+use crate::cmd::ctx::{CmdError, Ctx};
+use crate::storage::encoding::{Kind, Meta};
+use crate::storage::{Cf, Coll, MemberCursor, View};
+use rand::Rng;
+
+/// A collection in the order its rank index counts.
+pub(crate) trait Ordered<'v> {
+    /// Its entries, as counted.
+    fn len(&self) -> u64;
+    /// A cursor over its entries in that order (unpositioned).
+    fn entries(&self) -> MemberCursor<'v>;
+}
+
+/// A set's or hash's members in member order, as a snapshot holds them.
+pub(crate) struct Members<'v, 'k> {
+    pub view: View<'v>,
+    pub coll: Coll<'k>,
+    pub len: u64,
+}
+
+impl<'v> Ordered<'v> for Members<'v, '_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn entries(&self) -> MemberCursor<'v> {
+        self.view.members(Cf::Data, &self.coll)
+    }
+}
+
+/// The most random picks drawn through a rank index in one query; more are sampled by the
+/// walks (whose cost per pick falls as the count grows).
+pub(crate) const PICKS_MAX: u64 = 1024;
+/// A sorted set's rank index as one reader may use it.
+pub(crate) struct Ranked<'a> {
+    cache: &'a Cache,
+    gen: u64,
+    token: FillToken,
+}
+
+/// Entries drawn through an index, as (entry, value); `None`: the index could not answer.
+pub(crate) type Picks = Result<Option<Vec<Entry>>, CmdError>;
+
+/// Whether a cursor's walk reached its end or must give way to the plain walk.
+pub(crate) type Counted = Result<Option<u64>, CmdError>;
+
+impl<'a> Ranked<'a> {
+    /// The rank index of a collection of `len` entries cached under generation `gen` (`token`:
+    /// the key's fill token, taken before the snapshot it is read from), if one may serve it:
+    /// `min_len` entries or more (0: never). Nothing is built yet: the first lookup that needs
+    /// the index builds it ([`Ranked::ready`]), so a query that can do without it costs
+    /// nothing more.
+    pub(crate) fn open(
+        cache: &'a Cache,
+        gen: u64,
+        token: FillToken,
+        len: u64,
+        min_len: u64,
+    ) -> Option<Ranked<'a>> {
+        (min_len != 0 && len >= min_len && !cache.ranks().refused(gen)).then_some(Ranked {
+            cache,
+            gen,
+            token,
+        })
+    }
+
+    /// Whether the index can answer for `set`: present and counting its entries, or built
+    /// now by walking it. `false` when it is not to be indexed (a build outgrew the budget)
+    /// or a write raced the build.
+    fn ready<'v>(&self, set: &impl Ordered<'v>) -> Result<bool, CmdError> {
+        let ranks = self.cache.ranks();
+        match ranks.with(self.gen, RankIndex::total) {
+            Some(total) if total == set.len() => return Ok(true),
+            // The index disagrees with the set while no write raced this read: it lost count
+            // (a bug, not a race). Dropped: the next query builds it again from the set.
+            Some(_) if self.whole() => {
+                ranks.drop_index(self.gen);
+                return Ok(false);
+            }
+            Some(_) => return Ok(false),
+            None => {}
+        }
+        if ranks.refused(self.gen) {
+            return Ok(false);
+        }
+        // A build that outgrows the budget stops there, and the set is not tried again (each
+        // query would walk it twice).
+        let budget = self.cache.rank_budget();
+        let mut index = RankIndex::default();
+        let mut c = set.entries();
+        c.first();
+        while let Some((entry, _)) = c.entry() {
+            index.push(entry);
+            if index.bytes() > budget {
+                ranks.refuse(self.gen);
+                return Ok(false);
+            }
+            c.next();
+        }
+        c.status()?;
+        let index = index.finish();
+        Ok(index.total() == set.len() && ranks.install(self.gen, index, budget, || self.whole()))
+    }
+
+    /// Whether no write of the set began or ended since the token: the counts taken from the
+    /// index and the snapshot's walks agree.
+    fn whole(&self) -> bool {
+        self.cache.unchanged_since(&self.token)
+    }
+
+    /// Whether an answer counted through the index stands ([`Ranked::whole`]); counted if so.
+    pub(crate) fn stands(&self) -> bool {
+        let whole = self.whole();
+        if whole {
+            self.cache.ranks().note_answer();
+        }
+        whole
+    }
+
+    /// The members between two counts of [`Ranked::count_before`] (a range's start and its
+    /// end), if both were counted and the answer stands.
+    pub(crate) fn between(&self, start: Option<u64>, end: Option<u64>) -> Option<u64> {
+        match (start, end) {
+            (Some(a), Some(b)) if self.stands() => Some(b.saturating_sub(a)),
+            _ => None,
+        }
+    }
+
+    /// The entries of `set` that sort before `bound` (`None`: all).
+    pub(crate) fn count_before<'v>(&self, set: &impl Ordered<'v>, bound: Option<&[u8]>) -> Counted {
+        let Some(bound) = bound else {
+            return Ok(Some(set.len()));
+        };
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate(bound))? else {
+            return Ok(None);
+        };
+        let mut n = 0u64;
+        while let Some((entry, _)) = c.entry() {
+            if entry >= bound {
+                break;
+            }
+            n += 1;
+            c.next();
+        }
+        c.status()?;
+        Ok(Some(before + n))
+    }
+
+    /// A cursor of `set`'s entries at the one of ascending rank `rank` (< its length), or
+    /// `None` if the index is gone.
+    pub(crate) fn seek_rank<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        rank: u64,
+    ) -> Result<Option<MemberCursor<'v>>, CmdError> {
+        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate_rank(rank))? else {
+            return Ok(None);
+        };
+        for _ in before..rank {
+            c.next();
+        }
+        c.status()?;
+        Ok(Some(c))
+    }
+
+    /// The entries of `set` at `ranks` (each < its length), as (entry, value) in the order
+    /// asked: a seek and at most a bucket of steps each. `None` if the index is gone or the
+    /// answer does not stand ([`Ranked::stands`]).
+    pub(crate) fn entries_at<'v>(&self, set: &impl Ordered<'v>, ranks: &[u64]) -> Picks {
+        let mut out = Vec::with_capacity(ranks.len());
+        for &rank in ranks {
+            let Some(c) = self.seek_rank(set, rank)? else {
+                return Ok(None);
+            };
+            let Some((e, v)) = c.entry() else {
+                return Ok(None);
+            };
+            out.push((e.to_vec(), v.to_vec()));
+        }
+        Ok(self.stands().then_some(out))
+    }
+
+    /// A cursor of `set`'s entries at the fence of the bucket `locate` picks, and the entries
+    /// before that bucket; `None` if there is no index to ask.
+    fn at_bucket<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        locate: impl FnOnce(&RankIndex) -> Located<'_>,
+    ) -> Result<Option<(MemberCursor<'v>, u64)>, CmdError> {
+        if !self.ready(set)? {
+            return Ok(None);
+        }
+        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
+            let at = locate(index);
+            (at.fence.to_vec(), at.before)
+        }) else {
+            return Ok(None);
+        };
+        let mut c = set.entries();
+        c.seek(&fence);
+        Ok(Some((c, before)))
+    }
+}
+
+/// `n` uniform random ranks below `len`: distinct and in random order, or with repeats.
+/// `None` for what the index should not draw: no picks, more than [`PICKS_MAX`], or distinct
+/// picks of more than a quarter of the collection (one pass over it costs less).
+pub(crate) fn random_ranks(len: u64, n: u64, distinct: bool) -> Option<Vec<u64>> {
+    if n == 0 || n > PICKS_MAX || (distinct && n > len / 4) {
+        return None;
+    }
+    let mut rng = rand::thread_rng();
+    Some(if distinct {
+        let mut r: Vec<u64> = rand::seq::index::sample(&mut rng, len as usize, n as usize)
+            .into_iter()
+            .map(|i| i as u64)
+            .collect();
+        rand::seq::SliceRandom::shuffle(&mut r[..], &mut rng);
+        r
+    } else {
+        (0..n).map(|_| rng.gen_range(0..len)).collect()
+    })
+}
+
+/// `n` random members of set or hash `key` of `kind`, with their values, drawn by random ranks
+/// through the rank index of its member order (`set-rank-index`): distinct and in random
+/// order, or with repeats. For a collection no deck holds, on a worker (the first pick of a
+/// collection builds its index by one walk). The collection is read again here, its fill token
+/// first, then its meta from the hot cache (filled if the cache does not hold it), then a
+/// snapshot, so index and snapshot can be checked to agree. `None` when the index cannot
+/// answer (switched off, not cached, a hash with field TTLs, the counts above
+/// [`random_ranks`]'s, or a write raced the read): the caller samples by walks.
+pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distinct: bool) -> Picks {
+    if !ctx
+        .server
+        .config
+        .set_rank_index
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Ok(None);
+    }
+    let cache = ctx.storage().cache();
+    let db = ctx.db();
+    let token = cache.fill_token(db, key);
+    let cached = cache.get_with(db, key, ctx.now_ms, |known| match known {
+        Known::Present(Hit {
+            value: CachedValue::Coll(CollValue::Big(big)),
+            expire_at_ms,
+            ..
+        }) if big.kind == kind && !big.field_ttls => Some((big.gen, big.meta(*expire_at_ms))),
+        _ => None,
+    });
+    let view = ctx.view();
+    let (gen, meta): (Option<u64>, Meta) = match cached.flatten() {
+        Some((gen, meta)) => (Some(gen), meta),
+        None => {
+            let Some(meta) = view
+                .get_meta(db, key)?
+                .filter(|m| m.kind == kind && !m.is_expired(ctx.now_ms))
+            else {
+                return Ok(None);
+            };
+            // A hash small enough to cache whole stays cached that way.
+            let big =
+                !meta.field_ttls && (kind != Kind::Hash || meta.len as usize > cache.max_fields());
+            (
+                big.then(|| cache.fill_big(token, db, key, &meta)).flatten(),
+                meta,
+            )
+        }
+    };
+    let (Some(gen), Some(ranks)) = (gen, random_ranks(meta.len, n, distinct)) else {
+        return Ok(None);
+    };
+    let Some(ranked) = Ranked::open(cache, gen, token, meta.len, 1) else {
+        return Ok(None);
+    };
+    let members = Members {
+        view,
+        coll: Coll::new(db, key, &meta),
+        len: meta.len,
+    };
+    ranked.entries_at(&members, &ranks)
+}
+
+/// `n` distinct random members of the set or hash `w` writes (SPOP), with their values,
+/// through the rank index of the generation the cache held it under when `w` opened it, read
+/// at the latest state: the writer holds the key's lock, so the token taken now stands unless
+/// a write of another key sharing its slot intervenes. Before any change is staged; `None` as
+/// for [`member_picks`].
+pub(crate) fn held_picks(ctx: &Ctx<'_>, w: &CollWrite<'_, '_>, n: u64) -> Picks {
+    if !ctx
+        .server
+        .config
+        .set_rank_index
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        return Ok(None);
+    }
+    let (Some(gen), Some(coll)) = (w.big_gen(), w.coll()) else {
+        return Ok(None);
+    };
+    let Some(ranks) = random_ranks(w.len(), n, true) else {
+        return Ok(None);
+    };
+    let cache = w.storage.cache();
+    let token = cache.fill_token(w.db, w.key);
+    let Some(ranked) = Ranked::open(cache, gen, token, w.len(), 1) else {
+        return Ok(None);
+    };
+    let members = Members {
+        view: w.view(),
+        coll,
+        len: w.len(),
+    };
+    ranked.entries_at(&members, &ranks)
+}
