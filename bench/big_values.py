@@ -66,8 +66,12 @@ def cases(n):
         ("SISMEMBER", ["SISMEMBER", "S", m(mid)]),
         ("SRANDMEMBER", ["SRANDMEMBER", "S"]),
         ("SRANDMEMBER 5", ["SRANDMEMBER", "S", 5]),
-        # Removes one random member per call (a few hundred of the N in all).
+        ("SRANDMEMBER 3000", ["SRANDMEMBER", "S", 3000]),
+        ("SRANDMEMBER -10000", ["SRANDMEMBER", "S", -10000]),
+        # Remove random members: one, then 500 per call (up to 100,000 a round, so later
+        # rounds see a set up to a few tenths smaller).
         ("SPOP", ["SPOP", "S"]),
+        ("SPOP 500", ["SPOP", "S", 500]),
         ("ZSCORE", ["ZSCORE", "Z", m(mid + 1)]),
         ("ZRANK mid", ["ZRANK", "Z", m(mid + 1)]),
         ("ZRANGE mid 10", ["ZRANGE", "Z", mid, mid + 9]),

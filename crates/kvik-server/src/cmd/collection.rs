@@ -813,7 +813,7 @@ pub fn walks_on_a_worker(ctx: &Ctx<'_>, len: u64) -> Result<(), CmdError> {
 /// goes to a worker, as a long read would hold up the thread's other clients.
 pub const IO_THREAD_MAX_POP: u64 = 128;
 
-/// Most repeated picks drawn by position in one pass (above, each pick is a walk).
+/// Most repeated picks drawn by position in one pass (more take more passes).
 const MAX_POSITIONAL_PICKS: u64 = 1 << 20;
 
 /// A random picker over one collection of `len` members in `cf`.
@@ -955,8 +955,18 @@ impl<'v, 'k> Sampler<'v, 'k> {
             }
             return Ok(true);
         }
-        if count <= MAX_POSITIONAL_PICKS && count.saturating_mul(16) >= self.len {
-            return self.positional(count, &mut rng, f);
+        if count.saturating_mul(256) >= self.len {
+            // One pass per MAX_POSITIONAL_PICKS picks, as distinct picks of this many take
+            // one pass (a walk costs what a pass over a few hundred members does).
+            let mut left = count;
+            while left > 0 {
+                let n = left.min(MAX_POSITIONAL_PICKS);
+                if !self.positional(n, &mut rng, &mut f)? {
+                    return Ok(false);
+                }
+                left -= n;
+            }
+            return Ok(true);
         }
         let mut c = self.cursor();
         for _ in 0..count {

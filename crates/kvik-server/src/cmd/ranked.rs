@@ -15,7 +15,7 @@
 //! stands). The first query that needs the index builds it by one walk of the whole
 //! collection (what one rank from the middle cost before); writes keep it current.
 
-use crate::cache::rank::{Located, RankIndex};
+use crate::cache::rank::{Located, RankIndex, BUCKET};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
 use crate::cmd::collection::{CollWrite, Entry};
 use crate::cmd::ctx::{CmdError, Ctx};
@@ -48,8 +48,8 @@ impl<'v> Ordered<'v> for Members<'v, '_> {
     }
 }
 
-/// The most random picks drawn through a rank index in one query; more are sampled by the
-/// walks (whose cost per pick falls as the count grows).
+/// Random picks a rank index draws in one query however small the collection (see
+/// [`random_ranks`]).
 pub(crate) const PICKS_MAX: u64 = 1024;
 /// A sorted set's rank index as one reader may use it.
 pub(crate) struct Ranked<'a> {
@@ -184,20 +184,37 @@ impl<'a> Ranked<'a> {
     }
 
     /// The entries of `set` at `ranks` (each < its length), as (entry, value) in the order
-    /// asked: a seek and at most a bucket of steps each. `None` if the index is gone or the
+    /// asked. Visited in ascending rank: one less than a bucket ahead of the last is stepped
+    /// to, a farther one sought (a seek to its bucket's fence and at most a bucket of steps),
+    /// so picks that fall close together share a walk. `None` if the index is gone or the
     /// answer does not stand ([`Ranked::stands`]).
     pub(crate) fn entries_at<'v>(&self, set: &impl Ordered<'v>, ranks: &[u64]) -> Picks {
-        let mut out = Vec::with_capacity(ranks.len());
-        for &rank in ranks {
-            let Some(c) = self.seek_rank(set, rank)? else {
-                return Ok(None);
+        let mut order: Vec<usize> = (0..ranks.len()).collect();
+        order.sort_unstable_by_key(|&i| ranks[i]);
+        let mut out: Vec<Option<Entry>> = vec![None; ranks.len()];
+        let mut at: Option<(MemberCursor<'v>, u64)> = None;
+        for i in order {
+            let rank = ranks[i];
+            let c = match at.take() {
+                Some((mut c, r)) if rank - r < u64::from(BUCKET) => {
+                    for _ in r..rank {
+                        c.next();
+                    }
+                    c
+                }
+                _ => match self.seek_rank(set, rank)? {
+                    Some(c) => c,
+                    None => return Ok(None),
+                },
             };
             let Some((e, v)) = c.entry() else {
+                c.status()?;
                 return Ok(None);
             };
-            out.push((e.to_vec(), v.to_vec()));
+            out[i] = Some((e.to_vec(), v.to_vec()));
+            at = Some((c, rank));
         }
-        Ok(self.stands().then_some(out))
+        Ok(self.stands().then(|| out.into_iter().flatten().collect()))
     }
 
     /// A cursor of `set`'s entries at the fence of the bucket `locate` picks, and the entries
@@ -223,10 +240,11 @@ impl<'a> Ranked<'a> {
 }
 
 /// `n` uniform random ranks below `len`: distinct and in random order, or with repeats.
-/// `None` for what the index should not draw: no picks, more than [`PICKS_MAX`], or distinct
-/// picks of more than a quarter of the collection (one pass over it costs less).
+/// `None` for what the index should not draw: no picks, or more than [`PICKS_MAX`] and a
+/// 64th of the collection (picks that close together walk most of it: `Sampler`'s one pass
+/// costs the same), or distinct picks of more than a quarter of it.
 pub(crate) fn random_ranks(len: u64, n: u64, distinct: bool) -> Option<Vec<u64>> {
-    if n == 0 || n > PICKS_MAX || (distinct && n > len / 4) {
+    if n == 0 || n > PICKS_MAX.max(len / 64) || (distinct && n > len / 4) {
         return None;
     }
     let mut rng = rand::thread_rng();

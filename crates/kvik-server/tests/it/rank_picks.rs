@@ -76,6 +76,13 @@ fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
     }
     let one: String = q(&mut c, &["HRANDFIELD", "h"]);
     assert!(number(&one) < N);
+    // Past 1,024 picks, up to a 64th of the set (1,093): sorted by rank, neighbours reached
+    // by steps from the last pick, the others sought. ~15 pairs of adjacent ranks are
+    // expected among them: a step too many or too few would draw one member twice.
+    let picks: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "1090"]);
+    let distinct: std::collections::BTreeSet<&String> = picks.iter().collect();
+    assert_eq!(distinct.len(), 1090);
+    assert!(picks.iter().all(|m| number(m) < N));
     // Picks with repeats fall evenly over the ranks: each tenth expects 300 (a standard
     // deviation of 16); the walks they replace favour members under small branches.
     for (cmd, key) in [("SRANDMEMBER", "s"), ("HRANDFIELD", "h")] {
@@ -88,7 +95,19 @@ fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
     }
     let (b, a) = rank_stats(&mut c);
     assert_eq!(b - builds, 2, "one index per collection");
-    assert_eq!(a - answers, 10, "every draw came through an index");
+    assert_eq!(a - answers, 11, "every draw came through an index");
+    // More picks than that take one pass per million picks; drawn uniformly too.
+    let picks: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "-1100000"]);
+    assert_eq!(picks.len(), 1_100_000);
+    let mut t = [0u32; 10];
+    for m in &picks {
+        t[(number(m) * 10 / N) as usize] += 1;
+    }
+    assert!(
+        t.iter().all(|&n| (105_000..=115_000).contains(&n)),
+        "passes: picks per tenth {t:?}"
+    );
+    assert_eq!(rank_stats(&mut c).1 - answers, 11);
 
     // The writes count their members: 2,000 removed from the start, 2,000 added past the end
     // (all into the last bucket), overwrites and repeats that add nothing, SPOP.
@@ -126,7 +145,7 @@ fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
         2,
         "the writes kept the indexes: none built again"
     );
-    assert_eq!(a - answers, 11, "SPOP drew through the index");
+    assert_eq!(a - answers, 12, "SPOP drew through the index");
 
     // Removed members are never drawn; added ones at their share, ~571 of 20,000 (a miscounted
     // last bucket would draw them far more or less often).
