@@ -22,6 +22,7 @@ use crate::cmd::ctx::{CmdError, Ctx};
 use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Cf, Coll, MemberCursor, View};
 use rand::Rng;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// A collection in the order its rank index counts.
 pub(crate) trait Ordered<'v> {
@@ -51,7 +52,8 @@ impl<'v> Ordered<'v> for Members<'v, '_> {
 /// Random picks a rank index draws in one query however small the collection (see
 /// [`random_ranks`]).
 pub(crate) const PICKS_MAX: u64 = 1024;
-/// A sorted set's rank index as one reader may use it.
+
+/// A collection's rank index as one reader may use it.
 pub(crate) struct Ranked<'a> {
     cache: &'a Cache,
     gen: u64,
@@ -260,6 +262,11 @@ pub(crate) fn random_ranks(len: u64, n: u64, distinct: bool) -> Option<Vec<u64>>
     })
 }
 
+/// Whether sets and hashes draw random members through rank indexes (`set-rank-index`).
+fn sets_indexed(ctx: &Ctx<'_>) -> bool {
+    ctx.server.config.set_rank_index.load(Relaxed)
+}
+
 /// `n` random members of set or hash `key` of `kind`, with their values, drawn by random ranks
 /// through the rank index of its member order (`set-rank-index`): distinct and in random
 /// order, or with repeats. For a collection no deck holds, on a worker (the first pick of a
@@ -269,12 +276,7 @@ pub(crate) fn random_ranks(len: u64, n: u64, distinct: bool) -> Option<Vec<u64>>
 /// answer (switched off, not cached, a hash with field TTLs, the counts above
 /// [`random_ranks`]'s, or a write raced the read): the caller samples by walks.
 pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distinct: bool) -> Picks {
-    if !ctx
-        .server
-        .config
-        .set_rank_index
-        .load(std::sync::atomic::Ordering::Relaxed)
-    {
+    if !sets_indexed(ctx) {
         return Ok(None);
     }
     let cache = ctx.storage().cache();
@@ -327,12 +329,7 @@ pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distin
 /// a write of another key sharing its slot intervenes. Before any change is staged; `None` as
 /// for [`member_picks`].
 pub(crate) fn held_picks(ctx: &Ctx<'_>, w: &CollWrite<'_, '_>, n: u64) -> Picks {
-    if !ctx
-        .server
-        .config
-        .set_rank_index
-        .load(std::sync::atomic::Ordering::Relaxed)
-    {
+    if !sets_indexed(ctx) {
         return Ok(None);
     }
     let (Some(gen), Some(coll)) = (w.big_gen(), w.coll()) else {
