@@ -175,46 +175,61 @@ impl<'a> Ranked<'a> {
         set: &impl Ordered<'v>,
         rank: u64,
     ) -> Result<Option<MemberCursor<'v>>, CmdError> {
-        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate_rank(rank))? else {
-            return Ok(None);
+        let mut c = set.entries();
+        Ok(self.move_to_rank(set, &mut c, rank)?.then_some(c))
+    }
+
+    /// Moves `c`, a cursor of `set`'s entries, to the one of ascending rank `rank` (< its
+    /// length): a seek to its bucket's fence and the steps inside the bucket. False if the
+    /// index is gone.
+    fn move_to_rank<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        c: &mut MemberCursor<'v>,
+        rank: u64,
+    ) -> Result<bool, CmdError> {
+        let Some((fence, before)) = self.bucket(set, |index| index.locate_rank(rank))? else {
+            return Ok(false);
         };
+        c.seek(&fence);
         for _ in before..rank {
             c.next();
         }
         c.status()?;
-        Ok(Some(c))
+        Ok(true)
     }
 
     /// The entries of `set` at `ranks` (each < its length), as (entry, value) in the order
-    /// asked. Visited in ascending rank: one less than a bucket ahead of the last is stepped
-    /// to, a farther one sought (a seek to its bucket's fence and at most a bucket of steps),
-    /// so picks that fall close together share a walk. `None` if the index is gone or the
-    /// answer does not stand ([`Ranked::stands`]).
+    /// asked. Visited in ascending rank on one cursor: one less than a bucket ahead of the
+    /// last is stepped to, a farther one sought (its bucket's fence, then the steps inside the
+    /// bucket), so picks that fall close together share a walk. `None` if the index is gone or
+    /// the answer does not stand ([`Ranked::stands`]).
     pub(crate) fn entries_at<'v>(&self, set: &impl Ordered<'v>, ranks: &[u64]) -> Picks {
         let mut order: Vec<usize> = (0..ranks.len()).collect();
         order.sort_unstable_by_key(|&i| ranks[i]);
         let mut out: Vec<Option<Entry>> = vec![None; ranks.len()];
-        let mut at: Option<(MemberCursor<'v>, u64)> = None;
+        let mut c = set.entries();
+        let mut last: Option<u64> = None;
         for i in order {
             let rank = ranks[i];
-            let c = match at.take() {
-                Some((mut c, r)) if rank - r < u64::from(BUCKET) => {
+            match last {
+                Some(r) if rank - r < u64::from(BUCKET) => {
                     for _ in r..rank {
                         c.next();
                     }
-                    c
                 }
-                _ => match self.seek_rank(set, rank)? {
-                    Some(c) => c,
-                    None => return Ok(None),
-                },
-            };
+                _ => {
+                    if !self.move_to_rank(set, &mut c, rank)? {
+                        return Ok(None);
+                    }
+                }
+            }
             let Some((e, v)) = c.entry() else {
                 c.status()?;
                 return Ok(None);
             };
             out[i] = Some((e.to_vec(), v.to_vec()));
-            at = Some((c, rank));
+            last = Some(rank);
         }
         Ok(self.stands().then(|| out.into_iter().flatten().collect()))
     }
@@ -226,18 +241,28 @@ impl<'a> Ranked<'a> {
         set: &impl Ordered<'v>,
         locate: impl FnOnce(&RankIndex) -> Located<'_>,
     ) -> Result<Option<(MemberCursor<'v>, u64)>, CmdError> {
-        if !self.ready(set)? {
-            return Ok(None);
-        }
-        let Some((fence, before)) = self.cache.ranks().with(self.gen, |index| {
-            let at = locate(index);
-            (at.fence.to_vec(), at.before)
-        }) else {
+        let Some((fence, before)) = self.bucket(set, locate)? else {
             return Ok(None);
         };
         let mut c = set.entries();
         c.seek(&fence);
         Ok(Some((c, before)))
+    }
+
+    /// The fence of the bucket `locate` picks in `set`'s index (built first if need be), and
+    /// the entries before that bucket; `None` if there is no index to ask.
+    fn bucket<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        locate: impl FnOnce(&RankIndex) -> Located<'_>,
+    ) -> Result<Option<(Vec<u8>, u64)>, CmdError> {
+        if !self.ready(set)? {
+            return Ok(None);
+        }
+        Ok(self.cache.ranks().with(self.gen, |index| {
+            let at = locate(index);
+            (at.fence.to_vec(), at.before)
+        }))
     }
 }
 

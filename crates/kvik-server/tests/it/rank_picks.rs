@@ -158,7 +158,7 @@ fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
                     new += 1;
                 } else {
                     assert!(number(m) >= 2000, "{cmd}: {m} was removed");
-                    assert!(!popped.contains(m), "{cmd}: {m} was popped");
+                    assert!(key != "s" || !popped.contains(m), "{m} was popped");
                 }
             }
         }
