@@ -18,8 +18,12 @@
 //! install), changed by each committed write's index edits (`storage`'s commit, before the
 //! entry is served again), and dead with its entry (a write without index edits drops the
 //! entry; a new entry has a new generation). A reader uses it only if no write of the set began or ended
-//! between its lookup and the end of its walk. Fences never move: a bucket that grows past
-//! [`MAX_BUCKET`] entries drops the index, and the next rank query builds it again.
+//! between its lookup and the end of its walk. Fences never move, but an entry added past
+//! every other while the last bucket is full opens a bucket of its own, and a bucket other
+//! than the first that empties is dropped, so a set that grows at its end and shrinks at its
+//! front (a sliding window of timestamps, ids that only grow) keeps its index and about one
+//! fence per [`BUCKET`] entries; a bucket that grows past [`MAX_BUCKET`] entries elsewhere
+//! drops the index, and the next rank query builds it again.
 //!
 //! Memory: the fences' bytes, bounded in all by [`RankIndexes::new`]'s budget; the least
 //! recently used index is dropped first.
@@ -51,6 +55,9 @@ pub struct RankIndex {
     sums: Vec<u64>,
     total: u64,
     bytes: usize,
+    /// No entry counted sorts after it (the greatest ever added; removals leave it): an entry
+    /// added past it while the last bucket is full opens a bucket of its own.
+    ceiling: Box<[u8]>,
 }
 
 /// Where a bound falls: its bucket's fence and the entries of all buckets before it.
@@ -75,10 +82,17 @@ impl RankIndex {
         }
         *self.counts.last_mut().expect("a bucket was pushed") += 1;
         self.total += 1;
+        self.raise_ceiling(entry);
     }
 
     /// The index of the entries pushed, ready for queries and edits.
     pub fn finish(mut self) -> RankIndex {
+        self.sum_counts();
+        self
+    }
+
+    /// Builds the Fenwick tree of the counts afresh.
+    fn sum_counts(&mut self) {
         let n = self.counts.len();
         self.sums = self.counts.iter().map(|&c| u64::from(c)).collect();
         for i in 1..=n {
@@ -87,7 +101,35 @@ impl RankIndex {
                 self.sums[parent - 1] += self.sums[i - 1];
             }
         }
-        self
+    }
+
+    fn raise_ceiling(&mut self, entry: &[u8]) {
+        if *entry > *self.ceiling {
+            self.ceiling = entry.into();
+        }
+    }
+
+    /// A last bucket, fenced at `entry` (past every entry counted), holding it: appends by a
+    /// growing score or member fill new buckets instead of one that outgrows [`MAX_BUCKET`].
+    fn open_bucket(&mut self, entry: &[u8]) {
+        // The Fenwick node of the new bucket (1-based `n`) sums the buckets after node
+        // `n - lowbit(n)` up to it.
+        let n = self.counts.len() + 1;
+        let covered = self.before(n - 1) - self.before(n - (n & n.wrapping_neg()));
+        self.fences.push(entry.into());
+        self.counts.push(1);
+        self.sums.push(covered + 1);
+        self.total += 1;
+        self.bytes += entry.len() + FENCE_OVERHEAD;
+    }
+
+    /// Drops bucket `i` (> 0, empty): the bucket before it takes its range, so removals that
+    /// empty a region (the front of a sliding window) leave no fences behind.
+    fn close_bucket(&mut self, i: usize) {
+        let fence = self.fences.remove(i);
+        self.counts.remove(i);
+        self.bytes -= fence.len() + FENCE_OVERHEAD;
+        self.sum_counts();
     }
 
     /// The entries counted.
@@ -133,13 +175,21 @@ impl RankIndex {
                 return false; // not an entry this index counted
             }
             self.add(i, -1);
+            if self.counts[i] == 0 && i > 0 {
+                self.close_bucket(i);
+            }
         }
         if let Some(e) = added {
-            let i = self.bucket_of(e);
-            self.add(i, 1);
-            if self.counts[i] > MAX_BUCKET {
-                return false;
+            if *e > *self.ceiling && self.counts.last().is_some_and(|&n| n >= BUCKET) {
+                self.open_bucket(e);
+            } else {
+                let i = self.bucket_of(e);
+                self.add(i, 1);
+                if self.counts[i] > MAX_BUCKET {
+                    return false;
+                }
             }
+            self.raise_ceiling(e);
         }
         true
     }
@@ -405,12 +455,42 @@ mod tests {
 
     #[test]
     fn a_bucket_grown_past_the_limit_drops_the_index() {
-        let set: BTreeSet<Vec<u8>> = (0..10).map(entry).collect();
+        // Inserts between two entries (not past the last, which would open buckets).
+        let mut set: BTreeSet<Vec<u8>> = (0..10).map(entry).collect();
+        set.insert(entry(u32::MAX));
         let mut idx = built(&set);
-        for i in 0..MAX_BUCKET - 10 {
+        for i in 0..MAX_BUCKET - 11 {
             assert!(idx.apply(None, Some(&entry(100 + i))));
         }
         assert!(!idx.apply(None, Some(&entry(1_000_000))));
+    }
+
+    #[test]
+    fn a_sliding_window_keeps_its_index_and_a_fence_per_bucket() {
+        // Entries 0..10,000, then 100,000 appended past the end while as many leave the front.
+        let mut set: BTreeSet<Vec<u8>> = (0..10_000).map(entry).collect();
+        let mut idx = built(&set);
+        for n in 10_000..110_000u32 {
+            let (new, old) = (entry(n), entry(n - 10_000));
+            assert!(idx.apply(None, Some(&new)), "append {n}");
+            assert!(idx.apply(Some(&old), None), "removal {}", n - 10_000);
+            set.insert(new);
+            set.remove(&old);
+        }
+        assert_eq!(idx.total(), 10_000);
+        assert!(
+            idx.counts.len() <= 10_000 / BUCKET as usize + 3,
+            "{} buckets",
+            idx.counts.len()
+        );
+        for (rank, e) in set.iter().enumerate().step_by(97) {
+            assert_eq!(rank_of(&idx, &set, e), rank as u64);
+            let l = idx.locate_rank(rank as u64);
+            let nth = set
+                .range(l.fence.to_vec()..)
+                .nth((rank as u64 - l.before) as usize);
+            assert_eq!(nth, Some(e));
+        }
     }
 
     #[test]

@@ -630,3 +630,60 @@ fn random_members_of_a_big_set_are_drawn_by_rank_uniformly() {
         "the added members were drawn {new_drawn} times"
     );
 }
+
+/// A sorted set that grows at its end and shrinks at its front (a sliding window of
+/// timestamps) keeps its index: an append past every member opens a bucket once the last is
+/// full, an emptied bucket closes, so it keeps about one fence per 128 members. Before, the
+/// appends piled into the last bucket, which outgrew its limit (8,192) and dropped the index:
+/// the next rank query walked the whole set again.
+#[test]
+fn a_sliding_window_of_scores_keeps_its_rank_index() {
+    const W: u64 = 10_000;
+    let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
+    let mut c = s.client();
+    let mut rng = Lcg(5);
+    let add = |c: &mut Connection, from: u64, to: u64| {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("w");
+        for i in from..to {
+            cmd.arg(i).arg(member(i));
+        }
+        let _: i64 = cmd.query(c).unwrap();
+    };
+    add(&mut c, 0, W);
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "w", &member(2500)]),
+        Some(2500)
+    );
+    let (builds, answers) = rank_stats(&mut c);
+    let bytes = info_field(&mut c, "stats", "zset_rank_index_bytes").unwrap();
+    // 20,000 appended and as many gone from the front, 1,000 at a time.
+    for step in 0..20u64 {
+        let end = W + (step + 1) * 1000;
+        add(&mut c, end - 1000, end);
+        let first = end - W;
+        let _: i64 = q(
+            &mut c,
+            &["ZREMRANGEBYSCORE", "w", "-inf", &format!("({first}")],
+        );
+        // The window is first..end: member i has rank i - first.
+        for _ in 0..3 {
+            let i = first + rng.below(W);
+            let rank = Some(i - first);
+            assert_eq!(q::<Option<u64>>(&mut c, &["ZRANK", "w", &member(i)]), rank);
+        }
+        let (a, b) = (first + rng.below(W), first + rng.below(W));
+        let (a, b) = (a.min(b), a.max(b));
+        let n: u64 = q(&mut c, &["ZCOUNT", "w", &a.to_string(), &b.to_string()]);
+        assert_eq!(n, b - a + 1, "ZCOUNT {a} {b}");
+    }
+    assert_eq!(q::<u64>(&mut c, &["ZCARD", "w"]), W);
+    let (b, a) = rank_stats(&mut c);
+    assert_eq!(b, builds, "the index was kept through the window's moves");
+    assert_eq!(a - answers, 80, "every query was answered through it");
+    let now = info_field(&mut c, "stats", "zset_rank_index_bytes").unwrap();
+    assert!(
+        now > bytes / 2 && now < bytes * 2,
+        "fences for the same number of members: {bytes} -> {now} bytes"
+    );
+}
