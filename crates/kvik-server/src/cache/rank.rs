@@ -45,7 +45,8 @@ const FENCE_OVERHEAD: usize =
     std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
 
 /// One collection's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
-/// (`fences[0]` is empty: every entry), `counts[i]` the entries it holds now, and `sums` the
+/// (`fences[0]`, empty when built, is at most every entry: an entry added below it lowers
+/// it), `counts[i]` the entries it holds now, and `sums` the
 /// same counts as a Fenwick tree, so the entries before a bucket are summed in O(log buckets)
 /// (a million members make ~8,000 buckets).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -123,8 +124,10 @@ impl RankIndex {
         self.bytes += entry.len() + FENCE_OVERHEAD;
     }
 
-    /// Drops bucket `i` (> 0, empty): the bucket before it takes its range, so removals that
-    /// empty a region (the front of a sliding window) leave no fences behind.
+    /// Drops bucket `i` (empty, not the only one): the bucket before it takes its range, or
+    /// for the first the next becomes the first, its fence kept. Removals that empty a region
+    /// leave no fences behind, and the front of a sliding window is sought at its first live
+    /// bucket, not at the start of the deleted members' tombstones.
     fn close_bucket(&mut self, i: usize) {
         let fence = self.fences.remove(i);
         self.counts.remove(i);
@@ -175,7 +178,7 @@ impl RankIndex {
                 return false; // not an entry this index counted
             }
             self.add(i, -1);
-            if self.counts[i] == 0 && i > 0 {
+            if self.counts[i] == 0 && self.counts.len() > 1 {
                 self.close_bucket(i);
             }
         }
@@ -183,6 +186,10 @@ impl RankIndex {
             if *e > *self.ceiling && self.counts.last().is_some_and(|&n| n >= BUCKET) {
                 self.open_bucket(e);
             } else {
+                if *e < *self.fences[0] {
+                    self.bytes = self.bytes + e.len() - self.fences[0].len();
+                    self.fences[0] = e.into();
+                }
                 let i = self.bucket_of(e);
                 self.add(i, 1);
                 if self.counts[i] > MAX_BUCKET {
@@ -491,6 +498,23 @@ mod tests {
                 .nth((rank as u64 - l.before) as usize);
             assert_eq!(nth, Some(e));
         }
+        // The first bucket was closed with the front: its successor's fence leads now, and
+        // entries added below it (before the window) lower it.
+        assert!(!idx.fences[0].is_empty());
+        for n in (0..300u32).rev() {
+            assert!(idx.apply(None, Some(&entry(n))), "prepend {n}");
+            set.insert(entry(n));
+        }
+        assert_eq!(idx.total(), set.len() as u64);
+        for (rank, e) in set.iter().enumerate().step_by(37) {
+            assert_eq!(rank_of(&idx, &set, e), rank as u64);
+            let l = idx.locate_rank(rank as u64);
+            let nth = set
+                .range(l.fence.to_vec()..)
+                .nth((rank as u64 - l.before) as usize);
+            assert_eq!(nth, Some(e));
+        }
+        assert_eq!(rank_of(&idx, &set, &[]), 0);
     }
 
     #[test]

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# A sorted set used as a sliding window, two kvik builds and redis-server side by side: N
+# members at scores 0..N, then STEPS steps that each append 1,000 members past the end (ZADD,
+# growing scores), drop the 1,000 oldest (ZREMRANGEBYSCORE) and time ZRANK and ZCOUNT of
+# random members and ranges of the window, one in flight. Prints the median and the worst
+# call of each (ms) and the rank-index builds INFO counted on the kvik sides: an index that
+# cannot follow the appends is dropped and built again by a walk of the whole set.
+#
+#   bench/rank_window.sh OLD_BINARY NEW_BINARY            # N=1000000 STEPS=50
+#
+# Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/rank_window.sh ...
+source "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/.."
+ensure_redis
+[ $# -eq 2 ] || {
+  echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
+  exit 2
+}
+N=${N:-1000000}
+STEPS=${STEPS:-50}
+ports=()
+for side in old new; do
+  port=$(free_port)
+  bin=$1
+  [ "$side" = new ] && bin=$2
+  KVIK_BIN=$bin start_kvik "$port" "$side"
+  ports+=("$port")
+done
+rport=$(free_port)
+start_redis "$rport" redis
+ports+=("$rport")
+python3 - "$N" "$STEPS" "${ports[@]}" <<'PY'
+import random, re, socket, statistics, sys, time
+sys.path.insert(0, "bench")
+from resp import encode, read_reply
+
+n, steps = int(sys.argv[1]), int(sys.argv[2])
+sides = dict(zip(("old", "new", "redis"), map(int, sys.argv[3:6])))
+conns = {}
+for side, port in sides.items():
+    s = socket.create_connection(("127.0.0.1", port))
+    conns[side] = (s, s.makefile("rb"))
+
+def call(side, *args):
+    s, f = conns[side]
+    s.sendall(encode(args))
+    reply = read_reply(f)
+    if reply.startswith(b"-"):
+        raise RuntimeError("%s %r: %r" % (side, args, reply))
+    return reply
+
+def add(side, lo, hi):
+    call(side, "ZADD", "w", *(x for i in range(lo, hi) for x in (str(i), "m%012d" % i)))
+
+def builds(side):
+    s, f = conns[side]
+    s.sendall(encode(["INFO", "stats"]))
+    info = f.read(int(f.readline()[1:]) + 2).decode()
+    m = re.search(r"zset_rank_index_builds:(\d+)", info)
+    return int(m.group(1)) if m else 0
+
+for side in sides:
+    print("loading %d members on %s" % (n, side), file=sys.stderr)
+    for lo in range(0, n, 1000):
+        add(side, lo, min(n, lo + 1000))
+    call(side, "ZRANK", "w", "m%012d" % (n // 2))  # builds the index where there is one
+start = {side: builds(side) for side in sides}
+took = {}
+rng = random.Random(1)
+for step in range(steps):
+    end = n + (step + 1) * 1000
+    first = end - n
+    picks = [first + rng.randrange(n) for _ in range(5)]
+    for side in sides:
+        add(side, end - 1000, end)
+        call(side, "ZREMRANGEBYSCORE", "w", "-inf", "(%d" % first)
+        for i in picks:
+            t = time.perf_counter()
+            call(side, "ZRANK", "w", "m%012d" % i)
+            took.setdefault(("ZRANK", side), []).append((time.perf_counter() - t) * 1e3)
+            t = time.perf_counter()
+            call(side, "ZCOUNT", "w", i, "+inf")
+            took.setdefault(("ZCOUNT", side), []).append((time.perf_counter() - t) * 1e3)
+print("%d steps of 1,000 appends and 1,000 removals on a window of %d members" % (steps, n))
+print("| query | old median / worst | new median / worst | redis-server median / worst |")
+print("|---|---|---|---|")
+for q in ("ZRANK", "ZCOUNT"):
+    cells = ["%.3f / %.1f" % (statistics.median(took[(q, s)]), max(took[(q, s)])) for s in sides]
+    print("| %s | %s |" % (q, " | ".join(cells)))
+print("rank-index builds during the steps: old %d, new %d"
+      % (builds("old") - start["old"], builds("new") - start["new"]))
+PY
