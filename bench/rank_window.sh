@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A sorted set used as a sliding window, two kvik builds and redis-server side by side: N
 # members at scores 0..N, then STEPS steps that each append 1,000 members past the end (ZADD,
-# growing scores), drop the 1,000 oldest (ZREMRANGEBYSCORE) and time ZRANK and ZCOUNT of
-# random members and ranges of the window, one in flight. Prints the median and the worst
+# growing scores), drop the 1,000 oldest (ZREMRANGEBYSCORE) and time ZRANK and ZCOUNT of five
+# random members of the window, one in flight; the sides take blocks of 10 steps in turn. Prints the median and the worst
 # call of each (ms) and the rank-index builds INFO counted on the kvik sides: an index that
 # cannot follow the appends is dropped and built again by a walk of the whole set.
 #
@@ -29,13 +29,13 @@ done
 rport=$(free_port)
 start_redis "$rport" redis
 ports+=("$rport")
-python3 - "$N" "$STEPS" "${ports[@]}" <<'PY'
+cat >"$BENCH_TMP/window.py" <<'PY'
 import random, re, socket, statistics, sys, time
-sys.path.insert(0, "bench")
+sys.path.insert(0, "bench")  # run from the checkout
 from resp import encode, read_reply
 
-n, steps = int(sys.argv[1]), int(sys.argv[2])
-sides = dict(zip(("old", "new", "redis"), map(int, sys.argv[3:6])))
+what, n, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+sides = dict(zip(("old", "new", "redis"), map(int, sys.argv[4:7])))
 conns = {}
 for side, port in sides.items():
     s = socket.create_connection(("127.0.0.1", port))
@@ -59,28 +59,34 @@ def builds(side):
     m = re.search(r"zset_rank_index_builds:(\d+)", info)
     return int(m.group(1)) if m else 0
 
+if what == "load":
+    for side in sides:
+        print("loading %d members on %s" % (n, side), file=sys.stderr)
+        for lo in range(0, n, 1000):
+            add(side, lo, min(n, lo + 1000))
+    sys.exit(0)
 for side in sides:
-    print("loading %d members on %s" % (n, side), file=sys.stderr)
-    for lo in range(0, n, 1000):
-        add(side, lo, min(n, lo + 1000))
     call(side, "ZRANK", "w", "m%012d" % (n // 2))  # builds the index where there is one
 start = {side: builds(side) for side in sides}
 took = {}
 rng = random.Random(1)
-for step in range(steps):
-    end = n + (step + 1) * 1000
-    first = end - n
-    picks = [first + rng.randrange(n) for _ in range(5)]
+# Each side takes blocks of 10 steps in turn (old, new, redis, old ...), so one side's
+# queries do not run beside the other side's writes of the same step.
+plan = [[first + rng.randrange(n) for _ in range(5)]
+        for first in ((step + 1) * 1000 for step in range(steps))]
+for block in range(0, steps, 10):
     for side in sides:
-        add(side, end - 1000, end)
-        call(side, "ZREMRANGEBYSCORE", "w", "-inf", "(%d" % first)
-        for i in picks:
-            t = time.perf_counter()
-            call(side, "ZRANK", "w", "m%012d" % i)
-            took.setdefault(("ZRANK", side), []).append((time.perf_counter() - t) * 1e3)
-            t = time.perf_counter()
-            call(side, "ZCOUNT", "w", i, "+inf")
-            took.setdefault(("ZCOUNT", side), []).append((time.perf_counter() - t) * 1e3)
+        for step in range(block, min(steps, block + 10)):
+            end = n + (step + 1) * 1000
+            add(side, end - 1000, end)
+            call(side, "ZREMRANGEBYSCORE", "w", "-inf", "(%d" % (end - n))
+            for i in plan[step]:
+                t = time.perf_counter()
+                call(side, "ZRANK", "w", "m%012d" % i)
+                took.setdefault(("ZRANK", side), []).append((time.perf_counter() - t) * 1e3)
+                t = time.perf_counter()
+                call(side, "ZCOUNT", "w", i, "+inf")
+                took.setdefault(("ZCOUNT", side), []).append((time.perf_counter() - t) * 1e3)
 print("%d steps of 1,000 appends and 1,000 removals on a window of %d members" % (steps, n))
 print("| query | old median / worst | new median / worst | redis-server median / worst |")
 print("|---|---|---|---|")
@@ -90,3 +96,8 @@ for q in ("ZRANK", "ZCOUNT"):
 print("rank-index builds during the steps: old %d, new %d"
       % (builds("old") - start["old"], builds("new") - start["new"]))
 PY
+python3 "$BENCH_TMP/window.py" load "$N" "$STEPS" "${ports[@]}"
+# The load's last flushes and compactions settle before the first timing.
+settle "${ports[0]}"
+settle "${ports[1]}"
+python3 "$BENCH_TMP/window.py" run "$N" "$STEPS" "${ports[@]}"
