@@ -48,6 +48,23 @@ start_redis() { # port name [extra args...]
 # start_backend kind name: starts a kvik-server or redis-server (kind = kvik | redis) on a free
 # port and leaves the port in BACKEND_PORT. (Not a $(...) function: the server's pid must reach
 # PIDS in this shell so the exit trap stops it.)
+# start_builds_and_redis OLD_BINARY NEW_BINARY: a kvik server of each build and a redis-server,
+# on fresh ports; their ports in PORTS (old, new, redis), for scripts that time two builds.
+start_builds_and_redis() {
+  PORTS=()
+  local bin port side
+  for side in old new; do
+    bin=$1
+    [ "$side" = new ] && bin=$2
+    port=$(free_port)
+    KVIK_BIN=$bin start_kvik "$port" "$side"
+    PORTS+=("$port")
+  done
+  port=$(free_port)
+  start_redis "$port" redis
+  PORTS+=("$port")
+}
+
 start_backend() {
   BACKEND_PORT=$(free_port)
   case $1 in

@@ -17,36 +17,18 @@ ensure_redis
 }
 N=${N:-1000000}
 ROUNDS=${ROUNDS:-3}
-ports=()
-for side in old new; do
-  port=$(free_port)
-  bin=$1
-  [ "$side" = new ] && bin=$2
-  KVIK_BIN=$bin start_kvik "$port" "$side"
-  ports+=("$port")
-done
-rport=$(free_port)
-start_redis "$rport" redis
-ports+=("$rport")
-python3 - "$N" "$ROUNDS" "${ports[@]}" <<'PY'
-import socket, statistics, sys, time
+start_builds_and_redis "$1" "$2"
+python3 - "$N" "$ROUNDS" "${PORTS[@]}" <<'PY'
+import statistics, sys, time
 sys.path.insert(0, "bench")
-from resp import encode, read_reply
+from resp import Conn
 
 n, rounds = int(sys.argv[1]), int(sys.argv[2])
 sides = dict(zip(("old", "new", "redis"), map(int, sys.argv[3:6])))
-conns = {}
-for side, port in sides.items():
-    s = socket.create_connection(("127.0.0.1", port))
-    conns[side] = (s, s.makefile("rb"))
+conns = {side: Conn(port) for side, port in sides.items()}
 
 def call(side, *args):
-    s, f = conns[side]
-    s.sendall(encode(args))
-    reply = read_reply(f)
-    if reply.startswith(b"-"):
-        raise RuntimeError("%s %r: %r" % (side, args, reply))
-    return reply
+    return conns[side].call(*args)
 
 for side in sides:
     print("loading %d members on %s" % (n, side), file=sys.stderr)

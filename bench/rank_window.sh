@@ -18,45 +18,24 @@ ensure_redis
 }
 N=${N:-1000000}
 STEPS=${STEPS:-50}
-ports=()
-for side in old new; do
-  port=$(free_port)
-  bin=$1
-  [ "$side" = new ] && bin=$2
-  KVIK_BIN=$bin start_kvik "$port" "$side"
-  ports+=("$port")
-done
-rport=$(free_port)
-start_redis "$rport" redis
-ports+=("$rport")
+start_builds_and_redis "$1" "$2"
 cat >"$BENCH_TMP/window.py" <<'PY'
-import random, re, socket, statistics, sys, time
+import random, re, statistics, sys, time
 sys.path.insert(0, "bench")  # run from the checkout
-from resp import encode, read_reply
+from resp import Conn
 
 what, n, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sides = dict(zip(("old", "new", "redis"), map(int, sys.argv[4:7])))
-conns = {}
-for side, port in sides.items():
-    s = socket.create_connection(("127.0.0.1", port))
-    conns[side] = (s, s.makefile("rb"))
+conns = {side: Conn(port) for side, port in sides.items()}
 
 def call(side, *args):
-    s, f = conns[side]
-    s.sendall(encode(args))
-    reply = read_reply(f)
-    if reply.startswith(b"-"):
-        raise RuntimeError("%s %r: %r" % (side, args, reply))
-    return reply
+    return conns[side].call(*args)
 
 def add(side, lo, hi):
     call(side, "ZADD", "w", *(x for i in range(lo, hi) for x in (str(i), "m%012d" % i)))
 
 def builds(side):
-    s, f = conns[side]
-    s.sendall(encode(["INFO", "stats"]))
-    info = f.read(int(f.readline()[1:]) + 2).decode()
-    m = re.search(r"zset_rank_index_builds:(\d+)", info)
+    m = re.search(r"zset_rank_index_builds:(\d+)", conns[side].info("stats"))
     return int(m.group(1)) if m else 0
 
 if what == "load":
@@ -96,8 +75,8 @@ for q in ("ZRANK", "ZCOUNT"):
 print("rank-index builds during the steps: old %d, new %d"
       % (builds("old") - start["old"], builds("new") - start["new"]))
 PY
-python3 "$BENCH_TMP/window.py" load "$N" "$STEPS" "${ports[@]}"
+python3 "$BENCH_TMP/window.py" load "$N" "$STEPS" "${PORTS[@]}"
 # The load's last flushes and compactions settle before the first timing.
-settle "${ports[0]}"
-settle "${ports[1]}"
-python3 "$BENCH_TMP/window.py" run "$N" "$STEPS" "${ports[@]}"
+settle "${PORTS[0]}"
+settle "${PORTS[1]}"
+python3 "$BENCH_TMP/window.py" run "$N" "$STEPS" "${PORTS[@]}"

@@ -1,6 +1,8 @@
 """RESP over a plain socket for the benchmark scripts that time single commands (no client
 library, so nothing between the command and the clock): `encode` a command, `read_reply` one
-reply from a buffered socket file and return its first line."""
+reply from a buffered socket file and return its first line, `Conn` a connection that does
+both."""
+import socket
 
 
 def encode(args):
@@ -30,3 +32,30 @@ def read_reply(f):
             read_reply(f)
         return line
     raise ValueError(line)
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.f = self.s.makefile("rb")
+
+    def call(self, *args):
+        """Sends one command; its reply's first line. An error reply raises."""
+        self.s.sendall(encode(args))
+        reply = read_reply(self.f)
+        if reply.startswith(b"-"):
+            raise RuntimeError("%r: %r" % (args[:3], reply))
+        return reply
+
+    def pipe(self, cmds):
+        """Sends commands in one write and reads their replies; an error reply raises."""
+        self.s.sendall(b"".join(encode(c) for c in cmds))
+        for _ in cmds:
+            r = read_reply(self.f)
+            if r.startswith(b"-"):
+                raise RuntimeError(r)
+
+    def info(self, section):
+        """The text of INFO `section`."""
+        self.s.sendall(encode(["INFO", section]))
+        return self.f.read(int(self.f.readline()[1:]) + 2).decode()

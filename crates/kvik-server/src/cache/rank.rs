@@ -17,13 +17,15 @@
 //! checked under this table's lock so no write's edits can fall between the check and the
 //! install), changed by each committed write's index edits (`storage`'s commit, before the
 //! entry is served again), and dead with its entry (a write without index edits drops the
-//! entry; a new entry has a new generation). A reader uses it only if no write of the set began or ended
-//! between its lookup and the end of its walk. Fences never move, but an entry added past
-//! every other while the last bucket is full opens a bucket of its own, and a bucket other
-//! than the first that empties is dropped, so a set that grows at its end and shrinks at its
-//! front (a sliding window of timestamps, ids that only grow) keeps its index and about one
-//! fence per [`BUCKET`] entries; a bucket that grows past [`MAX_BUCKET`] entries elsewhere
-//! drops the index, and the next rank query builds it again.
+//! entry; a new entry has a new generation). A reader uses it only if no write of the
+//! collection began or ended between its lookup and the end of its walk.
+//!
+//! Fences never move, but an entry added past every other while the last bucket is full
+//! opens a bucket of its own, and a bucket that empties closes (unless it is the last), so a
+//! set that grows at its end and shrinks at its front (a sliding window of timestamps, ids
+//! that only grow) keeps its index and about one fence per [`BUCKET`] entries; a bucket that
+//! grows past [`MAX_BUCKET`] entries elsewhere drops the index, and the next rank query
+//! builds it again.
 //!
 //! Memory: the fences' bytes, bounded in all by [`RankIndexes::new`]'s budget; the least
 //! recently used index is dropped first.
@@ -46,9 +48,9 @@ const FENCE_OVERHEAD: usize =
 
 /// One collection's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
 /// (`fences[0]`, empty when built, is at most every entry: an entry added below it lowers
-/// it), `counts[i]` the entries it holds now, and `sums` the
-/// same counts as a Fenwick tree, so the entries before a bucket are summed in O(log buckets)
-/// (a million members make ~8,000 buckets).
+/// it), `counts[i]` the entries it holds now, and `sums` the same counts as a Fenwick tree,
+/// so the entries before a bucket are summed in O(log buckets) (a million members make
+/// ~8,000 buckets).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RankIndex {
     fences: Vec<Box<[u8]>>,
@@ -124,10 +126,12 @@ impl RankIndex {
         self.bytes += entry.len() + FENCE_OVERHEAD;
     }
 
-    /// Drops bucket `i` (empty, not the only one): the bucket before it takes its range, or
-    /// for the first the next becomes the first, its fence kept. Removals that empty a region
+    /// Drops bucket `i` (empty, not the last): the bucket before it takes its range, or for
+    /// the first the next becomes the first, its fence kept. Removals that empty a region
     /// leave no fences behind, and the front of a sliding window is sought at its first live
-    /// bucket, not at the start of the deleted members' tombstones.
+    /// bucket, not at the start of the deleted members' tombstones. (The last stays for the
+    /// appends to come: an append and a removal of it in turn would otherwise rebuild the
+    /// sums each time.)
     fn close_bucket(&mut self, i: usize) {
         let fence = self.fences.remove(i);
         self.counts.remove(i);
@@ -178,7 +182,7 @@ impl RankIndex {
                 return false; // not an entry this index counted
             }
             self.add(i, -1);
-            if self.counts[i] == 0 && self.counts.len() > 1 {
+            if self.counts[i] == 0 && i + 1 < self.counts.len() {
                 self.close_bucket(i);
             }
         }
@@ -443,6 +447,19 @@ mod tests {
                 .count() as u64
     }
 
+    /// Every `step`th entry of `set`: its rank as the index counts it, and the entry the index
+    /// finds at that rank.
+    fn assert_ranks(idx: &RankIndex, set: &BTreeSet<Vec<u8>>, step: usize) {
+        for (rank, e) in set.iter().enumerate().step_by(step) {
+            assert_eq!(rank_of(idx, set, e), rank as u64);
+            let l = idx.locate_rank(rank as u64);
+            let nth = set
+                .range(l.fence.to_vec()..)
+                .nth((rank as u64 - l.before) as usize);
+            assert_eq!(nth, Some(e));
+        }
+    }
+
     #[test]
     fn buckets_are_filled_in_order_and_ranks_add_up() {
         let set: BTreeSet<Vec<u8>> = (0..1000).map(|i| entry(i * 2)).collect();
@@ -450,14 +467,7 @@ mod tests {
         assert_eq!(idx.total(), 1000);
         assert_eq!(idx.counts.len(), 8);
         assert!(idx.fences[0].is_empty());
-        for (rank, e) in set.iter().enumerate() {
-            assert_eq!(rank_of(&idx, &set, e), rank as u64);
-            let l = idx.locate_rank(rank as u64);
-            let nth = set
-                .range(l.fence.to_vec()..)
-                .nth((rank as u64 - l.before) as usize);
-            assert_eq!(nth, Some(e));
-        }
+        assert_ranks(&idx, &set, 1);
     }
 
     #[test]
@@ -490,14 +500,7 @@ mod tests {
             "{} buckets",
             idx.counts.len()
         );
-        for (rank, e) in set.iter().enumerate().step_by(97) {
-            assert_eq!(rank_of(&idx, &set, e), rank as u64);
-            let l = idx.locate_rank(rank as u64);
-            let nth = set
-                .range(l.fence.to_vec()..)
-                .nth((rank as u64 - l.before) as usize);
-            assert_eq!(nth, Some(e));
-        }
+        assert_ranks(&idx, &set, 97);
         // The first bucket was closed with the front: its successor's fence leads now, and
         // entries added below it (before the window) lower it.
         assert!(!idx.fences[0].is_empty());
@@ -506,14 +509,7 @@ mod tests {
             set.insert(entry(n));
         }
         assert_eq!(idx.total(), set.len() as u64);
-        for (rank, e) in set.iter().enumerate().step_by(37) {
-            assert_eq!(rank_of(&idx, &set, e), rank as u64);
-            let l = idx.locate_rank(rank as u64);
-            let nth = set
-                .range(l.fence.to_vec()..)
-                .nth((rank as u64 - l.before) as usize);
-            assert_eq!(nth, Some(e));
-        }
+        assert_ranks(&idx, &set, 37);
         assert_eq!(rank_of(&idx, &set, &[]), 0);
     }
 
