@@ -48,9 +48,15 @@ start_redis() { # port name [extra args...]
 # start_backend kind name: starts a kvik-server or redis-server (kind = kvik | redis) on a free
 # port and leaves the port in BACKEND_PORT. (Not a $(...) function: the server's pid must reach
 # PIDS in this shell so the exit trap stops it.)
-# start_builds_and_redis OLD_BINARY NEW_BINARY: a kvik server of each build and a redis-server,
-# on fresh ports; their ports in PORTS (old, new, redis), for scripts that time two builds.
+# start_builds_and_redis OLD_BINARY NEW_BINARY: a kvik server of each build and a redis-server
+# (installed if missing), on fresh ports; their ports in PORTS (old, new, redis), for scripts
+# that time two builds. Exits with a usage line unless given exactly the two binaries.
 start_builds_and_redis() {
+  [ $# -eq 2 ] || {
+    echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
+    exit 2
+  }
+  ensure_redis
   PORTS=()
   local bin port side
   for side in old new; do

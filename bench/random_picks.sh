@@ -10,14 +10,9 @@
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/random_picks.sh ...
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-ensure_redis
-[ $# -eq 2 ] || {
-  echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
-  exit 2
-}
 N=${N:-1000000}
 ROUNDS=${ROUNDS:-3}
-start_builds_and_redis "$1" "$2"
+start_builds_and_redis "$@"
 python3 - "$N" "$ROUNDS" "${PORTS[@]}" <<'PY'
 import statistics, sys, time
 sys.path.insert(0, "bench")

@@ -11,14 +11,9 @@
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/rank_window.sh ...
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
-ensure_redis
-[ $# -eq 2 ] || {
-  echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
-  exit 2
-}
 N=${N:-1000000}
 STEPS=${STEPS:-50}
-start_builds_and_redis "$1" "$2"
+start_builds_and_redis "$@"
 cat >"$BENCH_TMP/window.py" <<'PY'
 import random, re, statistics, sys, time
 sys.path.insert(0, "bench")  # run from the checkout
