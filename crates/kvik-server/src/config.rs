@@ -122,6 +122,8 @@ pub struct Config {
     pub zset_rank_index_min_len: AtomicU64,
     /// `set-rank-index` (see `cmd::ranked::member_picks`).
     pub set_rank_index: AtomicBool,
+    /// `rank-index-split-len` (see `cache::rank`; 0: buckets are never split).
+    pub rank_index_split_len: AtomicU64,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
     pub io_poll_spin_us: AtomicU64,
     /// Read a hot-cache miss of a simple read from RocksDB on the I/O thread.
@@ -1341,6 +1343,14 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rank-index-split-len",
+        default: "512",
+        mutable: true,
+        help: "a bucket of a rank index (zset-rank-index-min-len, set-rank-index) that inserts at one place grow past this many members (new players of a leaderboard all at one score) is split into buckets of about 128 by the next query that lands in it, one walk of the bucket; values below 256 count as 256; 0: never split (each query there walks the whole bucket, and one that outgrows 8,192 members drops the index, which the next query builds again by a walk of the whole collection)",
+        get: |c| c.rank_index_split_len.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.rank_index_split_len, v, 0, 8192),
+    },
+    Setting {
         name: "rtc-scripts",
         default: "yes",
         mutable: true,
@@ -1685,6 +1695,7 @@ impl Default for Config {
             string_edit_inline_max: AtomicU64::new(64 * 1024),
             zset_rank_index_min_len: AtomicU64::new(2048),
             set_rank_index: AtomicBool::new(true),
+            rank_index_split_len: AtomicU64::new(512),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),
             rtc_disk_read: AtomicBool::new(true),

@@ -23,9 +23,12 @@
 //! Fences never move, but an entry added past every other while the last bucket is full
 //! opens a bucket of its own, and a bucket that empties closes (unless it is the last), so a
 //! set that grows at its end and shrinks at its front (a sliding window of timestamps, ids
-//! that only grow) keeps its index and about one fence per [`BUCKET`] entries; a bucket that
-//! grows past [`MAX_BUCKET`] entries elsewhere drops the index, and the next rank query
-//! builds it again.
+//! that only grow) keeps its index and about one fence per [`BUCKET`] entries. A bucket that
+//! inserts at one place grow past `rank-index-split-len` entries (new members of a leaderboard
+//! all at score 0) is split into buckets of [`BUCKET`] by the next query that lands in it: it
+//! walks the bucket once, on its snapshot, and the split is installed on the same terms as a
+//! build ([`RankIndexes::split`]). A bucket that grows past [`MAX_BUCKET`] entries before any
+//! query splits it drops the index, and the next rank query builds it again.
 //!
 //! Memory: the fences' bytes, bounded in all by [`RankIndexes::new`]'s budget; the least
 //! recently used index is dropped first.
@@ -63,11 +66,14 @@ pub struct RankIndex {
     ceiling: Box<[u8]>,
 }
 
-/// Where a bound falls: its bucket's fence and the entries of all buckets before it.
+/// Where a bound falls: its bucket's fence, the entries of all buckets before it, the
+/// entries the bucket holds and the next bucket's fence (`None`: it is the last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Located<'a> {
     pub fence: &'a [u8],
     pub before: u64,
+    pub len: u32,
+    pub end: Option<&'a [u8]>,
 }
 
 impl RankIndex {
@@ -208,14 +214,24 @@ impl RankIndex {
     /// The bucket an entry or bound `at` falls in: the entries before `at` are `before` plus
     /// those from `fence` up to `at`.
     pub fn locate(&self, at: &[u8]) -> Located<'_> {
-        let i = self.bucket_of(at);
+        self.located(self.bucket_of(at))
+    }
+
+    /// Bucket `i` (any `i` if there are none).
+    fn located(&self, i: usize) -> Located<'_> {
+        if self.counts.is_empty() {
+            return Located {
+                fence: &[],
+                before: 0,
+                len: 0,
+                end: None,
+            };
+        }
         Located {
-            fence: self.fences.get(i).map_or(&[][..], |f| f),
-            before: if self.counts.is_empty() {
-                0
-            } else {
-                self.before(i)
-            },
+            fence: &self.fences[i],
+            before: self.before(i),
+            len: self.counts[i],
+            end: self.fences.get(i + 1).map(|f| &f[..]),
         }
     }
 
@@ -224,10 +240,7 @@ impl RankIndex {
     pub fn locate_rank(&self, rank: u64) -> Located<'_> {
         let n = self.sums.len();
         if n == 0 {
-            return Located {
-                fence: &[],
-                before: 0,
-            };
+            return self.located(0);
         }
         // The Fenwick descent: the most buckets whose entries together are <= rank.
         let (mut pos, mut rest) = (0usize, rank);
@@ -239,11 +252,47 @@ impl RankIndex {
             }
             step >>= 1;
         }
-        let i = pos.min(n - 1);
-        Located {
-            fence: &self.fences[i],
-            before: self.before(i),
+        self.located(pos.min(n - 1))
+    }
+
+    /// Splits the bucket fenced at `fence`, which a reader walked and found to hold `len`
+    /// entries, at `fences`: the entries it met at every [`BUCKET`]th place after the first, in
+    /// order. The parts hold [`BUCKET`] entries each and the last the rest (a rest under half a
+    /// bucket stays with the part before). False, nothing changed, unless that bucket holds
+    /// `len` entries now and the fences fall inside it in order (another reader split it
+    /// first, or the walk disagrees).
+    pub fn split(&mut self, fence: &[u8], len: u32, mut fences: Vec<Box<[u8]>>) -> bool {
+        if self.counts.is_empty() {
+            return false;
         }
+        let i = self.bucket_of(fence);
+        let end = self.fences.get(i + 1);
+        let inside = *self.fences[i] == *fence
+            && self.counts[i] == len
+            && fences.first().is_some_and(|f| *f > self.fences[i])
+            && fences.windows(2).all(|w| w[0] < w[1])
+            && fences.last().is_some_and(|f| end.is_none_or(|e| *f < *e));
+        let whole_parts = BUCKET * fences.len() as u32;
+        if !inside || len <= whole_parts {
+            return false;
+        }
+        if len - whole_parts < BUCKET / 2 {
+            fences.pop();
+        }
+        if fences.is_empty() {
+            return false;
+        }
+        let parts = fences.len();
+        let mut counts = vec![BUCKET; parts + 1];
+        counts[parts] = len - BUCKET * parts as u32;
+        self.bytes += fences
+            .iter()
+            .map(|f| f.len() + FENCE_OVERHEAD)
+            .sum::<usize>();
+        self.fences.splice(i + 1..i + 1, fences);
+        self.counts.splice(i..i + 1, counts);
+        self.sum_counts();
+        true
     }
 
     /// Bytes counted against the table's budget.
@@ -275,6 +324,21 @@ impl Table {
             self.bytes -= h.index.bytes();
         }
     }
+
+    /// Drops the least recently used indexes while all of them take more than `budget` bytes.
+    fn trim(&mut self, budget: usize) {
+        while self.bytes > budget {
+            let Some(oldest) = self
+                .by_gen
+                .iter()
+                .min_by_key(|(_, h)| h.last_used)
+                .map(|(&g, _)| g)
+            else {
+                break;
+            };
+            self.remove(oldest);
+        }
+    }
 }
 
 /// The rank indexes of the collections cached as [`super::BigColl`], by generation.
@@ -283,6 +347,7 @@ pub struct RankIndexes {
     builds: AtomicU64,
     answers: AtomicU64,
     refusals: AtomicU64,
+    splits: AtomicU64,
 }
 
 /// Counters for INFO.
@@ -296,6 +361,8 @@ pub struct RankStats {
     pub answers: u64,
     /// Builds stopped because the index outgrew the budget.
     pub refusals: u64,
+    /// Buckets split by the query that walked them.
+    pub splits: u64,
 }
 
 impl RankIndexes {
@@ -305,6 +372,7 @@ impl RankIndexes {
             builds: AtomicU64::new(0),
             answers: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
+            splits: AtomicU64::new(0),
         }
     }
 
@@ -343,17 +411,38 @@ impl RankIndexes {
         t.bytes += index.bytes();
         let last_used = t.clock;
         t.by_gen.insert(gen, Held { index, last_used });
-        while t.bytes > budget {
-            let Some(oldest) = t
-                .by_gen
-                .iter()
-                .min_by_key(|(_, h)| h.last_used)
-                .map(|(&g, _)| g)
-            else {
-                break;
-            };
-            t.remove(oldest);
+        t.trim(budget);
+        true
+    }
+
+    /// Splits a bucket of generation `gen`'s index as [`RankIndex::split`] does, if
+    /// `still_valid()` holds, checked under the table's lock as [`RankIndexes::install`]
+    /// checks it (the walk that found the fences saw the entries the index counts), then
+    /// keeps all indexes within `budget` bytes.
+    pub fn split(
+        &self,
+        gen: u64,
+        fence: &[u8],
+        len: u32,
+        fences: Vec<Box<[u8]>>,
+        budget: usize,
+        still_valid: impl FnOnce() -> bool,
+    ) -> bool {
+        let mut t = self.table.lock();
+        if !still_valid() {
+            return false;
         }
+        let Some(held) = t.by_gen.get_mut(&gen) else {
+            return false;
+        };
+        let was = held.index.bytes();
+        if !held.index.split(fence, len, fences) {
+            return false;
+        }
+        let now = held.index.bytes();
+        t.bytes = t.bytes - was + now;
+        self.splits.fetch_add(1, Relaxed);
+        t.trim(budget);
         true
     }
 
@@ -409,6 +498,7 @@ impl RankIndexes {
             builds: self.builds.load(Relaxed),
             answers: self.answers.load(Relaxed),
             refusals: self.refusals.load(Relaxed),
+            splits: self.splits.load(Relaxed),
         }
     }
 }
@@ -460,6 +550,29 @@ mod tests {
         }
     }
 
+    /// What a query that lands at `at` does (`cmd::ranked`): walks its bucket and splits it.
+    fn split_at(idx: &mut RankIndex, set: &BTreeSet<Vec<u8>>, at: &[u8]) -> bool {
+        let l = idx.locate(at);
+        let (fence, len) = (l.fence.to_vec(), l.len);
+        let end = l.end.map(<[u8]>::to_vec);
+        let walked: Vec<&Vec<u8>> = set
+            .range(fence.clone()..)
+            .take_while(|e| end.as_ref().is_none_or(|end| *e < end))
+            .collect();
+        assert_eq!(
+            walked.len(),
+            len as usize,
+            "the bucket counts what it holds"
+        );
+        let fences = walked
+            .iter()
+            .skip(BUCKET as usize)
+            .step_by(BUCKET as usize)
+            .map(|e| e.as_slice().into())
+            .collect();
+        idx.split(&fence, len, fences)
+    }
+
     #[test]
     fn buckets_are_filled_in_order_and_ranks_add_up() {
         let set: BTreeSet<Vec<u8>> = (0..1000).map(|i| entry(i * 2)).collect();
@@ -480,6 +593,40 @@ mod tests {
             assert!(idx.apply(None, Some(&entry(100 + i))));
         }
         assert!(!idx.apply(None, Some(&entry(1_000_000))));
+    }
+
+    #[test]
+    fn a_bucket_split_by_its_walk_keeps_inserts_at_one_place_indexed() {
+        // A leaderboard's new players all join at one place: between entries 4 and 5 of a
+        // built index, 20 times MAX_BUCKET inserts, each bucket split once it passes 512.
+        let mut set: BTreeSet<Vec<u8>> = (0..4_000).map(|i| entry(i * 1_000_000)).collect();
+        let mut idx = built(&set);
+        let before = idx.counts.len();
+        for n in 0..20 * MAX_BUCKET {
+            let e = entry(4_000_000 + 1 + n);
+            assert!(idx.apply(None, Some(&e)), "insert {n}");
+            set.insert(e.clone());
+            if idx.locate(&e).len > 4 * BUCKET {
+                assert!(split_at(&mut idx, &set, &e), "split at {n}");
+            }
+        }
+        assert_eq!(idx.total(), set.len() as u64);
+        assert!(idx.counts.iter().all(|&n| n <= 4 * BUCKET));
+        let parts = (20 * MAX_BUCKET / BUCKET) as usize;
+        assert!(
+            idx.counts.len() < before + parts * 2,
+            "{} buckets for {} inserts",
+            idx.counts.len(),
+            20 * MAX_BUCKET
+        );
+        assert_ranks(&idx, &set, 101);
+        // A split that disagrees with the bucket changes nothing.
+        let l = idx.locate(&entry(4_000_001));
+        let (fence, len) = (l.fence.to_vec(), l.len);
+        let stale = vec![entry(4_000_002).into()];
+        assert!(!idx.split(&fence, len + 1, stale.clone()));
+        assert!(!idx.split(&entry(4_000_003), len, stale));
+        assert_ranks(&idx, &set, 101);
     }
 
     #[test]
@@ -539,10 +686,12 @@ mod tests {
         fn ranks_stay_exact_under_edits(
             start in proptest::collection::btree_set(0u32..5000, 0..2000),
             edits in proptest::collection::vec((any::<bool>(), 0u32..5000), 0..600),
+            splits in proptest::collection::vec(0u32..5000, 0..20),
         ) {
             let mut set: BTreeSet<Vec<u8>> = start.iter().map(|&n| entry(n)).collect();
             let mut idx = built(&set);
-            for (add, n) in edits {
+            let every = edits.len() / (splits.len() + 1) + 1;
+            for (i, (add, n)) in edits.into_iter().enumerate() {
                 let e = entry(n);
                 let applied = match (add, set.contains(&e)) {
                     (true, false) => { set.insert(e.clone()); idx.apply(None, Some(&e)) }
@@ -552,6 +701,13 @@ mod tests {
                 if !applied {
                     // Dropped (an empty build, or a bucket grown too far): built again.
                     idx = built(&set);
+                }
+                // Now and then a query splits the bucket it lands in, if big enough to split.
+                if let Some(&at) = splits.get(i / every).filter(|_| i % every == 0) {
+                    let at = entry(at);
+                    if idx.total() > 0 && idx.locate(&at).len >= BUCKET + BUCKET / 2 {
+                        prop_assert!(split_at(&mut idx, &set, &at));
+                    }
                 }
             }
             prop_assert_eq!(idx.total(), set.len() as u64);

@@ -13,7 +13,8 @@
 //! since that token ([`Ranked::whole`]), so the index and the snapshot describe the same
 //! members; otherwise the caller walks as before (a writer holds the key's lock, so its token
 //! stands). The first query that needs the index builds it by one walk of the whole
-//! collection (what one rank from the middle cost before); writes keep it current.
+//! collection (what one rank from the middle cost before); writes keep it current, and a query
+//! that lands in a bucket inserts have grown past `rank-index-split-len` splits it first.
 
 use crate::cache::rank::{Located, RankIndex, BUCKET};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
@@ -58,6 +59,9 @@ pub(crate) struct Ranked<'a> {
     cache: &'a Cache,
     gen: u64,
     token: FillToken,
+    /// A bucket holding more entries than this is split by the query that lands in it (0:
+    /// never; `rank-index-split-len`).
+    split_len: u32,
 }
 
 /// Entries drawn through an index, as (entry, value); `None`: the index could not answer.
@@ -73,16 +77,22 @@ impl<'a> Ranked<'a> {
     /// the index builds it ([`Ranked::ready`]), so a query that can do without it costs
     /// nothing more.
     pub(crate) fn open(
+        ctx: &Ctx<'_>,
         cache: &'a Cache,
-        gen: u64,
-        token: FillToken,
+        (gen, token): (u64, FillToken),
         len: u64,
         min_len: u64,
     ) -> Option<Ranked<'a>> {
+        let split_len = ctx.server.config.rank_index_split_len.load(Relaxed) as u32;
         (min_len != 0 && len >= min_len && !cache.ranks().refused(gen)).then_some(Ranked {
             cache,
             gen,
             token,
+            split_len: if split_len == 0 {
+                0
+            } else {
+                split_len.max(2 * BUCKET)
+            },
         })
     }
 
@@ -239,7 +249,7 @@ impl<'a> Ranked<'a> {
     fn at_bucket<'v>(
         &self,
         set: &impl Ordered<'v>,
-        locate: impl FnOnce(&RankIndex) -> Located<'_>,
+        locate: impl Fn(&RankIndex) -> Located<'_>,
     ) -> Result<Option<(MemberCursor<'v>, u64)>, CmdError> {
         let Some((fence, before)) = self.bucket(set, locate)? else {
             return Ok(None);
@@ -251,18 +261,70 @@ impl<'a> Ranked<'a> {
 
     /// The fence of the bucket `locate` picks in `set`'s index (built first if need be), and
     /// the entries before that bucket; `None` if there is no index to ask.
+    /// A bucket holding more than [`Ranked::split_len`] entries is split first (one walk of
+    /// it, which the next queries there are spared) and `locate` asked again.
     fn bucket<'v>(
         &self,
         set: &impl Ordered<'v>,
-        locate: impl FnOnce(&RankIndex) -> Located<'_>,
+        locate: impl Fn(&RankIndex) -> Located<'_>,
     ) -> Result<Option<(Vec<u8>, u64)>, CmdError> {
         if !self.ready(set)? {
             return Ok(None);
         }
-        Ok(self.cache.ranks().with(self.gen, |index| {
+        let ranks = self.cache.ranks();
+        let found = |index: &RankIndex| {
             let at = locate(index);
-            (at.fence.to_vec(), at.before)
-        }))
+            let big = (self.split_len != 0 && at.len > self.split_len)
+                .then(|| (at.len, at.end.map(<[u8]>::to_vec)));
+            (at.fence.to_vec(), at.before, big)
+        };
+        let Some((fence, before, big)) = ranks.with(self.gen, found) else {
+            return Ok(None);
+        };
+        if let Some((len, end)) = big {
+            if self.split(set, &fence, len, end.as_deref())? {
+                return Ok(ranks
+                    .with(self.gen, found)
+                    .map(|(fence, before, _)| (fence, before)));
+            }
+        }
+        Ok(Some((fence, before)))
+    }
+
+    /// Splits the bucket fenced at `fence` (up to `end`, the next fence), which the index
+    /// says holds `len` entries, by walking it on the snapshot: true if the split was
+    /// installed, false if the walk disagreed with the index or a write raced it.
+    fn split<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        fence: &[u8],
+        len: u32,
+        end: Option<&[u8]>,
+    ) -> Result<bool, CmdError> {
+        let mut c = set.entries();
+        c.seek(fence);
+        let mut fences = Vec::with_capacity((len / BUCKET) as usize);
+        let mut n = 0u32;
+        while let Some((entry, _)) = c.entry() {
+            if end.is_some_and(|end| entry >= end) {
+                break;
+            }
+            if n == len {
+                return Ok(false); // more than the index counts: a write raced this read
+            }
+            if n > 0 && n.is_multiple_of(BUCKET) {
+                fences.push(entry.into());
+            }
+            n += 1;
+            c.next();
+        }
+        c.status()?;
+        let budget = self.cache.rank_budget();
+        Ok(n == len
+            && self
+                .cache
+                .ranks()
+                .split(self.gen, fence, len, fences, budget, || self.whole()))
     }
 }
 
@@ -337,7 +399,7 @@ pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distin
     let (Some(gen), Some(ranks)) = (gen, random_ranks(meta.len, n, distinct)) else {
         return Ok(None);
     };
-    let Some(ranked) = Ranked::open(cache, gen, token, meta.len, 1) else {
+    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), meta.len, 1) else {
         return Ok(None);
     };
     let members = Members {
@@ -365,7 +427,7 @@ pub(crate) fn held_picks(ctx: &Ctx<'_>, w: &CollWrite<'_, '_>, n: u64) -> Picks 
     };
     let cache = w.storage.cache();
     let token = cache.fill_token(w.db, w.key);
-    let Some(ranked) = Ranked::open(cache, gen, token, w.len(), 1) else {
+    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), w.len(), 1) else {
         return Ok(None);
     };
     let members = Members {

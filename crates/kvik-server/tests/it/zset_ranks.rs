@@ -687,3 +687,66 @@ fn a_sliding_window_of_scores_keeps_its_rank_index() {
         "fences for the same number of members: {bytes} -> {now} bytes"
     );
 }
+
+/// New members that all join at one place (a leaderboard's new players at score 0) fill one
+/// bucket of the index; the query that lands in a bucket grown past `rank-index-split-len`
+/// splits it by one walk, so the index is kept and every later query there walks ~128
+/// members. Before (and with the setting at 0), the bucket grew until it passed 8,192 and
+/// dropped the index, which the next query built again by a walk of the whole set.
+#[test]
+fn joins_at_one_score_split_their_bucket_and_keep_the_index() {
+    const N: u64 = 5_000;
+    const JOINS: u64 = 20_000;
+    for split_len in ["512", "0"] {
+        let s = TestServer::start_with(&[
+            "--zset-rank-index-min-len",
+            "500",
+            "--rank-index-split-len",
+            split_len,
+        ]);
+        let mut c = s.client();
+        let mut rng = Lcg(7);
+        // Players at scores 1..=N, then joins at score 0: member j<i> sorts before every
+        // player, so the joined ones hold ranks 0..joined in member order.
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("lb");
+        for i in 1..=N {
+            cmd.arg(i).arg(member(i));
+        }
+        let _: i64 = cmd.query(&mut c).unwrap();
+        assert_eq!(
+            q::<Option<u64>>(&mut c, &["ZRANK", "lb", &member(N)]),
+            Some(N - 1)
+        );
+        let (builds, _) = rank_stats(&mut c);
+        let join = |i: u64| format!("j{i:06}");
+        for from in (0..JOINS).step_by(500) {
+            let mut cmd = redis::cmd("ZADD");
+            cmd.arg("lb");
+            for i in from..from + 500 {
+                cmd.arg(0).arg(join(i));
+            }
+            let _: i64 = cmd.query(&mut c).unwrap();
+            let joined = from + 500;
+            // A player who just joined asks for their rank, then anyone.
+            for i in [joined - 1 - rng.below(100), rng.below(joined)] {
+                assert_eq!(
+                    q::<Option<u64>>(&mut c, &["ZRANK", "lb", &join(i)]),
+                    Some(i)
+                );
+                let p = 1 + rng.below(N);
+                let rank = Some(joined + p - 1);
+                assert_eq!(q::<Option<u64>>(&mut c, &["ZRANK", "lb", &member(p)]), rank);
+            }
+        }
+        let (b, _) = rank_stats(&mut c);
+        let splits = info_field(&mut c, "stats", "zset_rank_index_splits").unwrap();
+        if split_len == "0" {
+            assert_eq!(splits, 0);
+            assert!(b > builds, "without splits the bucket outgrew its limit");
+        } else {
+            assert!(splits >= JOINS / 512, "{splits} splits");
+            assert_eq!(b, builds, "the index was kept through the joins");
+        }
+    }
+}

@@ -526,7 +526,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         };
         if let (Some(gen), Some(token)) = (gen, token) {
             let cache = ctx.server.storage.cache();
-            set.ranked = Ranked::open(cache, gen, token, set.len, min_len);
+            set.ranked = Ranked::open(ctx, cache, (gen, token), set.len, min_len);
         }
         Ok(Some(set))
     }
@@ -987,7 +987,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         if let Some(gen) = self.held.as_ref().and_then(HeldColl::big_gen) {
             let cache = self.storage.cache();
             let token = cache.fill_token(self.db, self.key);
-            set.ranked = Ranked::open(cache, gen, token, set.len, min_len);
+            set.ranked = Ranked::open(ctx, cache, (gen, token), set.len, min_len);
         }
         set
     }
