@@ -62,6 +62,9 @@ pub(crate) struct Ranked<'a> {
     /// A bucket holding more entries than this is split by the query that lands in it (0:
     /// never; `rank-index-split-len`).
     split_len: u32,
+    /// Read on an I/O thread: a query that would build the index or split a bucket (a long
+    /// walk) goes to a worker instead.
+    no_wait: bool,
 }
 
 /// Entries drawn through an index, as (entry, value); `None`: the index could not answer.
@@ -93,6 +96,7 @@ impl<'a> Ranked<'a> {
             } else {
                 split_len.max(2 * BUCKET)
             },
+            no_wait: ctx.mode.no_wait(),
         })
     }
 
@@ -114,6 +118,9 @@ impl<'a> Ranked<'a> {
         }
         if ranks.refused(self.gen) {
             return Ok(false);
+        }
+        if self.no_wait {
+            return Err(CmdError::WOULD_BLOCK);
         }
         // A build that outgrows the budget stops there, and the set is not tried again (each
         // query would walk it twice).
@@ -282,6 +289,9 @@ impl<'a> Ranked<'a> {
             return Ok(None);
         };
         if let Some((len, end)) = big {
+            if self.no_wait {
+                return Err(CmdError::WOULD_BLOCK);
+            }
             if self.split(set, &fence, len, end.as_deref())? {
                 return Ok(ranks
                     .with(self.gen, found)

@@ -750,3 +750,117 @@ fn joins_at_one_score_split_their_bucket_and_keep_the_index() {
         }
     }
 }
+
+/// ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT and the range reads run on the I/O thread when they walk
+/// little: a small set, a big one counted through its rank index (a bucket's walk), a short
+/// range from either end or after a seek (a limit of a few hundred). What would walk far goes
+/// to a worker, the same reply: the first query of a big set (it builds the index), a range
+/// without a small limit, and every count of a big set without an index
+/// (`zset-rank-index-min-len 0`). INFO's `rtc_commands` counts those the I/O thread answered.
+#[test]
+fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
+    let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
+    let mut c = s.client();
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("big");
+    for i in 0..5_000u64 {
+        cmd.arg(i).arg(member(i));
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    let _: i64 = q(&mut c, &["ZADD", "small", "1", "a", "2", "b", "3", "c"]);
+    // Answered here and on the I/O thread (1) or on a worker (0), with its reply.
+    let on_io_thread = |c: &mut Connection, args: &[&str], reply: Option<u64>| {
+        let before = rtc_commands(c);
+        assert_eq!(q::<Option<u64>>(c, args), reply, "{args:?}");
+        rtc_commands(c) - before
+    };
+    assert_eq!(on_io_thread(&mut c, &["ZRANK", "small", "b"], Some(1)), 1);
+    let (builds, _) = rank_stats(&mut c);
+    let first = on_io_thread(&mut c, &["ZRANK", "big", &member(2500)], Some(2500));
+    assert_eq!(first, 0, "the query that builds the index runs on a worker");
+    assert_eq!(rank_stats(&mut c).0, builds + 1);
+    let mut rng = Lcg(3);
+    let mut here = 0;
+    for _ in 0..25 {
+        let i = rng.below(5_000);
+        let (m, lo) = (member(i), i.to_string());
+        here += on_io_thread(&mut c, &["ZRANK", "big", &m], Some(i));
+        here += on_io_thread(&mut c, &["ZREVRANK", "big", &m], Some(4_999 - i));
+        here += on_io_thread(&mut c, &["ZCOUNT", "big", &lo, "+inf"], Some(5_000 - i));
+    }
+    assert_eq!(here, 75, "counted through the index on the I/O thread");
+    // Ranges: a leaderboard's top ten, ten from the middle through the index and short score
+    // and lex ranges walk little; a whole range of a big set walks far.
+    let range = |c: &mut Connection, args: &[&str], want: std::ops::Range<u64>, rev: bool| {
+        let before = rtc_commands(c);
+        let mut want: Vec<String> = want.map(member).collect();
+        if rev {
+            want.reverse();
+        }
+        assert_eq!(q::<Vec<String>>(c, args), want, "{args:?}");
+        rtc_commands(c) - before
+    };
+    let cases: &[(&[&str], std::ops::Range<u64>, bool, u64)] = &[
+        (&["ZREVRANGE", "big", "0", "9"], 4_990..5_000, true, 1),
+        (&["ZRANGE", "big", "2500", "2509"], 2_500..2_510, false, 1),
+        (&["ZRANGE", "big", "-10", "-1", "REV"], 0..10, true, 1),
+        (
+            &["ZRANGEBYSCORE", "big", "100", "+inf", "LIMIT", "0", "10"],
+            100..110,
+            false,
+            1,
+        ),
+        (
+            &["ZREVRANGEBYSCORE", "big", "(300", "-inf", "LIMIT", "5", "3"],
+            292..295,
+            true,
+            1,
+        ),
+        (&["ZRANGE", "big", "0", "-1"], 0..5_000, false, 0),
+        (
+            &["ZRANGEBYSCORE", "big", "-inf", "+inf"],
+            0..5_000,
+            false,
+            0,
+        ),
+        (
+            &["ZRANGE", "big", "100", "(200", "BYSCORE"],
+            100..200,
+            false,
+            0,
+        ),
+    ];
+    for (args, want, rev, here) in cases {
+        assert_eq!(range(&mut c, args, want.clone(), *rev), *here, "{args:?}");
+    }
+    // An excluded bound is sought past, not walked over its ties: 3,000 members at score 0,
+    // then ten at scores 1..=10.
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("ties");
+    for i in 0..3_010u64 {
+        cmd.arg(i.saturating_sub(2_999)).arg(member(i));
+    }
+    let _: i64 = cmd.query(&mut c).unwrap();
+    let ties: &[(&[&str], std::ops::Range<u64>, bool)] = &[
+        (&["ZRANGEBYSCORE", "ties", "(0", "+inf", "LIMIT", "0", "5"], 3_000..3_005, false),
+        (&["ZREVRANGEBYSCORE", "ties", "(1", "-inf", "LIMIT", "0", "3"], 2_997..3_000, true),
+        (&["ZRANGE", "ties", "(0", "3", "BYSCORE", "LIMIT", "0", "9"], 3_000..3_003, false),
+    ];
+    for (args, want, rev) in ties {
+        assert_eq!(range(&mut c, args, want.clone(), *rev), 1, "{args:?}");
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "zset-rank-index-min-len", "0"]);
+    for i in [10u64, 2_500, 4_990] {
+        let m = member(i);
+        assert_eq!(on_io_thread(&mut c, &["ZRANK", "big", &m], Some(i)), 0);
+        let lo = i.to_string();
+        assert_eq!(
+            on_io_thread(&mut c, &["ZCOUNT", "big", &lo, "+inf"], Some(5_000 - i)),
+            0
+        );
+    }
+    assert_eq!(
+        on_io_thread(&mut c, &["ZCOUNT", "small", "2", "3"], Some(2)),
+        1
+    );
+}

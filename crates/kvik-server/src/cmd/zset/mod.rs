@@ -23,6 +23,11 @@
 //! random ranks. Otherwise ranks are walked from the nearer end, O(min(rank, N - rank) + M),
 //! ZCOUNT and ZLEXCOUNT walk their range and offsets are stepped over.
 //!
+//! Where they run: the reads that walk at most [`SMALL_SAMPLE`] members (a small set, a short
+//! range from either end or after a seek, a count through the rank index) run on the I/O thread
+//! (`rtc_nowait_read`); one that would walk further, build an index or split a bucket goes to
+//! a worker when it finds out, before it replies ([`ZSet::may_step`], `Ranked::bucket`).
+//!
 //! Readers take no lock: [`ZSet`] is one snapshot, so the length and the members agree. Writers
 //! hold the key's stripe lock and go through [`ZWriter`], which keeps the two entries of each
 //! member in step, counts the length, and commits member changes and the meta record in one
@@ -52,7 +57,7 @@ mod pop;
 pub mod range;
 mod setops;
 
-use super::collection::{notify_write, Entry, HeldColl};
+use super::collection::{notify_write, Entry, HeldColl, SMALL_SAMPLE};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
 use super::ctx::{Args, CmdError, Ctx, MemberRead, Reply};
@@ -134,12 +139,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.2.0",
         "O(1)",
     ),
-    z("zcount", 4, READ_FAST, KeySpec::ONE, basic::zcount, ACL_READ_FAST).doc(
+    z("zcount", 4, READ_FAST, KeySpec::ONE, basic::zcount, ACL_READ_FAST)
+    .rtc_nowait_read()
+    .doc(
         "Returns the count of members in a sorted set that have scores within a range.",
         "2.0.0",
         "O(log(N)+M) with N being the number of elements in the sorted set. kvik counts the M members in the range.",
     ),
-    z("zlexcount", 4, READ_FAST, KeySpec::ONE, basic::zlexcount, ACL_READ_FAST).doc(
+    z("zlexcount", 4, READ_FAST, KeySpec::ONE, basic::zlexcount, ACL_READ_FAST)
+    .rtc_nowait_read()
+    .doc(
         "Returns the number of members in a sorted set within a lexicographical range.",
         "2.8.9",
         "O(log(N)+M) with N being the number of elements in the sorted set. kvik counts the M members in the range.",
@@ -156,17 +165,23 @@ pub static COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         "O(N) where N is the number of members being requested.",
     ),
-    z("zrank", 3, READ_FAST, KeySpec::ONE, basic::zrank, ACL_READ_FAST).doc(
+    z("zrank", 3, READ_FAST, KeySpec::ONE, basic::zrank, ACL_READ_FAST)
+    .rtc_nowait_read()
+    .doc(
         "Returns the index of a member in a sorted set ordered by ascending scores.",
         "2.0.0",
-        "O(log(N)) in Redis; kvik walks the score index from the nearer end: O(min(rank, N-rank)).",
+        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~128 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
     ),
-    z("zrevrank", 3, READ_FAST, KeySpec::ONE, basic::zrevrank, ACL_READ_FAST).doc(
+    z("zrevrank", 3, READ_FAST, KeySpec::ONE, basic::zrevrank, ACL_READ_FAST)
+    .rtc_nowait_read()
+    .doc(
         "Returns the index of a member in a sorted set ordered by descending scores.",
         "2.0.0",
-        "O(log(N)) in Redis; kvik walks the score index from the nearer end: O(min(rank, N-rank)).",
+        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~128 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
     ),
-    z("zrange", -4, READ, KeySpec::ONE, basic::zrange, ACL_READ_SLOW).doc(
+    z("zrange", -4, READ, KeySpec::ONE, basic::zrange, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a range of indexes, scores or lexicographical order.",
         "1.2.0",
         RANGE_COMPLEXITY,
@@ -178,27 +193,37 @@ pub static COMMANDS: &[CommandSpec] = &[
         "6.2.0",
         RANGE_COMPLEXITY,
     ),
-    z("zrangebyscore", -4, READ, KeySpec::ONE, basic::zrangebyscore, ACL_READ_SLOW).doc(
+    z("zrangebyscore", -4, READ, KeySpec::ONE, basic::zrangebyscore, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a range of scores.",
         "1.0.5",
         RANGE_COMPLEXITY,
     ),
-    z("zrevrangebyscore", -4, READ, KeySpec::ONE, basic::zrevrangebyscore, ACL_READ_SLOW).doc(
+    z("zrevrangebyscore", -4, READ, KeySpec::ONE, basic::zrevrangebyscore, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a range of scores in reverse order.",
         "2.2.0",
         RANGE_COMPLEXITY,
     ),
-    z("zrangebylex", -4, READ, KeySpec::ONE, basic::zrangebylex, ACL_READ_SLOW).doc(
+    z("zrangebylex", -4, READ, KeySpec::ONE, basic::zrangebylex, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a lexicographical range.",
         "2.8.9",
         RANGE_COMPLEXITY,
     ),
-    z("zrevrangebylex", -4, READ, KeySpec::ONE, basic::zrevrangebylex, ACL_READ_SLOW).doc(
+    z("zrevrangebylex", -4, READ, KeySpec::ONE, basic::zrevrangebylex, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a lexicographical range in reverse order.",
         "2.8.9",
         RANGE_COMPLEXITY,
     ),
-    z("zrevrange", -4, READ, KeySpec::ONE, basic::zrevrange, ACL_READ_SLOW).doc(
+    z("zrevrange", -4, READ, KeySpec::ONE, basic::zrevrange, ACL_READ_SLOW)
+    .rtc_nowait_read()
+    .doc(
         "Returns members in a sorted set within a range of indexes in reverse order.",
         "1.2.0",
         RANGE_COMPLEXITY,
@@ -385,6 +410,16 @@ fn data_item<'e>(member: &'e [u8], value: &'e [u8]) -> Option<(&'e [u8], f64)> {
     Some((member, decode_score(value).unwrap_or(0.0)))
 }
 
+/// The most entries a range walk after a seek to its start can step over: its offset and its
+/// limit (no limit: unbounded).
+fn walk_bound(offset: i64, limit: i64) -> u64 {
+    if limit < 0 {
+        u64::MAX
+    } else {
+        (offset as u64).saturating_add(limit as u64)
+    }
+}
+
 /// The loop of every range walk: from `c`'s entry on (backwards when `rev`), `place` says of
 /// each member whether it has reached the range's start and whether it is past its end; the
 /// first `offset` members inside are skipped, then up to `limit` (negative: all) go to `f`.
@@ -474,6 +509,9 @@ pub(crate) struct ZSet<'a, 'k> {
     pub len: u64,
     /// Its rank index, for the queries that count members ([`ZSet::read_counted`]).
     ranked: Option<ranked::Ranked<'a>>,
+    /// Read on an I/O thread: a query that would walk more than [`SMALL_SAMPLE`] members
+    /// goes to a worker ([`ZSet::may_walk`]).
+    no_wait: bool,
 }
 
 /// A sorted set's rank index counts its score index.
@@ -497,6 +535,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 coll: Coll::new(ctx.db(), key, &meta),
                 len: meta.len,
                 ranked: None,
+                no_wait: ctx.mode.no_wait(),
             }))
     }
 
@@ -523,6 +562,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
             coll: Coll::new(ctx.db(), key, &meta),
             len: meta.len,
             ranked: None,
+            no_wait: ctx.mode.no_wait(),
         };
         if let (Some(gen), Some(token)) = (gen, token) {
             let cache = ctx.server.storage.cache();
@@ -556,6 +596,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 }
             }
         }
+        self.may_walk()?;
         let mut fwd = self.index();
         let mut back = self.index();
         fwd.first();
@@ -592,8 +633,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
         };
         let n = (hi - lo + 1) as usize;
         let from_front = lo <= last - hi;
+        let skip = if from_front { lo } else { last - hi };
+        self.may_step(n as u64)?;
         if let Some(r) = &self.ranked {
-            let skip = if from_front { lo } else { last - hi };
             if skip > 2 * u64::from(crate::cache::rank::BUCKET) {
                 if let Some(mut c) = r.seek_rank(self, lo)? {
                     let mut out = Vec::with_capacity(n.min(1 << 16));
@@ -614,6 +656,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 }
             }
         }
+        self.may_step(skip + n as u64)?;
         let mut out = Vec::with_capacity(n.min(1 << 16));
         let mut c = self.index();
         if from_front {
@@ -673,6 +716,22 @@ impl<'a, 'k> ZSet<'a, 'k> {
             }
         }
         self.walk_score(r, false, 0, -1, |_, _| {})
+    }
+
+    /// Whether this read may walk the set: on an I/O thread only a small one
+    /// ([`SMALL_SAMPLE`] members, as `collection::walks_on_a_worker` rules), a bigger one on a
+    /// worker. The queries that count through the rank index walk at most a bucket and so run
+    /// on the I/O thread too.
+    fn may_walk(&self) -> Result<(), CmdError> {
+        self.may_step(self.len)
+    }
+
+    /// [`ZSet::may_walk`] for a walk of at most `steps` entries.
+    fn may_step(&self, steps: u64) -> Result<(), CmdError> {
+        if self.no_wait && steps.min(self.len) > SMALL_SAMPLE {
+            return Err(CmdError::WOULD_BLOCK);
+        }
+        Ok(())
     }
 
     /// The members below score range `r`'s start, or with `upper` those up to its end,
@@ -786,6 +845,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if r.is_empty() || offset < 0 || limit == 0 {
             return Ok(0);
         }
+        self.may_step(walk_bound(offset, limit))?;
         // (reached the range's start, passed its end), in the walk's direction.
         let place = |_: &[u8], s: f64| {
             if rev {
@@ -798,14 +858,20 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if let Some(n) = self.walk_indexed(rev, offset, limit, edge, place, &mut f)? {
             return Ok(n);
         }
+        // Seeks past an excluded bound's own score, so members tied at it are not stepped
+        // over one by one (and [`walk_bound`] bounds the walk).
         let mut c = self.index();
-        if rev {
-            match prefix_successor(&encode_score(r.max)) {
+        match (rev, if rev { r.maxex } else { r.minex }) {
+            (true, true) => c.seek_back(&encode_score(r.max)),
+            (true, false) => match prefix_successor(&encode_score(r.max)) {
                 Some(after) => c.seek_back(&after),
                 None => c.last(),
-            }
-        } else {
-            c.seek(&encode_score(r.min));
+            },
+            (false, true) => match prefix_successor(&encode_score(r.min)) {
+                Some(after) => c.seek(&after),
+                None => return Ok(0),
+            },
+            (false, false) => c.seek(&encode_score(r.min)),
         }
         walk_range(c, index_item, rev, offset, limit, place, f)
     }
@@ -838,6 +904,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if r.is_empty() || offset < 0 || limit == 0 {
             return Ok(0);
         }
+        self.may_step(walk_bound(offset, limit))?;
         let place = |m: &[u8], _: f64| {
             if rev {
                 (r.lte_max(m), !r.gte_min(m))
@@ -975,6 +1042,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             coll: self.coll(),
             len: self.meta.len,
             ranked: None,
+            no_wait: false,
         }
     }
 
