@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A leaderboard's reads on a sorted set of N members: kvik with its queries on the I/O thread
-# (`rtc-write yes`, the default), the same server with `rtc-write no` (every such query on a
-# worker) and redis-server holding the same set, alternated (A B C A B C ...) for ROUNDS rounds;
+# (`rtc-zset-reads yes`, the default), the same server with `rtc-zset-reads no` (every such
+# query on a worker) and redis-server holding the same set, alternated (A B C A B C ...) for ROUNDS rounds;
 # redis-benchmark -c 50 at -P 1 and -P 16. Prints medians and ratios against redis-server.
 #
 # Rows: a player's rank (ZREVRANK) and score (ZSCORE), the top ten (ZREVRANGE 0 9 WITHSCORES),
@@ -62,8 +62,8 @@ for round in $(seq 1 "$ROUNDS"); do
       for side in kvik kvik-off redis; do
         port=$KVIK_PORT
         [ "$side" = redis ] && port=$REDIS_PORT
-        if [ "$side" = kvik ]; then redis-cli -p "$port" CONFIG SET rtc-write yes >/dev/null; fi
-        if [ "$side" = kvik-off ]; then redis-cli -p "$port" CONFIG SET rtc-write no >/dev/null; fi
+        if [ "$side" = kvik ]; then redis-cli -p "$port" CONFIG SET rtc-zset-reads yes >/dev/null; fi
+        if [ "$side" = kvik-off ]; then redis-cli -p "$port" CONFIG SET rtc-zset-reads no >/dev/null; fi
         # shellcheck disable=SC2086 # the command line is split into redis-benchmark's words
         run_rb "$port" "$side" -c 50 -P "$pipeline" -n "$REQUESTS" -r "$N" $cmd
         sed -i "\$s/^\($side\),\([^,]*\),/\1,\2 -P $pipeline,/" "$RESULTS"

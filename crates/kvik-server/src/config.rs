@@ -107,6 +107,9 @@ pub struct Config {
     /// With `appendfsync always`, fsync on the WAL's sync thread while the I/O threads go on.
     pub fsync_thread: AtomicBool,
     pub rtc_write: AtomicBool,
+    /// `rtc-zset-reads`: sorted-set counts and ranges that walk little run on the I/O thread
+    /// (`cmd::zset::ZSet::may_step`).
+    pub rtc_zset_reads: AtomicBool,
     /// Run scripts and functions on the I/O thread while they stay short and in memory.
     pub rtc_scripts: AtomicBool,
     /// Write an I/O thread's run-to-completion writes of one event-loop turn as one batch.
@@ -1264,6 +1267,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "rtc-zset-reads",
+        default: "yes",
+        mutable: true,
+        help: "ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT and the sorted-set range reads (ZRANGE, ZREVRANGE, ZRANGEBYSCORE ...) that walk at most 512 members (a small set, a short range from an end or after a seek, a count through a rank index) run on the I/O thread, under rtc-write; no: on a worker",
+        get: |c| if c.rtc_zset_reads.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.rtc_zset_reads.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "io-poll-spin-us",
         default: "50",
         mutable: true,
@@ -1687,6 +1701,7 @@ impl Default for Config {
             group_commit: AtomicBool::new(true),
             fsync_thread: AtomicBool::new(true),
             rtc_write: AtomicBool::new(true),
+            rtc_zset_reads: AtomicBool::new(true),
             rtc_scripts: AtomicBool::new(true),
             rtc_write_batch: AtomicBool::new(true),
             txn_skip_superseded: AtomicBool::new(true),

@@ -756,7 +756,8 @@ fn joins_at_one_score_split_their_bucket_and_keep_the_index() {
 /// range from either end or after a seek (a limit of a few hundred). What would walk far goes
 /// to a worker, the same reply: the first query of a big set (it builds the index), a range
 /// without a small limit, and every count of a big set without an index
-/// (`zset-rank-index-min-len 0`). INFO's `rtc_commands` counts those the I/O thread answered.
+/// (`zset-rank-index-min-len 0`), and all of them with `rtc-zset-reads no`. INFO's
+/// `rtc_commands` counts those the I/O thread answered.
 #[test]
 fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
     let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
@@ -842,13 +843,30 @@ fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
     }
     let _: i64 = cmd.query(&mut c).unwrap();
     let ties: &[(&[&str], std::ops::Range<u64>, bool)] = &[
-        (&["ZRANGEBYSCORE", "ties", "(0", "+inf", "LIMIT", "0", "5"], 3_000..3_005, false),
-        (&["ZREVRANGEBYSCORE", "ties", "(1", "-inf", "LIMIT", "0", "3"], 2_997..3_000, true),
-        (&["ZRANGE", "ties", "(0", "3", "BYSCORE", "LIMIT", "0", "9"], 3_000..3_003, false),
+        (
+            &["ZRANGEBYSCORE", "ties", "(0", "+inf", "LIMIT", "0", "5"],
+            3_000..3_005,
+            false,
+        ),
+        (
+            &["ZREVRANGEBYSCORE", "ties", "(1", "-inf", "LIMIT", "0", "3"],
+            2_997..3_000,
+            true,
+        ),
+        (
+            &["ZRANGE", "ties", "(0", "3", "BYSCORE", "LIMIT", "0", "9"],
+            3_000..3_003,
+            false,
+        ),
     ];
     for (args, want, rev) in ties {
         assert_eq!(range(&mut c, args, want.clone(), *rev), 1, "{args:?}");
     }
+    // The switch: every one of them on a worker.
+    let _: () = q(&mut c, &["CONFIG", "SET", "rtc-zset-reads", "no"]);
+    assert_eq!(range(&mut c, cases[0].0, cases[0].1.clone(), true), 0);
+    assert_eq!(on_io_thread(&mut c, &["ZRANK", "small", "b"], Some(1)), 0);
+    let _: () = q(&mut c, &["CONFIG", "SET", "rtc-zset-reads", "yes"]);
     let _: () = q(&mut c, &["CONFIG", "SET", "zset-rank-index-min-len", "0"]);
     for i in [10u64, 2_500, 4_990] {
         let m = member(i);

@@ -544,6 +544,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
     /// `zset-rank-index-min-len` members or more, counts them through its rank index (see
     /// `ranked`), built when a query first needs it.
     fn read_counted(ctx: &Ctx<'a>, key: &'k [u8]) -> Result<Option<ZSet<'a, 'k>>, CmdError> {
+        if ctx.mode.no_wait() && !ctx.server.config.rtc_zset_reads.load(Relaxed) {
+            return Err(CmdError::WOULD_BLOCK);
+        }
         let min_len = ctx.server.config.zset_rank_index_min_len.load(Relaxed);
         if min_len == 0 {
             return Self::read(ctx, key);
