@@ -12,22 +12,34 @@
 #   bench/leaderboard.sh                   # N=1000000 ROUNDS=3 REQUESTS=100000
 #   N=20000 ROUNDS=1 REQUESTS=5000 bench/leaderboard.sh   # smoke run
 #
+# Given two kvik-server binaries, the kvik sides are those builds (old, new), each with its
+# defaults, instead of one server with the switch on and off:
+#   bench/leaderboard.sh OLD_BINARY NEW_BINARY
+#
 # Run it under the machine-wide benchmark lock: flock /tmp/kvik-bench.lock bench/leaderboard.sh
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
-ensure_redis
 N=${N:-1000000}
 ROUNDS=${ROUNDS:-3}
 REQUESTS=${REQUESTS:-100000}
 RESULTS=$BENCH_TMP/results.csv
 
-KVIK_PORT=$(free_port)
-start_kvik "$KVIK_PORT" kvik
-REDIS_PORT=$(free_port)
-start_redis "$REDIS_PORT" redis
+if [ $# -eq 0 ]; then
+  ensure_redis
+  KVIK_PORT=$(free_port)
+  start_kvik "$KVIK_PORT" kvik
+  REDIS_PORT=$(free_port)
+  start_redis "$REDIS_PORT" redis
+  SIDES=(kvik kvik-off redis)
+  declare -A PORT_OF=([kvik]=$KVIK_PORT [kvik-off]=$KVIK_PORT [redis]=$REDIS_PORT)
+else
+  start_builds_and_redis "$@"
+  SIDES=(old new redis)
+  declare -A PORT_OF=([old]=${PORTS[0]} [new]=${PORTS[1]} [redis]=${PORTS[2]})
+fi
 
-python3 - "$N" "$KVIK_PORT" "$REDIS_PORT" <<'PY'
+python3 - "$N" $(printf '%s\n' "${PORT_OF[@]}" | sort -u) <<'PY'
 import random, sys
 sys.path.insert(0, "bench")
 from resp import Conn
@@ -42,7 +54,9 @@ for port in sys.argv[2:]:
                                for x in (str(scores[i]), "m%012d" % i)))
     c.call("ZREVRANK", "lb", "m%012d" % (n // 2))  # builds kvik's rank index
 PY
-settle "$KVIK_PORT" 120
+for side in "${SIDES[@]}"; do
+  [ "$side" = redis ] || settle "${PORT_OF[$side]}" 120
+done
 
 MID=$((N / 2))
 BAND=$((N / 3))
@@ -59,9 +73,8 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "round $round/$ROUNDS" >&2
   for cmd in "${COMMANDS[@]}"; do
     for pipeline in 1 16; do
-      for side in kvik kvik-off redis; do
-        port=$KVIK_PORT
-        [ "$side" = redis ] && port=$REDIS_PORT
+      for side in "${SIDES[@]}"; do
+        port=${PORT_OF[$side]}
         if [ "$side" = kvik ]; then redis-cli -p "$port" CONFIG SET rtc-zset-reads yes >/dev/null; fi
         if [ "$side" = kvik-off ]; then redis-cli -p "$port" CONFIG SET rtc-zset-reads no >/dev/null; fi
         # shellcheck disable=SC2086 # the command line is split into redis-benchmark's words
@@ -72,4 +85,4 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 echo "N=$N members, $ROUNDS rounds, -c 50, $REQUESTS requests per run"
-summarize kvik kvik-off redis
+summarize "${SIDES[@]}"

@@ -1341,7 +1341,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "zset-rank-index-min-len",
         default: "2048",
         mutable: true,
-        help: "ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank, ZREMRANGEBYRANK, far LIMIT offsets of score ranges, ZRANDMEMBER, and ZLEXCOUNT and lex ranges of a set of one score, on a sorted set of this many members or more that the hot cache holds (cache-sets), count through a rank index (each bucket of about 128 members counted, in memory) instead of stepping over every member before the one asked for; built by the first query that needs it, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
+        help: "ZRANK, ZREVRANK, ZCOUNT, ZRANGE by rank, ZREMRANGEBYRANK, far LIMIT offsets of score ranges, ZRANDMEMBER, and ZLEXCOUNT and lex ranges of a set of one score, on a sorted set of this many members or more that the hot cache holds (cache-sets), count through a rank index (each bucket of about 64 members counted, in memory) instead of stepping over every member before the one asked for; built by the first query that needs it, kept up by writes, up to a 32nd of cache-maxmemory for all sets; 0: off (a walk, from the nearer end; the indexes are dropped)",
         get: |c| c.zset_rank_index_min_len.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
     },
@@ -1349,7 +1349,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "set-rank-index",
         default: "yes",
         mutable: true,
-        help: "SRANDMEMBER, HRANDFIELD and SPOP of a set or hash too big for a deck (more than 65,536 members, or refused one for want of room) that the hot cache holds (cache-sets, cache-big-hashes) draw uniform random ranks through a rank index of its member order (as ZRANDMEMBER does through a sorted set's): a seek and a walk inside a bucket of about 128 members per pick instead of a walk down the member bytes of dozens of seeks; built by the first such pick, kept up by writes, within zset-rank-index-min-len's memory (a 32nd of cache-maxmemory for all indexes); no: sampled by walks",
+        help: "SRANDMEMBER, HRANDFIELD and SPOP of a set or hash too big for a deck (more than 65,536 members, or refused one for want of room) that the hot cache holds (cache-sets, cache-big-hashes) draw uniform random ranks through a rank index of its member order (as ZRANDMEMBER does through a sorted set's): a seek and a walk inside a bucket of about 64 members per pick instead of a walk down the member bytes of dozens of seeks; built by the first such pick, kept up by writes, within zset-rank-index-min-len's memory (a 32nd of cache-maxmemory for all indexes); no: sampled by walks",
         get: |c| if c.set_rank_index.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.set_rank_index.store(parse_bool(v)?, Relaxed);
@@ -1360,7 +1360,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "rank-index-split-len",
         default: "512",
         mutable: true,
-        help: "a bucket of a rank index (zset-rank-index-min-len, set-rank-index) that inserts at one place grow past this many members (new players of a leaderboard all at one score) is split into buckets of about 128 by the next query that lands in it, one walk of the bucket; values below 256 count as 256; 0: never split (each query there walks the whole bucket, and one that outgrows 8,192 members drops the index, which the next query builds again by a walk of the whole collection)",
+        help: "a bucket of a rank index (zset-rank-index-min-len, set-rank-index) that inserts at one place grow past this many members (new players of a leaderboard all at one score) is split into buckets of about 64 by the next query that lands in it, one walk of the bucket; values below 256 count as 256; 0: never split (each query there walks the whole bucket, and one that outgrows 8,192 members drops the index, which the next query builds again by a walk of the whole collection)",
         get: |c| c.rank_index_split_len.load(Relaxed).to_string(),
         set: |c, v| set_range(&c.rank_index_split_len, v, 0, 8192),
     },

@@ -33,14 +33,19 @@
 //! Memory: the fences' bytes, bounded in all by [`RankIndexes::new`]'s budget; the least
 //! recently used index is dropped first.
 
-use parking_lot::Mutex;
-use std::collections::HashMap;
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
-/// Entries per bucket when an index is built: a rank walks at most about this many.
-pub const BUCKET: u32 = 128;
+/// Entries per bucket when an index is built: a rank walks at most about this many. 64
+/// rather than 128 halves a ZRANK's walk (its steps were 29% of its CPU) for twice the
+/// fences (~0.77 MB per million members instead of ~0.38; docs/benchmarks.md section 60).
+pub const BUCKET: u32 = 64;
 /// A bucket this full drops its index (a long run of inserts at one place).
-pub const MAX_BUCKET: u32 = 64 * BUCKET;
+pub const MAX_BUCKET: u32 = 8192;
+/// The smallest bucket `rank-index-split-len` lets grow before a query splits it.
+pub const MIN_SPLIT_LEN: u32 = 256;
 /// One edit of the order a collection's rank index counts (a sorted set's score index, a
 /// set's or hash's members) by a committed write: the entry removed, the entry added.
 pub type IndexEdit = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -344,10 +349,30 @@ impl Table {
 /// The rank indexes of the collections cached as [`super::BigColl`], by generation.
 pub struct RankIndexes {
     table: Mutex<Table>,
+    /// Generations whose index one reader is building now, and the signal that a build
+    /// ended: the other readers that need it wait for it instead of each walking the whole
+    /// collection (a restart or a dropped entry under load).
+    building: Mutex<HashSet<u64>>,
+    build_ended: Condvar,
     builds: AtomicU64,
     answers: AtomicU64,
     refusals: AtomicU64,
     splits: AtomicU64,
+    build_waits: AtomicU64,
+}
+
+/// One reader's claim to build an index ([`RankIndexes::claim_build`]); dropping it wakes
+/// the readers waiting for that build.
+pub struct BuildClaim<'a> {
+    indexes: &'a RankIndexes,
+    gen: u64,
+}
+
+impl Drop for BuildClaim<'_> {
+    fn drop(&mut self) {
+        self.indexes.building.lock().remove(&self.gen);
+        self.indexes.build_ended.notify_all();
+    }
 }
 
 /// Counters for INFO.
@@ -363,16 +388,21 @@ pub struct RankStats {
     pub refusals: u64,
     /// Buckets split by the query that walked them.
     pub splits: u64,
+    /// Queries that waited for another's build of the index they needed.
+    pub build_waits: u64,
 }
 
 impl RankIndexes {
     pub fn new() -> RankIndexes {
         RankIndexes {
             table: Mutex::new(Table::default()),
+            building: Mutex::new(HashSet::new()),
+            build_ended: Condvar::new(),
             builds: AtomicU64::new(0),
             answers: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             splits: AtomicU64::new(0),
+            build_waits: AtomicU64::new(0),
         }
     }
 
@@ -389,6 +419,28 @@ impl RankIndexes {
         let held = t.by_gen.get_mut(&gen)?;
         held.last_used = now;
         Some(f(&held.index))
+    }
+
+    /// Claims the build of generation `gen`'s index: the claim for the first reader to ask
+    /// (it ends when dropped), `None` for the others once that build ended or `wait` passed;
+    /// they look for the index again.
+    pub fn claim_build(&self, gen: u64, wait: Duration) -> Option<BuildClaim<'_>> {
+        let mut building = self.building.lock();
+        if building.insert(gen) {
+            return Some(BuildClaim { indexes: self, gen });
+        }
+        self.build_waits.fetch_add(1, Relaxed);
+        let deadline = Instant::now() + wait;
+        while building.contains(&gen) {
+            if self
+                .build_ended
+                .wait_until(&mut building, deadline)
+                .timed_out()
+            {
+                break;
+            }
+        }
+        None
     }
 
     /// Installs `index` for generation `gen` if `still_valid()` holds, checked under the
@@ -499,6 +551,7 @@ impl RankIndexes {
             answers: self.answers.load(Relaxed),
             refusals: self.refusals.load(Relaxed),
             splits: self.splits.load(Relaxed),
+            build_waits: self.build_waits.load(Relaxed),
         }
     }
 }
@@ -578,7 +631,7 @@ mod tests {
         let set: BTreeSet<Vec<u8>> = (0..1000).map(|i| entry(i * 2)).collect();
         let idx = built(&set);
         assert_eq!(idx.total(), 1000);
-        assert_eq!(idx.counts.len(), 8);
+        assert_eq!(idx.counts.len(), 1000usize.div_ceil(BUCKET as usize));
         assert!(idx.fences[0].is_empty());
         assert_ranks(&idx, &set, 1);
     }
@@ -598,7 +651,7 @@ mod tests {
     #[test]
     fn a_bucket_split_by_its_walk_keeps_inserts_at_one_place_indexed() {
         // A leaderboard's new players all join at one place: between entries 4 and 5 of a
-        // built index, 20 times MAX_BUCKET inserts, each bucket split once it passes 512.
+        // built index, 20 times MAX_BUCKET inserts, each bucket split once it passes four buckets.
         let mut set: BTreeSet<Vec<u8>> = (0..4_000).map(|i| entry(i * 1_000_000)).collect();
         let mut idx = built(&set);
         let before = idx.counts.len();

@@ -694,9 +694,10 @@ impl<'a> BigCollRead<'a> {
         self.token
     }
 
-    /// The snapshot the meta was read from, if it was read rather than found cached.
-    pub(crate) fn into_view(self) -> Option<View<'a>> {
-        self.view
+    /// The snapshot the meta was read from, if it was read rather than found cached, taken
+    /// out: what is left still finds the members cached ([`BigCollRead::cached`]).
+    pub(crate) fn take_view(&mut self) -> Option<View<'a>> {
+        self.view.take()
     }
 
     /// The values of `fields` if the cache holds every one of them (`None` for a field known

@@ -16,7 +16,7 @@
 //! collection (what one rank from the middle cost before); writes keep it current, and a query
 //! that lands in a bucket inserts have grown past `rank-index-split-len` splits it first.
 
-use crate::cache::rank::{Located, RankIndex, BUCKET};
+use crate::cache::rank::{Located, RankIndex, BUCKET, MIN_SPLIT_LEN};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
 use crate::cmd::collection::{CollWrite, Entry};
 use crate::cmd::ctx::{CmdError, Ctx};
@@ -24,6 +24,7 @@ use crate::storage::encoding::{Kind, Meta};
 use crate::storage::{Cf, Coll, MemberCursor, View};
 use rand::Rng;
 use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
 
 /// A collection in the order its rank index counts.
 pub(crate) trait Ordered<'v> {
@@ -67,6 +68,12 @@ pub(crate) struct Ranked<'a> {
     no_wait: bool,
 }
 
+/// How long a query waits for another's build of the index it needs, and how many times it
+/// looks for the index (each wait one look): a walk of the whole collection, the other way
+/// to answer, takes about as long as the build.
+const BUILD_WAIT: Duration = Duration::from_secs(10);
+const BUILD_TRIES: usize = 3;
+
 /// Entries drawn through an index, as (entry, value); `None`: the index could not answer.
 pub(crate) type Picks = Result<Option<Vec<Entry>>, CmdError>;
 
@@ -94,7 +101,7 @@ impl<'a> Ranked<'a> {
             split_len: if split_len == 0 {
                 0
             } else {
-                split_len.max(2 * BUCKET)
+                split_len.max(MIN_SPLIT_LEN)
             },
             no_wait: ctx.mode.no_wait(),
         })
@@ -105,23 +112,36 @@ impl<'a> Ranked<'a> {
     /// or a write raced the build.
     fn ready<'v>(&self, set: &impl Ordered<'v>) -> Result<bool, CmdError> {
         let ranks = self.cache.ranks();
-        match ranks.with(self.gen, RankIndex::total) {
-            Some(total) if total == set.len() => return Ok(true),
-            // The index disagrees with the set while no write raced this read: it lost count
-            // (a bug, not a race). Dropped: the next query builds it again from the set.
-            Some(_) if self.whole() => {
-                ranks.drop_index(self.gen);
+        // One reader builds a missing index; the others that need it meanwhile wait for that
+        // build and look again (a few times, in case it lost a race with a write).
+        for _ in 0..BUILD_TRIES {
+            match ranks.with(self.gen, RankIndex::total) {
+                Some(total) if total == set.len() => return Ok(true),
+                // The index disagrees with the set while no write raced this read: it lost
+                // count (a bug, not a race). Dropped: the next query builds it again.
+                Some(_) if self.whole() => {
+                    ranks.drop_index(self.gen);
+                    return Ok(false);
+                }
+                Some(_) => return Ok(false),
+                None => {}
+            }
+            if ranks.refused(self.gen) {
                 return Ok(false);
             }
-            Some(_) => return Ok(false),
-            None => {}
+            if self.no_wait {
+                return Err(CmdError::WOULD_BLOCK);
+            }
+            if let Some(_claim) = ranks.claim_build(self.gen, BUILD_WAIT) {
+                return self.build(set);
+            }
         }
-        if ranks.refused(self.gen) {
-            return Ok(false);
-        }
-        if self.no_wait {
-            return Err(CmdError::WOULD_BLOCK);
-        }
+        Ok(false)
+    }
+
+    /// Builds the index by one walk of `set` and installs it unless a write raced the walk.
+    fn build<'v>(&self, set: &impl Ordered<'v>) -> Result<bool, CmdError> {
+        let ranks = self.cache.ranks();
         // A build that outgrows the budget stops there, and the set is not tried again (each
         // query would walk it twice).
         let budget = self.cache.rank_budget();

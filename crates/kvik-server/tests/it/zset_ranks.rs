@@ -56,19 +56,30 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
         );
     }
     assert_eq!(q::<Option<u64>>(c, &["ZRANK", key, "absent"]), None);
-    for _ in 0..3 {
+    for _ in 0..4 {
         let (a, b) = (rng.below(1100) as i64 - 50, rng.below(1100) as i64 - 50);
-        let (lo, hi) = (a.min(b), a.max(b));
+        // An end is now and then open (-inf, +inf: counted without the index's walk).
+        let lo = Some(a.min(b)).filter(|_| rng.below(4) != 0);
+        let hi = Some(a.max(b)).filter(|_| rng.below(4) != 0);
         let (loex, hiex) = (rng.below(2) == 1, rng.below(2) == 1);
         let want = model
             .values()
             .filter(|&&s| {
-                (if loex { s > lo } else { s >= lo }) && (if hiex { s < hi } else { s <= hi })
+                lo.is_none_or(|lo| if loex { s > lo } else { s >= lo })
+                    && hi.is_none_or(|hi| if hiex { s < hi } else { s <= hi })
             })
             .count() as u64;
-        let arg = |v: i64, ex: bool| if ex { format!("({v}") } else { v.to_string() };
-        let got: u64 = q(c, &["ZCOUNT", key, &arg(lo, loex), &arg(hi, hiex)]);
-        assert_eq!(got, want, "ZCOUNT {} {}", arg(lo, loex), arg(hi, hiex));
+        let arg = |v: Option<i64>, inf: &str, ex: bool| {
+            let v = v.map_or(inf.to_string(), |v| v.to_string());
+            if ex {
+                format!("({v}")
+            } else {
+                v
+            }
+        };
+        let (los, his) = (arg(lo, "-inf", loex), arg(hi, "+inf", hiex));
+        let got: u64 = q(c, &["ZCOUNT", key, &los, &his]);
+        assert_eq!(got, want, "ZCOUNT {los} {his}");
     }
     let start = rng.below(len);
     let stop = (start + rng.below(20)).min(len - 1);
@@ -86,6 +97,12 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
     // Score ranges with far offsets (past two buckets: skipped through the index), both ways.
     let (a, b) = (rng.below(1100) as i64 - 50, rng.below(1100) as i64 - 50);
     let (lo, hi) = (a.min(b), a.max(b));
+    // Now and then open ends, spelled -inf and +inf.
+    let (lo, hi) = match rng.below(4) {
+        0 => (i64::MIN, i64::MAX),
+        1 => (lo, i64::MAX),
+        _ => (lo, hi),
+    };
     let inside: Vec<String> = order
         .iter()
         .filter(|(s, _)| (lo..=hi).contains(s))
@@ -99,12 +116,12 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
             .cloned()
             .collect()
     };
-    let (los, his, offs, counts) = (
-        lo.to_string(),
-        hi.to_string(),
-        offset.to_string(),
-        count.to_string(),
-    );
+    let end = |v: i64| match v {
+        i64::MIN => "-inf".to_string(),
+        i64::MAX => "+inf".to_string(),
+        v => v.to_string(),
+    };
+    let (los, his, offs, counts) = (end(lo), end(hi), offset.to_string(), count.to_string());
     let got: Vec<String> = q(
         c,
         &["ZRANGEBYSCORE", key, &los, &his, "LIMIT", &offs, &counts],
@@ -112,7 +129,7 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
     assert_eq!(
         got,
         limit(&inside),
-        "ZRANGEBYSCORE {lo} {hi} LIMIT {offset} {count}"
+        "ZRANGEBYSCORE {los} {his} LIMIT {offset} {count}"
     );
     // ZRANGESTORE reads its source the same way, under the keys' locks.
     let stored: u64 = q(
@@ -144,7 +161,7 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
     assert_eq!(
         got,
         limit(&inside_rev),
-        "ZREVRANGEBYSCORE {hi} {lo} LIMIT {offset} {count}"
+        "ZREVRANGEBYSCORE {his} {los} LIMIT {offset} {count}"
     );
 }
 
@@ -375,7 +392,7 @@ fn readers_never_mix_the_index_of_one_state_with_the_members_of_another() {
 #[test]
 fn a_set_whose_index_outgrows_the_budget_is_walked_and_not_indexed_again() {
     // cache-maxmemory 2mb: the indexes may take 64 KiB, about 650 fences of 64-byte members,
-    // so a set of 100,000 such members (~780 fences) is refused and one of 3,000 fits.
+    // so a set of 100,000 such members (~1,560 fences) is refused and one of 3,000 fits.
     let s = TestServer::start_with(&[
         "--zset-rank-index-min-len",
         "500",
@@ -633,7 +650,7 @@ fn random_members_of_a_big_set_are_drawn_by_rank_uniformly() {
 
 /// A sorted set that grows at its end and shrinks at its front (a sliding window of
 /// timestamps) keeps its index: an append past every member opens a bucket once the last is
-/// full, an emptied bucket closes, so it keeps about one fence per 128 members. Before, the
+/// full, an emptied bucket closes, so it keeps about one fence per 64 members. Before, the
 /// appends piled into the last bucket, which outgrew its limit (8,192) and dropped the index:
 /// the next rank query walked the whole set again.
 #[test]
@@ -690,7 +707,7 @@ fn a_sliding_window_of_scores_keeps_its_rank_index() {
 
 /// New members that all join at one place (a leaderboard's new players at score 0) fill one
 /// bucket of the index; the query that lands in a bucket grown past `rank-index-split-len`
-/// splits it by one walk, so the index is kept and every later query there walks ~128
+/// splits it by one walk, so the index is kept and every later query there walks ~64
 /// members. Before (and with the setting at 0), the bucket grew until it passed 8,192 and
 /// dropped the index, which the next query built again by a walk of the whole set.
 #[test]
@@ -881,4 +898,134 @@ fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
         on_io_thread(&mut c, &["ZCOUNT", "small", "2", "3"], Some(2)),
         1
     );
+}
+
+/// ZRANK and ZREVRANK take the member's score from the hot cache, as ZSCORE does, when it
+/// holds the member: after a restart (nothing cached) the first query of a member reads it
+/// from RocksDB and caches it (one fill), the next finds it (no fill); a write that moves or
+/// removes the member is seen.
+#[test]
+fn ranks_find_a_cached_member_score_and_see_the_writes_that_change_it() {
+    let mut s = TestServer::start();
+    let mut c = s.client();
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("big");
+    for i in 0..5_000u64 {
+        cmd.arg(i).arg(member(i));
+    }
+    let _: u64 = cmd.query(&mut c).unwrap();
+    s.restart();
+    let mut c = s.client();
+    let fills = |c: &mut Connection| -> u64 { info_field(c, "stats", "cache_fills").unwrap() };
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(10)]),
+        Some(10)
+    );
+    let before = fills(&mut c);
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
+        Some(200)
+    );
+    assert_eq!(
+        fills(&mut c),
+        before + 1,
+        "the first ZRANK of a member caches its score"
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            q::<Option<u64>>(&mut c, &["ZREVRANK", "big", &member(200)]),
+            Some(4_799)
+        );
+        assert_eq!(
+            q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
+            Some(200)
+        );
+    }
+    assert_eq!(fills(&mut c), before + 1, "later ones find it");
+    // Moved to the end, removed, added back at the front: each seen at once.
+    let _: u64 = q(&mut c, &["ZADD", "big", "99999", &member(200)]);
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
+        Some(4_999)
+    );
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(201)]),
+        Some(200)
+    );
+    let _: u64 = q(&mut c, &["ZREM", "big", &member(200)]);
+    for _ in 0..2 {
+        assert_eq!(
+            q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
+            None
+        );
+    }
+    let _: u64 = q(&mut c, &["ZADD", "big", "-1", &member(200)]);
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
+        Some(0)
+    );
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZREVRANK", "big", &member(200)]),
+        Some(4_999)
+    );
+    assert_eq!(q::<Option<u64>>(&mut c, &["ZRANK", "big", "absent"]), None);
+    // Open ends are counted without the index's walk; excluded infinities still walk.
+    let _: u64 = q(&mut c, &["ZADD", "big", "+inf", "top", "-inf", "bottom"]);
+    for (min, max, want) in [
+        ("-inf", "+inf", 5_002),
+        ("(-inf", "+inf", 5_001),
+        ("-inf", "(+inf", 5_001),
+        ("(-inf", "(+inf", 5_000),
+        ("4990", "+inf", 11),
+        ("-inf", "(10", 12),
+    ] {
+        assert_eq!(
+            q::<u64>(&mut c, &["ZCOUNT", "big", min, max]),
+            want,
+            "ZCOUNT {min} {max}"
+        );
+    }
+    let top: Vec<String> = q(&mut c, &["ZRANGEBYSCORE", "big", "4998", "+inf"]);
+    assert_eq!(top, [member(4_998), member(4_999), "top".into()]);
+    let low: Vec<String> = q(&mut c, &["ZREVRANGEBYSCORE", "big", "(1", "-inf"]);
+    assert_eq!(low, [member(0), member(200), "bottom".into()]);
+}
+
+/// After a restart nothing is indexed; readers that all need the index of one big set at
+/// once (a leaderboard queried under load) build it once: the first builds, the others wait
+/// for that build instead of each walking the whole set.
+#[test]
+fn readers_that_need_one_index_at_once_build_it_once() {
+    const N: u64 = 200_000;
+    let mut s = TestServer::start();
+    let mut c = s.client();
+    for chunk in 0..N / 2_000 {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("big");
+        for i in chunk * 2_000..(chunk + 1) * 2_000 {
+            cmd.arg(i).arg(member(i));
+        }
+        let _: u64 = cmd.query(&mut c).unwrap();
+    }
+    s.restart();
+    let readers = 8;
+    let start = std::sync::Arc::new(std::sync::Barrier::new(readers));
+    let threads: Vec<_> = (0..readers as u64)
+        .map(|r| {
+            let mut c = s.client();
+            let start = start.clone();
+            std::thread::spawn(move || {
+                let i = r * (N / 8) + 7;
+                start.wait();
+                let rank: Option<u64> = q(&mut c, &["ZRANK", "big", &member(i)]);
+                assert_eq!(rank, Some(i), "ZRANK {}", member(i));
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let (builds, answers) = rank_stats(&mut s.client());
+    assert_eq!(builds, 1, "one build for {readers} readers at once");
+    assert_eq!(answers, readers as u64);
 }

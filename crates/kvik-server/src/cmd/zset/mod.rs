@@ -19,7 +19,7 @@
 //! ZREMRANGEBYRANK, far LIMIT offsets of score ranges, and ZLEXCOUNT and far lex offsets of a
 //! set whose members share one score count through an in-memory rank index (`ranked`,
 //! `cache::rank`): the members of the buckets before the place asked for, then a walk inside
-//! one bucket of ~128, O(log N + 128 + M); ZRANDMEMBER of such a set too big for a deck draws
+//! one bucket of ~64, O(log N + 64 + M); ZRANDMEMBER of such a set too big for a deck draws
 //! random ranks. Otherwise ranks are walked from the nearer end, O(min(rank, N - rank) + M),
 //! ZCOUNT and ZLEXCOUNT walk their range and offsets are stepped over.
 //!
@@ -60,11 +60,12 @@ mod setops;
 use super::collection::{notify_write, Entry, HeldColl, SMALL_SAMPLE};
 pub use geo::COMMANDS as GEO_COMMANDS;
 
-use super::ctx::{Args, CmdError, Ctx, MemberRead, Reply};
+use super::ctx::{Args, BigCollRead, CmdError, Ctx, MemberRead, Reply};
 use super::ranked::{self, Counted, Ordered, Ranked};
 use super::spec::{
     keys_after_count, numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec,
 };
+use crate::cache::Cache;
 use crate::storage::encoding::{decode_score, encode_score, prefix_successor, Kind, Meta};
 use crate::storage::pop_hints::End;
 use crate::storage::{Batch, Cf, Coll, MemberCursor, Storage, View, Wait};
@@ -170,14 +171,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     .doc(
         "Returns the index of a member in a sorted set ordered by ascending scores.",
         "2.0.0",
-        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~128 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
+        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~64 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
     ),
     z("zrevrank", 3, READ_FAST, KeySpec::ONE, basic::zrevrank, ACL_READ_FAST)
     .rtc_nowait_read()
     .doc(
         "Returns the index of a member in a sorted set ordered by descending scores.",
         "2.0.0",
-        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~128 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
+        "O(log(N)) in Redis; kvik counts through the set's rank index when it has one (a walk inside one bucket of ~64 members), else walks the score index from the nearer end: O(min(rank, N-rank)).",
     ),
     z("zrange", -4, READ, KeySpec::ONE, basic::zrange, ACL_READ_SLOW)
     .rtc_nowait_read()
@@ -509,9 +510,20 @@ pub(crate) struct ZSet<'a, 'k> {
     pub len: u64,
     /// Its rank index, for the queries that count members ([`ZSet::read_counted`]).
     ranked: Option<ranked::Ranked<'a>>,
+    /// Its members in the hot cache, when it holds the set as its meta
+    /// ([`ZSet::read_counted`]): a member's score found there spares a point read.
+    held: Option<HeldMembers<'a>>,
     /// Read on an I/O thread: a query that would walk more than [`SMALL_SAMPLE`] members
     /// goes to a worker ([`ZSet::may_walk`]).
     no_wait: bool,
+}
+
+/// A big sorted set's members as the hot cache holds them (member -> encoded score), under
+/// its cached meta's generation, for a reader that took the key's fill token first.
+struct HeldMembers<'a> {
+    big: BigCollRead<'a>,
+    cache: &'a Cache,
+    now_ms: u64,
 }
 
 /// A sorted set's rank index counts its score index.
@@ -535,6 +547,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 coll: Coll::new(ctx.db(), key, &meta),
                 len: meta.len,
                 ranked: None,
+                held: None,
                 no_wait: ctx.mode.no_wait(),
             }))
     }
@@ -551,12 +564,12 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if min_len == 0 {
             return Self::read(ctx, key);
         }
-        let (gen, token, meta, view) = match ctx.read_members(key, Kind::ZSet)? {
+        let (big, meta, view) = match ctx.read_members(key, Kind::ZSet)? {
             MemberRead::Missing => return Ok(None),
-            MemberRead::Stored(view, meta) => (None, None, meta, Some(view)),
-            MemberRead::Big(big) => {
-                let (gen, token, meta) = (big.gen(), big.token(), big.meta.clone());
-                (Some(gen), Some(token), meta, big.into_view())
+            MemberRead::Stored(view, meta) => (None, meta, Some(view)),
+            MemberRead::Big(mut big) => {
+                let (meta, view) = (big.meta.clone(), big.take_view());
+                (Some(big), meta, view)
             }
         };
         // A cached meta comes without a snapshot: one taken now, after the token.
@@ -565,21 +578,37 @@ impl<'a, 'k> ZSet<'a, 'k> {
             coll: Coll::new(ctx.db(), key, &meta),
             len: meta.len,
             ranked: None,
+            held: None,
             no_wait: ctx.mode.no_wait(),
         };
-        if let (Some(gen), Some(token)) = (gen, token) {
+        if let Some(big) = big {
             let cache = ctx.server.storage.cache();
-            set.ranked = Ranked::open(ctx, cache, (gen, token), set.len, min_len);
+            let id = (big.gen(), big.token());
+            set.ranked = Ranked::open(ctx, cache, id, set.len, min_len);
+            set.held = Some(HeldMembers {
+                big,
+                cache,
+                now_ms: ctx.now_ms,
+            });
         }
         Ok(Some(set))
     }
 
-    /// The score of `member`.
+    /// The score of `member`: from the hot cache if it holds the member and no write of the
+    /// set began or ended since the read's token (so it is the view's), else read from the
+    /// view and cached unless a write came between.
     fn score(&self, member: &[u8]) -> Result<Option<f64>, CmdError> {
-        Ok(self
-            .view
-            .get_member(&self.coll, member)?
-            .and_then(|v| decode_score(&v)))
+        if let Some(h) = &self.held {
+            if let Some(mut hit) = h.big.cached(h.cache, &[member], h.now_ms) {
+                return Ok(hit.pop().flatten().and_then(|v| decode_score(&v)));
+            }
+        }
+        let value = self.view.get_member(&self.coll, member)?;
+        if let Some(h) = &self.held {
+            let (token, gen) = (h.big.token(), h.big.gen());
+            h.cache.fill_field(token, gen, member, value.as_deref(), 0);
+        }
+        Ok(value.and_then(|v| decode_score(&v)))
     }
 
     /// A cursor over the score index.
@@ -711,6 +740,9 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if r.is_empty() {
             return Ok(0);
         }
+        if r.open_below() && r.open_above() {
+            return Ok(self.len);
+        }
         if let Some(ranked) = &self.ranked {
             let start = self.before_score(ranked, r, false)?;
             let end = self.before_score(ranked, r, true)?;
@@ -738,8 +770,13 @@ impl<'a, 'k> ZSet<'a, 'k> {
     }
 
     /// The members below score range `r`'s start, or with `upper` those up to its end,
-    /// counted through the rank index.
+    /// counted through the rank index; an open end (`-inf`, `+inf`) is counted without it.
     fn before_score(&self, ranked: &Ranked<'_>, r: &ScoreRange, upper: bool) -> Counted {
+        match upper {
+            false if r.open_below() => return Ok(Some(0)),
+            true if r.open_above() => return Ok(Some(self.len)),
+            _ => {}
+        }
         let edge = match (upper, if upper { r.maxex } else { r.minex }) {
             (false, false) => Some(encode_score(r.min).to_vec()),
             (false, true) => prefix_successor(&encode_score(r.min)),
@@ -1045,6 +1082,7 @@ impl<'a, 'k> ZWriter<'a, 'k> {
             coll: self.coll(),
             len: self.meta.len,
             ranked: None,
+            held: None,
             no_wait: false,
         }
     }

@@ -65,6 +65,16 @@ impl ScoreRange {
         self.min > self.max || (self.min == self.max && (self.minex || self.maxex))
     }
 
+    /// True if every score is at or above the start (`-inf`, inclusive).
+    pub fn open_below(&self) -> bool {
+        self.min == f64::NEG_INFINITY && !self.minex
+    }
+
+    /// True if every score is at or below the end (`+inf`, inclusive).
+    pub fn open_above(&self) -> bool {
+        self.max == f64::INFINITY && !self.maxex
+    }
+
     pub fn gte_min(&self, v: f64) -> bool {
         if self.minex {
             v > self.min
