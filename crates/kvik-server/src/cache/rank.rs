@@ -500,15 +500,18 @@ impl RankIndexes {
 
     /// A committed write's edits of the score index of the set cached under `gen`, in order:
     /// (entry removed, entry added). Called by the commit before the set's entry is served
-    /// again.
+    /// again. The table's bytes follow the fences the edits open and close.
     pub fn apply(&self, gen: u64, edits: &[IndexEdit]) {
         let mut t = self.table.lock();
         let Some(held) = t.by_gen.get_mut(&gen) else {
             return;
         };
+        let was = held.index.bytes();
         let kept = edits
             .iter()
             .all(|(r, a)| held.index.apply(r.as_deref(), a.as_deref()));
+        let now = held.index.bytes();
+        t.bytes = t.bytes - was + now;
         if !kept {
             t.remove(gen);
         }
@@ -711,6 +714,40 @@ mod tests {
         assert_eq!(idx.total(), set.len() as u64);
         assert_ranks(&idx, &set, 37);
         assert_eq!(rank_of(&idx, &set, &[]), 0);
+    }
+
+    #[test]
+    fn the_table_counts_the_bytes_its_indexes_grow_and_shrink_by_under_edits() {
+        // Appends open buckets (fences grow the index), removals close them: the table's
+        // count follows, so dropping the index leaves it at zero and a new one fits.
+        let t = RankIndexes::new();
+        let set: BTreeSet<Vec<u8>> = (0..1_000).map(entry).collect();
+        let budget = 1 << 20;
+        assert!(t.install(1, built(&set), budget, || true));
+        let appends: Vec<IndexEdit> = (1_000..5_000).map(|n| (None, Some(entry(n)))).collect();
+        t.apply(1, &appends);
+        let grown = t.with(1, RankIndex::bytes).unwrap();
+        assert!(grown > built(&set).bytes());
+        assert_eq!(t.stats().bytes, grown);
+        let removals: Vec<IndexEdit> = (0..4_000).map(|n| (Some(entry(n)), None)).collect();
+        t.apply(1, &removals);
+        assert_eq!(t.stats().bytes, t.with(1, RankIndex::bytes).unwrap());
+        t.drop_index(1);
+        assert_eq!(t.stats().bytes, 0);
+        assert!(t.install(2, built(&set), budget, || true));
+        assert_eq!(t.stats().bytes, built(&set).bytes());
+        // Grown, then dropped by an edit (a bucket past MAX_BUCKET): nothing left counted.
+        t.apply(2, &appends);
+        let at_one_place: Vec<IndexEdit> = (0..=MAX_BUCKET)
+            .map(|n| {
+                let mut e = entry(5);
+                e.extend_from_slice(&n.to_be_bytes());
+                (None, Some(e))
+            })
+            .collect();
+        t.apply(2, &at_one_place);
+        assert!(t.with(2, |_| ()).is_none());
+        assert_eq!(t.stats().bytes, 0);
     }
 
     #[test]
