@@ -1029,3 +1029,51 @@ fn readers_that_need_one_index_at_once_build_it_once() {
     assert_eq!(builds, 1, "one build for {readers} readers at once");
     assert_eq!(answers, readers as u64);
 }
+
+/// An index that grew by appends (new buckets past the end) and is then dropped by an edit
+/// (a bucket grown past 8,192 by inserts at one place, splits off) leaves the indexes' byte
+/// count where it was: the server stays up and the next query builds the index again. (The
+/// count once went below zero here: an overflow panic in the commit.)
+#[test]
+fn an_index_grown_by_appends_then_dropped_leaves_the_server_counting() {
+    let s = TestServer::start_with(&["--rank-index-split-len", "0"]);
+    let mut c = s.client();
+    let add = |c: &mut Connection, members: &mut dyn Iterator<Item = (String, String)>| {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg("w");
+        for (score, m) in members {
+            cmd.arg(score).arg(m);
+        }
+        let _: u64 = cmd.query(c).unwrap();
+    };
+    add(
+        &mut c,
+        &mut (0..3_000u64).map(|i| (i.to_string(), member(i))),
+    );
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "w", &member(1_500)]),
+        Some(1_500)
+    );
+    for lo in (3_000..13_000u64).step_by(1_000) {
+        add(
+            &mut c,
+            &mut (lo..lo + 1_000).map(|i| (i.to_string(), member(i))),
+        );
+    }
+    for lo in (0..9_000u64).step_by(1_000) {
+        add(
+            &mut c,
+            &mut (lo..lo + 1_000).map(|i| ("5.5".into(), format!("x{i:05}"))),
+        );
+    }
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "w", &member(1_500)]),
+        Some(10_500)
+    );
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+    let (builds, _) = rank_stats(&mut c);
+    assert_eq!(
+        builds, 2,
+        "dropped by the inserts at one place, built again"
+    );
+}
