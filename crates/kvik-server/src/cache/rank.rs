@@ -30,8 +30,11 @@
 //! build ([`RankIndexes::split`]). A bucket that grows past [`MAX_BUCKET`] entries before any
 //! query splits it drops the index, and the next rank query builds it again.
 //!
-//! Memory: the fences' bytes, bounded in all by [`RankIndexes::new`]'s budget; the least
-//! recently used index is dropped first.
+//! An index also holds the entries at both ends of its order ([`ENDS`] each when built, kept
+//! exact by the same edits), so a sorted set's top ten is read without a seek.
+//!
+//! Memory: the fences' bytes and the ends' entries, bounded in all by [`RankIndexes::new`]'s
+//! budget; the least recently used index is dropped first.
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
@@ -69,6 +72,74 @@ pub struct RankIndex {
     /// No entry counted sorts after it (the greatest ever added; removals leave it): an entry
     /// added past it while the last bucket is full opens a bucket of its own.
     ceiling: Box<[u8]>,
+    /// The entries at both ends of the order ([`Ends`]).
+    ends: Ends,
+    /// The entries a build expects (its collection's length), so that it keeps the last
+    /// [`ENDS`] it is given; 0: unknown, no tail kept.
+    expect: u64,
+}
+
+/// Entries kept in memory at each end of the order: [`ENDS`] of each when built, then kept
+/// by the edits, up to twice that. `head` is exactly the first `head.len()` entries and
+/// `tail` the last `tail.len()`, in order, so ranks near either end (a leaderboard's top ten)
+/// are read without a seek. Removals can empty an end; it stays empty until the next build.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Ends {
+    head: Vec<Box<[u8]>>,
+    tail: Vec<Box<[u8]>>,
+    bytes: usize,
+}
+
+/// Entries each end holds when built ([`Ends`]).
+pub const ENDS: usize = 64;
+
+/// Bytes counted per entry an end holds beside its bytes.
+const END_OVERHEAD: usize = std::mem::size_of::<Box<[u8]>>();
+
+impl Ends {
+    /// `e` left the order: out of the end that holds it (an end that should and does not
+    /// is no longer known, and emptied).
+    fn remove(&mut self, e: &[u8]) {
+        if self.head.last().is_some_and(|l| *e <= **l) {
+            Self::take(&mut self.head, &mut self.bytes, e);
+        }
+        if self.tail.first().is_some_and(|f| *e >= **f) {
+            Self::take(&mut self.tail, &mut self.bytes, e);
+        }
+    }
+
+    fn take(end: &mut Vec<Box<[u8]>>, bytes: &mut usize, e: &[u8]) {
+        match end.binary_search_by(|x| (**x).cmp(e)) {
+            Ok(i) => *bytes -= end.remove(i).len() + END_OVERHEAD,
+            Err(_) => {
+                *bytes -= end.iter().map(|x| x.len() + END_OVERHEAD).sum::<usize>();
+                end.clear();
+            }
+        }
+    }
+
+    /// `e` joined an order of `total` entries: into each end it falls inside (or that held
+    /// every entry), the farthest entry dropped past twice [`ENDS`].
+    fn add(&mut self, e: &[u8], total: u64) {
+        if self.head.len() as u64 == total || self.head.last().is_some_and(|l| *e < **l) {
+            let i = self.head.partition_point(|x| **x < *e);
+            self.head.insert(i, e.into());
+            self.bytes += e.len() + END_OVERHEAD;
+            if self.head.len() > 2 * ENDS {
+                let last = self.head.pop().expect("over twice ENDS");
+                self.bytes -= last.len() + END_OVERHEAD;
+            }
+        }
+        if self.tail.len() as u64 == total || self.tail.first().is_some_and(|f| *e > **f) {
+            let i = self.tail.partition_point(|x| **x < *e);
+            self.tail.insert(i, e.into());
+            self.bytes += e.len() + END_OVERHEAD;
+            if self.tail.len() > 2 * ENDS {
+                let first = self.tail.remove(0);
+                self.bytes -= first.len() + END_OVERHEAD;
+            }
+        }
+    }
 }
 
 /// Where a bound falls: its bucket's fence, the entries of all buckets before it, the
@@ -82,8 +153,24 @@ pub struct Located<'a> {
 }
 
 impl RankIndex {
+    /// An index to build from a walk of `len` entries ([`RankIndex::push`] each).
+    pub fn building(len: u64) -> RankIndex {
+        RankIndex {
+            expect: len,
+            ..RankIndex::default()
+        }
+    }
+
     /// Adds the next entry of a build, in score order ([`RankIndex::finish`] ends it).
     pub fn push(&mut self, entry: &[u8]) {
+        if self.total < ENDS as u64 {
+            self.ends.head.push(entry.into());
+            self.ends.bytes += entry.len() + END_OVERHEAD;
+        }
+        if self.expect > 0 && self.total + ENDS as u64 >= self.expect {
+            self.ends.tail.push(entry.into());
+            self.ends.bytes += entry.len() + END_OVERHEAD;
+        }
         if self.counts.last().is_none_or(|&n| n >= BUCKET) {
             let fence: Box<[u8]> = if self.fences.is_empty() {
                 Box::default()
@@ -192,12 +279,14 @@ impl RankIndex {
             if self.counts[i] == 0 {
                 return false; // not an entry this index counted
             }
+            self.ends.remove(e);
             self.add(i, -1);
             if self.counts[i] == 0 && i + 1 < self.counts.len() {
                 self.close_bucket(i);
             }
         }
         if let Some(e) = added {
+            self.ends.add(e, self.total);
             if *e > *self.ceiling && self.counts.last().is_some_and(|&n| n >= BUCKET) {
                 self.open_bucket(e);
             } else {
@@ -300,9 +389,20 @@ impl RankIndex {
         true
     }
 
+    /// The entries of ascending ranks `lo..=hi` (`lo <= hi`), if one end holds them all.
+    pub fn at_ends(&self, lo: u64, hi: u64) -> Option<&[Box<[u8]>]> {
+        let (head, tail) = (&self.ends.head, &self.ends.tail);
+        if hi < head.len() as u64 {
+            return Some(&head[lo as usize..=hi as usize]);
+        }
+        let first = self.total.checked_sub(tail.len() as u64)?;
+        (lo >= first && hi < self.total)
+            .then(|| &tail[(lo - first) as usize..=(hi - first) as usize])
+    }
+
     /// Bytes counted against the table's budget.
     pub fn bytes(&self) -> usize {
-        self.bytes + std::mem::size_of::<Self>()
+        self.bytes + self.ends.bytes + std::mem::size_of::<Self>()
     }
 }
 
@@ -576,7 +676,7 @@ mod tests {
     }
 
     fn built(entries: &BTreeSet<Vec<u8>>) -> RankIndex {
-        let mut idx = RankIndex::default();
+        let mut idx = RankIndex::building(entries.len() as u64);
         for e in entries {
             idx.push(e);
         }
@@ -811,6 +911,50 @@ mod tests {
                 prop_assert!(l.before <= rank as u64);
                 let nth = set.range(l.fence.to_vec()..).nth((rank as u64 - l.before) as usize);
                 prop_assert_eq!(nth, Some(e));
+            }
+            // What the ends hold is exactly the entries at those ranks.
+            let all: Vec<&Vec<u8>> = set.iter().collect();
+            let len = all.len() as u64;
+            for (lo, n) in [(0, 10), (0, 1), (5, 3), (len.saturating_sub(10), 10), (len / 2, 4)] {
+                let hi = (lo + n - 1).min(len.saturating_sub(1));
+                if lo > hi || len == 0 {
+                    continue;
+                }
+                if let Some(held) = idx.at_ends(lo, hi) {
+                    let want = &all[lo as usize..=hi as usize];
+                    prop_assert_eq!(held.len(), want.len());
+                    for (h, w) in held.iter().zip(want) {
+                        prop_assert_eq!(&h[..], &w[..]);
+                    }
+                }
+            }
+            prop_assert!(idx.ends.head.len() <= 2 * ENDS && idx.ends.tail.len() <= 2 * ENDS);
+        }
+
+        /// A fresh build holds both ends; a top ten stays held through edits at the top.
+        #[test]
+        fn the_ends_follow_edits_at_the_top(
+            start in proptest::collection::btree_set(0u32..100_000, 200..1000),
+            edits in proptest::collection::vec((any::<bool>(), 90_000u32..100_000), 0..300),
+        ) {
+            let mut set: BTreeSet<Vec<u8>> = start.iter().map(|&n| entry(n)).collect();
+            let mut idx = built(&set);
+            let len = set.len() as u64;
+            prop_assert!(idx.at_ends(0, 9).is_some());
+            prop_assert!(idx.at_ends(len - 10, len - 1).is_some());
+            for (add, n) in edits {
+                let e = entry(n);
+                match (add, set.contains(&e)) {
+                    (true, false) => { set.insert(e.clone()); prop_assert!(idx.apply(None, Some(&e))); }
+                    (false, true) if set.len() > 100 => { set.remove(&e); prop_assert!(idx.apply(Some(&e), None)); }
+                    _ => {}
+                }
+                let len = set.len() as u64;
+                let want: Vec<&Vec<u8>> = set.iter().rev().take(10).rev().collect();
+                if let Some(held) = idx.at_ends(len - 10, len - 1) {
+                    prop_assert_eq!(held.iter().map(|h| h.to_vec()).collect::<Vec<_>>(),
+                        want.into_iter().cloned().collect::<Vec<_>>());
+                }
             }
         }
     }

@@ -145,7 +145,7 @@ impl<'a> Ranked<'a> {
         // A build that outgrows the budget stops there, and the set is not tried again (each
         // query would walk it twice).
         let budget = self.cache.rank_budget();
-        let mut index = RankIndex::default();
+        let mut index = RankIndex::building(set.len());
         let mut c = set.entries();
         c.first();
         while let Some((entry, _)) = c.entry() {
@@ -203,6 +203,20 @@ impl<'a> Ranked<'a> {
         }
         c.status()?;
         Ok(Some(before + n))
+    }
+
+    /// The entries of ascending ranks `lo..=hi` (`lo <= hi < len`) of a set of `len`
+    /// entries, from the ends of its index, if they hold them and the answer stands ([`Ranked::stands`]):
+    /// no seek, nothing built.
+    pub(crate) fn at_ends(&self, len: u64, lo: u64, hi: u64) -> Option<Vec<Vec<u8>>> {
+        let entries = self.cache.ranks().with(self.gen, |index| {
+            if index.total() != len {
+                return None;
+            }
+            let held = index.at_ends(lo, hi)?;
+            Some(held.iter().map(|e| e.to_vec()).collect::<Vec<_>>())
+        })??;
+        self.stands().then_some(entries)
     }
 
     /// A cursor of `set`'s entries at the one of ascending rank `rank` (< its length), or

@@ -1077,3 +1077,66 @@ fn an_index_grown_by_appends_then_dropped_leaves_the_server_counting() {
         "dropped by the inserts at one place, built again"
     );
 }
+
+/// A top ten (ZREVRANGE 0 9) and a bottom five of an indexed set come from the entries its
+/// rank index keeps at both ends (counted as answers through the index), and stay exact
+/// through writes at the top: new leaders, leaders removed, scores raised.
+#[test]
+fn the_top_ten_is_read_from_the_index_ends_and_follows_the_writes() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    let mut cmd = redis::cmd("ZADD");
+    cmd.arg("lb");
+    for i in 0..5_000u64 {
+        cmd.arg(i).arg(member(i));
+        model.insert(member(i), i as i64);
+    }
+    let _: u64 = cmd.query(&mut c).unwrap();
+    assert_eq!(
+        q::<Option<u64>>(&mut c, &["ZRANK", "lb", &member(7)]),
+        Some(7)
+    );
+    let mut rng = Lcg(11);
+    for round in 0..200 {
+        let m = member(4_900 + rng.below(200));
+        match rng.below(3) {
+            0 => {
+                let score = 4_900 + rng.below(300) as i64;
+                let _: u64 = q(&mut c, &["ZADD", "lb", &score.to_string(), &m]);
+                model.insert(m, score);
+            }
+            1 => {
+                let _: u64 = q(&mut c, &["ZREM", "lb", &m]);
+                model.remove(&m);
+            }
+            _ if model.contains_key(&m) => {
+                let _: f64 = q(&mut c, &["ZINCRBY", "lb", "3", &m]);
+                *model.get_mut(&m).unwrap() += 3;
+            }
+            _ => {}
+        }
+        let order = ordered(&model);
+        let answers = rank_stats(&mut c).1;
+        let top: Vec<String> = q(&mut c, &["ZREVRANGE", "lb", "0", "9"]);
+        let want: Vec<String> = order
+            .iter()
+            .rev()
+            .take(10)
+            .map(|(_, m)| m.clone())
+            .collect();
+        assert_eq!(top, want, "round {round}: ZREVRANGE 0 9");
+        let bottom: Vec<(String, f64)> = q(&mut c, &["ZRANGE", "lb", "0", "4", "WITHSCORES"]);
+        let want: Vec<(String, f64)> = order
+            .iter()
+            .take(5)
+            .map(|(s, m)| (m.clone(), *s as f64))
+            .collect();
+        assert_eq!(bottom, want, "round {round}: ZRANGE 0 4");
+        assert_eq!(
+            rank_stats(&mut c).1,
+            answers + 2,
+            "round {round}: both through the index"
+        );
+    }
+}

@@ -668,6 +668,17 @@ impl<'a, 'k> ZSet<'a, 'k> {
         let skip = if from_front { lo } else { last - hi };
         self.may_step(n as u64)?;
         if let Some(r) = &self.ranked {
+            // Near either end (a top ten): from the entries the index holds there.
+            if let Some(entries) = r.at_ends(self.len, lo, hi) {
+                let mut out: Vec<Item> = entries
+                    .iter()
+                    .filter_map(|e| split_index(e).map(|(s, m)| (m.to_vec(), s)))
+                    .collect();
+                if rev {
+                    out.reverse();
+                }
+                return Ok(out);
+            }
             if skip > 2 * u64::from(crate::cache::rank::BUCKET) {
                 if let Some(mut c) = r.seek_rank(self, lo)? {
                     let mut out = Vec::with_capacity(n.min(1 << 16));
