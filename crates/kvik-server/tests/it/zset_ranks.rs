@@ -1078,9 +1078,10 @@ fn an_index_grown_by_appends_then_dropped_leaves_the_server_counting() {
     );
 }
 
-/// A top ten (ZREVRANGE 0 9) and a bottom five of an indexed set come from the entries its
-/// rank index keeps at both ends (counted as answers through the index), and stay exact
-/// through writes at the top: new leaders, leaders removed, scores raised.
+/// A top ten (ZREVRANGE 0 9, ZREVRANGEBYSCORE +inf -inf LIMIT 0 10) and a bottom five of an
+/// indexed set come from the entries its rank index keeps at both ends (counted as answers
+/// through the index), and stay exact through writes at the top: new leaders, leaders
+/// removed, scores raised.
 #[test]
 fn the_top_ten_is_read_from_the_index_ends_and_follows_the_writes() {
     let s = TestServer::start();
@@ -1133,10 +1134,64 @@ fn the_top_ten_is_read_from_the_index_ends_and_follows_the_writes() {
             .map(|(s, m)| (m.clone(), *s as f64))
             .collect();
         assert_eq!(bottom, want, "round {round}: ZRANGE 0 4");
+        // Score ranges that start at an end: the top ten by score, a band under the top, the
+        // lowest scores past an offset.
+        let got: Vec<String> = q(
+            &mut c,
+            &["ZREVRANGEBYSCORE", "lb", "+inf", "-inf", "LIMIT", "0", "10"],
+        );
+        let want: Vec<String> = order
+            .iter()
+            .rev()
+            .take(10)
+            .map(|(_, m)| m.clone())
+            .collect();
+        assert_eq!(
+            got, want,
+            "round {round}: ZREVRANGEBYSCORE +inf -inf LIMIT 0 10"
+        );
+        let got: Vec<String> = q(
+            &mut c,
+            &[
+                "ZRANGE", "lb", "+inf", "(5000", "BYSCORE", "REV", "LIMIT", "2", "6",
+            ],
+        );
+        let want: Vec<String> = order
+            .iter()
+            .rev()
+            .filter(|(s, _)| *s > 5000)
+            .skip(2)
+            .take(6)
+            .map(|(_, m)| m.clone())
+            .collect();
+        assert_eq!(
+            got, want,
+            "round {round}: ZRANGE +inf (5000 BYSCORE REV LIMIT 2 6"
+        );
+        let got: Vec<(String, f64)> = q(
+            &mut c,
+            &[
+                "ZRANGEBYSCORE",
+                "lb",
+                "-inf",
+                "3",
+                "WITHSCORES",
+                "LIMIT",
+                "1",
+                "10",
+            ],
+        );
+        let want: Vec<(String, f64)> = order
+            .iter()
+            .filter(|(s, _)| *s <= 3)
+            .skip(1)
+            .map(|(s, m)| (m.clone(), *s as f64))
+            .collect();
+        assert_eq!(got, want, "round {round}: ZRANGEBYSCORE -inf 3 LIMIT 1 10");
         assert_eq!(
             rank_stats(&mut c).1,
-            answers + 2,
-            "round {round}: both through the index"
+            answers + 5,
+            "round {round}: all through the index"
         );
     }
 }

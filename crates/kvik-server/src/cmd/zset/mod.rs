@@ -883,6 +883,49 @@ impl<'a, 'k> ZSet<'a, 'k> {
         Ok(Some(picked.len() as u64))
     }
 
+    /// [`ZSet::walk_score`] of a range that starts at an end of the order (`+inf` walking
+    /// down, `-inf` up: every member has reached its start), from the entries the rank index
+    /// keeps at that end, if they cover `offset + limit` (a leaderboard's top ten by score).
+    fn walk_ends(
+        &self,
+        rev: bool,
+        offset: i64,
+        limit: i64,
+        place: &impl Fn(&[u8], f64) -> (bool, bool),
+        f: &mut impl FnMut(&[u8], f64),
+    ) -> Option<u64> {
+        let ranked = self.ranked.as_ref()?;
+        let (offset, limit) = (u64::try_from(offset).ok()?, u64::try_from(limit).ok()?);
+        let n = offset.checked_add(limit)?.min(self.len);
+        if n == 0 {
+            return None;
+        }
+        let (lo, hi) = if rev {
+            (self.len - n, self.len - 1)
+        } else {
+            (0, n - 1)
+        };
+        let entries = ranked.at_ends(self.len, lo, hi)?;
+        let mut items = entries
+            .iter()
+            .map(|e| split_index(e))
+            .collect::<Option<Vec<_>>>()?;
+        if rev {
+            items.reverse();
+        }
+        let mut picked = 0;
+        for (i, (s, m)) in items.into_iter().enumerate() {
+            if place(m, s).1 {
+                break;
+            }
+            if i as u64 >= offset {
+                f(m, s);
+                picked += 1;
+            }
+        }
+        Some(picked)
+    }
+
     /// Calls `f(member, score)` for each member [`ZSet::by_score`] selects; returns how many.
     /// A far offset is skipped through the rank index when the set has one.
     fn walk_score(
@@ -905,6 +948,12 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 (r.gte_min(s), !r.lte_max(s))
             }
         };
+        let from_an_end = if rev { r.open_above() } else { r.open_below() };
+        if from_an_end {
+            if let Some(n) = self.walk_ends(rev, offset, limit, &place, &mut f) {
+                return Ok(n);
+            }
+        }
         let edge = |ranked: &Ranked<'_>| self.before_score(ranked, r, rev);
         if let Some(n) = self.walk_indexed(rev, offset, limit, edge, place, &mut f)? {
             return Ok(n);
