@@ -4,7 +4,8 @@
 # query on a worker) and redis-server holding the same set, alternated (A B C A B C ...) for ROUNDS rounds;
 # redis-benchmark -c 50 at -P 1 and -P 16. Prints medians and ratios against redis-server.
 #
-# Rows: a player's rank (ZREVRANK) and score (ZSCORE), the top ten (ZREVRANGE 0 9 WITHSCORES),
+# Rows: a player's rank (ZREVRANK) and score (ZSCORE), the top ten (ZREVRANGE 0 9 WITHSCORES,
+# and by score: ZREVRANGEBYSCORE +inf -inf WITHSCORES LIMIT 0 10),
 # ten from the middle (ZRANGE by rank, through the rank index), the players in a score band
 # (ZRANGEBYSCORE ... LIMIT 0 10) and how many there are (ZCOUNT). Members are m<12 digits>,
 # what redis-benchmark's __rand_int__ writes, at random scores below N.
@@ -64,6 +65,7 @@ COMMANDS=(
   "ZREVRANK lb m__rand_int__"
   "ZSCORE lb m__rand_int__"
   "ZREVRANGE lb 0 9 WITHSCORES"
+  "ZREVRANGEBYSCORE lb +inf -inf WITHSCORES LIMIT 0 10"
   "ZRANGE lb $MID $((MID + 9))"
   "ZRANGEBYSCORE lb $BAND +inf WITHSCORES LIMIT 0 10"
   "ZCOUNT lb $BAND +inf"

@@ -917,58 +917,32 @@ fn ranks_find_a_cached_member_score_and_see_the_writes_that_change_it() {
     s.restart();
     let mut c = s.client();
     let fills = |c: &mut Connection| -> u64 { info_field(c, "stats", "cache_fills").unwrap() };
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(10)]),
-        Some(10)
-    );
+    let rank = |c: &mut Connection, cmd: &str, m: &str| q::<Option<u64>>(c, &[cmd, "big", m]);
+    assert_eq!(rank(&mut c, "ZRANK", &member(10)), Some(10));
     let before = fills(&mut c);
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
-        Some(200)
-    );
+    assert_eq!(rank(&mut c, "ZRANK", &member(200)), Some(200));
     assert_eq!(
         fills(&mut c),
         before + 1,
         "the first ZRANK of a member caches its score"
     );
     for _ in 0..3 {
-        assert_eq!(
-            q::<Option<u64>>(&mut c, &["ZREVRANK", "big", &member(200)]),
-            Some(4_799)
-        );
-        assert_eq!(
-            q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
-            Some(200)
-        );
+        assert_eq!(rank(&mut c, "ZREVRANK", &member(200)), Some(4_799));
+        assert_eq!(rank(&mut c, "ZRANK", &member(200)), Some(200));
     }
     assert_eq!(fills(&mut c), before + 1, "later ones find it");
     // Moved to the end, removed, added back at the front: each seen at once.
     let _: u64 = q(&mut c, &["ZADD", "big", "99999", &member(200)]);
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
-        Some(4_999)
-    );
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(201)]),
-        Some(200)
-    );
+    assert_eq!(rank(&mut c, "ZRANK", &member(200)), Some(4_999));
+    assert_eq!(rank(&mut c, "ZRANK", &member(201)), Some(200));
     let _: u64 = q(&mut c, &["ZREM", "big", &member(200)]);
     for _ in 0..2 {
-        assert_eq!(
-            q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
-            None
-        );
+        assert_eq!(rank(&mut c, "ZRANK", &member(200)), None);
     }
     let _: u64 = q(&mut c, &["ZADD", "big", "-1", &member(200)]);
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZRANK", "big", &member(200)]),
-        Some(0)
-    );
-    assert_eq!(
-        q::<Option<u64>>(&mut c, &["ZREVRANK", "big", &member(200)]),
-        Some(4_999)
-    );
-    assert_eq!(q::<Option<u64>>(&mut c, &["ZRANK", "big", "absent"]), None);
+    assert_eq!(rank(&mut c, "ZRANK", &member(200)), Some(0));
+    assert_eq!(rank(&mut c, "ZREVRANK", &member(200)), Some(4_999));
+    assert_eq!(rank(&mut c, "ZRANK", "absent"), None);
     // Open ends are counted without the index's walk; excluded infinities still walk.
     let _: u64 = q(&mut c, &["ZADD", "big", "+inf", "top", "-inf", "bottom"]);
     for (min, max, want) in [
