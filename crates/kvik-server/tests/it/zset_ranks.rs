@@ -22,6 +22,19 @@ fn member(n: u64) -> String {
     format!("m{n:05}")
 }
 
+/// ZADDs `member(i)` at score `i` to `key` for each `i` of `ids`, 2,000 to a command.
+fn add_ranked(c: &mut Connection, key: &str, ids: std::ops::Range<u64>) {
+    let ids: Vec<u64> = ids.collect();
+    for chunk in ids.chunks(2_000) {
+        let mut cmd = redis::cmd("ZADD");
+        cmd.arg(key);
+        for &i in chunk {
+            cmd.arg(i).arg(member(i));
+        }
+        let _: i64 = cmd.query(c).unwrap();
+    }
+}
+
 /// The sorted set as the server orders it: by score, then by member bytes.
 fn ordered(model: &BTreeMap<String, i64>) -> Vec<(i64, String)> {
     let mut v: Vec<(i64, String)> = model.iter().map(|(m, s)| (*s, m.clone())).collect();
@@ -334,12 +347,8 @@ fn readers_never_mix_the_index_of_one_state_with_the_members_of_another() {
     // score + 1, and ZCOUNT 0 i is i + 1. ZCOUNT takes two counts from the index; counts of
     // two states, or an index of one state walked on a snapshot of another, show as i or
     // i + 2.
-    let mut cmd = redis::cmd("ZADD");
-    cmd.arg("z").arg(5000).arg("x");
-    for i in 0..2000u64 {
-        cmd.arg(i).arg(member(i));
-    }
-    let _: i64 = cmd.query(&mut c).unwrap();
+    add_ranked(&mut c, "z", 0..2_000);
+    let _: i64 = q(&mut c, &["ZADD", "z", "5000", "x"]);
     let _: Option<u64> = q(&mut c, &["ZRANK", "z", &member(1000)]);
     let until = Instant::now() + Duration::from_secs(3);
     let mut w = s.client();
@@ -586,14 +595,7 @@ fn random_members_of_a_big_set_are_drawn_by_rank_uniformly() {
     let mut c = s.client();
     // Past the largest set dealt into a deck (65,536), so picks come from the index.
     let n = 70_000u64;
-    for chunk in 0..n / 1000 {
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg("big");
-        for i in chunk * 1000..(chunk + 1) * 1000 {
-            cmd.arg(i).arg(member(i));
-        }
-        let _: i64 = cmd.query(&mut c).unwrap();
-    }
+    add_ranked(&mut c, "big", 0..n);
     let number = |m: &str| m[1..].parse::<u64>().unwrap();
     let (_, before) = rank_stats(&mut c);
     // Distinct picks with their own scores.
@@ -659,14 +661,7 @@ fn a_sliding_window_of_scores_keeps_its_rank_index() {
     let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
     let mut c = s.client();
     let mut rng = Lcg(5);
-    let add = |c: &mut Connection, from: u64, to: u64| {
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg("w");
-        for i in from..to {
-            cmd.arg(i).arg(member(i));
-        }
-        let _: i64 = cmd.query(c).unwrap();
-    };
+    let add = |c: &mut Connection, from: u64, to: u64| add_ranked(c, "w", from..to);
     add(&mut c, 0, W);
     assert_eq!(
         q::<Option<u64>>(&mut c, &["ZRANK", "w", &member(2500)]),
@@ -725,12 +720,7 @@ fn joins_at_one_score_split_their_bucket_and_keep_the_index() {
         let mut rng = Lcg(7);
         // Players at scores 1..=N, then joins at score 0: member j<i> sorts before every
         // player, so the joined ones hold ranks 0..joined in member order.
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg("lb");
-        for i in 1..=N {
-            cmd.arg(i).arg(member(i));
-        }
-        let _: i64 = cmd.query(&mut c).unwrap();
+        add_ranked(&mut c, "lb", 1..N + 1);
         assert_eq!(
             q::<Option<u64>>(&mut c, &["ZRANK", "lb", &member(N)]),
             Some(N - 1)
@@ -779,12 +769,7 @@ fn joins_at_one_score_split_their_bucket_and_keep_the_index() {
 fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
     let s = TestServer::start_with(&["--zset-rank-index-min-len", "500"]);
     let mut c = s.client();
-    let mut cmd = redis::cmd("ZADD");
-    cmd.arg("big");
-    for i in 0..5_000u64 {
-        cmd.arg(i).arg(member(i));
-    }
-    let _: i64 = cmd.query(&mut c).unwrap();
+    add_ranked(&mut c, "big", 0..5_000);
     let _: i64 = q(&mut c, &["ZADD", "small", "1", "a", "2", "b", "3", "c"]);
     // Answered here and on the I/O thread (1) or on a worker (0), with its reply.
     let on_io_thread = |c: &mut Connection, args: &[&str], reply: Option<u64>| {
@@ -908,12 +893,7 @@ fn counted_queries_run_on_the_io_thread_only_when_they_walk_little() {
 fn ranks_find_a_cached_member_score_and_see_the_writes_that_change_it() {
     let mut s = TestServer::start();
     let mut c = s.client();
-    let mut cmd = redis::cmd("ZADD");
-    cmd.arg("big");
-    for i in 0..5_000u64 {
-        cmd.arg(i).arg(member(i));
-    }
-    let _: u64 = cmd.query(&mut c).unwrap();
+    add_ranked(&mut c, "big", 0..5_000);
     s.restart();
     let mut c = s.client();
     let fills = |c: &mut Connection| -> u64 { info_field(c, "stats", "cache_fills").unwrap() };
@@ -973,14 +953,7 @@ fn readers_that_need_one_index_at_once_build_it_once() {
     const N: u64 = 200_000;
     let mut s = TestServer::start();
     let mut c = s.client();
-    for chunk in 0..N / 2_000 {
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg("big");
-        for i in chunk * 2_000..(chunk + 1) * 2_000 {
-            cmd.arg(i).arg(member(i));
-        }
-        let _: u64 = cmd.query(&mut c).unwrap();
-    }
+    add_ranked(&mut c, "big", 0..N);
     s.restart();
     let readers = 8;
     let start = std::sync::Arc::new(std::sync::Barrier::new(readers));
@@ -1060,14 +1033,8 @@ fn an_index_grown_by_appends_then_dropped_leaves_the_server_counting() {
 fn the_top_ten_is_read_from_the_index_ends_and_follows_the_writes() {
     let s = TestServer::start();
     let mut c = s.client();
-    let mut model: BTreeMap<String, i64> = BTreeMap::new();
-    let mut cmd = redis::cmd("ZADD");
-    cmd.arg("lb");
-    for i in 0..5_000u64 {
-        cmd.arg(i).arg(member(i));
-        model.insert(member(i), i as i64);
-    }
-    let _: u64 = cmd.query(&mut c).unwrap();
+    add_ranked(&mut c, "lb", 0..5_000);
+    let mut model: BTreeMap<String, i64> = (0..5_000).map(|i| (member(i), i as i64)).collect();
     assert_eq!(
         q::<Option<u64>>(&mut c, &["ZRANK", "lb", &member(7)]),
         Some(7)
