@@ -945,8 +945,14 @@ mod tests {
             for (add, n) in edits {
                 let e = entry(n);
                 match (add, set.contains(&e)) {
-                    (true, false) => { set.insert(e.clone()); prop_assert!(idx.apply(None, Some(&e))); }
-                    (false, true) if set.len() > 100 => { set.remove(&e); prop_assert!(idx.apply(Some(&e), None)); }
+                    (true, false) => {
+                        set.insert(e.clone());
+                        prop_assert!(idx.apply(None, Some(&e)));
+                    }
+                    (false, true) if set.len() > 100 => {
+                        set.remove(&e);
+                        prop_assert!(idx.apply(Some(&e), None));
+                    }
                     _ => {}
                 }
                 let len = set.len() as u64;

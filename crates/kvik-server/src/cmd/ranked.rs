@@ -206,8 +206,8 @@ impl<'a> Ranked<'a> {
     }
 
     /// The entries of ascending ranks `lo..=hi` (`lo <= hi < len`) of a set of `len`
-    /// entries, from the ends of its index, if they hold them and the answer stands ([`Ranked::stands`]):
-    /// no seek, nothing built.
+    /// entries, from the ends of its index, if they hold them and the answer stands
+    /// ([`Ranked::stands`]): no seek, nothing built.
     pub(crate) fn at_ends(&self, len: u64, lo: u64, hi: u64) -> Option<Vec<Vec<u8>>> {
         let entries = self.cache.ranks().with(self.gen, |index| {
             if index.total() != len {
