@@ -123,6 +123,8 @@ pub struct Config {
     pub string_edit_inline_max: AtomicU64,
     /// `zset-rank-index-min-len` (see `cache::rank`; 0: off).
     pub zset_rank_index_min_len: AtomicU64,
+    /// `zset-rank-index-scores` (see `cache::rank`).
+    pub zset_rank_index_scores: AtomicBool,
     /// `set-rank-index` (see `cmd::ranked::member_picks`).
     pub set_rank_index: AtomicBool,
     /// `rank-index-split-len` (see `cache::rank`; 0: buckets are never split).
@@ -1346,6 +1348,17 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.zset_rank_index_min_len, v, 0, u64::MAX),
     },
     Setting {
+        name: "zset-rank-index-scores",
+        default: "yes",
+        mutable: true,
+        help: "a sorted set's rank index (zset-rank-index-min-len) also keeps each member's score, 8 bytes a member: ZCOUNT is counted in memory, ZRANK and ZREVRANK of a member whose score no other member of its bucket shares too, and a rank from the middle (ZRANGE, far LIMIT offsets, ZRANDMEMBER) seeks its member's score instead of walking from its bucket's start; a build that would outgrow the indexes' memory with the scores is kept without them; no: fences and counts only (~0.8 bytes a member), each such query walks inside a bucket of ~64; a change drops the indexes held",
+        get: |c| if c.zset_rank_index_scores.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.zset_rank_index_scores.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "set-rank-index",
         default: "yes",
         mutable: true,
@@ -1709,6 +1722,7 @@ impl Default for Config {
             scan_prefix_seek_min_keys: AtomicU64::new(1 << 20),
             string_edit_inline_max: AtomicU64::new(64 * 1024),
             zset_rank_index_min_len: AtomicU64::new(2048),
+            zset_rank_index_scores: AtomicBool::new(true),
             set_rank_index: AtomicBool::new(true),
             rank_index_split_len: AtomicU64::new(512),
             io_poll_spin_us: AtomicU64::new(0),

@@ -288,10 +288,12 @@ impl Server {
         if lower.starts_with("latency-") {
             self.apply_latency_settings();
         }
-        if lower == "zset-rank-index-min-len"
-            && self.config.zset_rank_index_min_len.load(Ordering::Relaxed) == 0
+        if (lower == "zset-rank-index-min-len"
+            && self.config.zset_rank_index_min_len.load(Ordering::Relaxed) == 0)
+            || lower == "zset-rank-index-scores"
         {
-            // Off: the indexes' memory back, and writes no longer keep them.
+            // Off: the indexes' memory back, and writes no longer keep them. The scores
+            // switched: the next queries build the indexes again, with or without them.
             self.storage.cache().ranks().clear();
         }
         if lower == "maxmemory"

@@ -33,8 +33,17 @@
 //! An index also holds the entries at both ends of its order ([`ENDS`] each when built, kept
 //! exact by the same edits), so a sorted set's top ten is read without a seek.
 //!
-//! Memory: the fences' bytes and the ends' entries, bounded in all by [`RankIndexes::new`]'s
-//! budget; the least recently used index is dropped first.
+//! A sorted set's index may also keep, per bucket, the first 8 bytes of each entry it holds
+//! (the member's score; `zset-rank-index-scores`), sorted: a bound that shares its prefix with
+//! no entry of its bucket (a score no member has, or a member whose score is its own in that
+//! bucket) is placed without any walk, and one that does is walked from the first entry of
+//! that prefix rather than from the fence ([`Within`]). ZCOUNT then reads nothing from
+//! RocksDB, a ZRANK at most the ties of the member's score, and a rank from the middle seeks
+//! its entry's score.
+//!
+//! Memory: the fences' bytes, the ends' entries and the prefixes (8 bytes an entry), bounded
+//! in all by [`RankIndexes::new`]'s budget; the least recently used index is dropped first,
+//! and a build that outgrows the budget with prefixes goes on without them.
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
@@ -57,6 +66,28 @@ pub type IndexEdit = (Option<Vec<u8>>, Option<Vec<u8>>);
 const FENCE_OVERHEAD: usize =
     std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + std::mem::size_of::<u64>();
 
+/// Bytes counted per bucket's list of prefixes, and per prefix.
+const PREFIXES_OVERHEAD: usize = std::mem::size_of::<Vec<u64>>();
+const PREFIX_BYTES: usize = std::mem::size_of::<u64>();
+
+/// An entry's first 8 bytes, zero-padded, as a number: `prefix(a) < prefix(b)` implies
+/// `a < b`, so sorted entries have sorted prefixes, and only entries of one prefix (ties)
+/// need their bytes to be told apart.
+fn prefix(entry: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = entry.len().min(8);
+    b[..n].copy_from_slice(&entry[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// The smallest key whose prefix is `p` (its bytes less trailing zeros): every entry of
+/// prefix `p` sorts at or after it, every entry of a smaller prefix before it.
+fn first_of_prefix(p: u64) -> Vec<u8> {
+    let b = p.to_be_bytes();
+    let n = 8 - (p.trailing_zeros() / 8) as usize;
+    b[..n.min(8)].to_vec()
+}
+
 /// One collection's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
 /// (`fences[0]`, empty when built, is at most every entry: an entry added below it lowers
 /// it), `counts[i]` the entries it holds now, and `sums` the same counts as a Fenwick tree,
@@ -77,6 +108,28 @@ pub struct RankIndex {
     /// The entries a build expects (its collection's length), so that it keeps the last
     /// [`ENDS`] it is given; 0: unknown, no tail kept.
     expect: u64,
+    /// Per bucket, the [`prefix`] of each entry it holds, sorted (`prefixes[i].len() ==
+    /// counts[i]`); empty if the index keeps none.
+    prefixes: Vec<Vec<u64>>,
+    prefixed: bool,
+    /// An entry of fewer than 8 bytes was counted: it shares its prefix with longer entries
+    /// that sort after it, so a bound of 8 bytes or fewer no longer places a prefix's ties.
+    short: bool,
+}
+
+/// What a bucket's prefixes tell of a place in it ([`Located::within`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Within {
+    /// Exactly this many of the bucket's entries sort before the place: no walk needed.
+    Exact(u32),
+    /// `skip` of the bucket's entries sort before `seek` (a key at or before the place;
+    /// `None`: the bucket's fence), and a walk from there of at most `walk` entries finds the
+    /// place.
+    From {
+        skip: u32,
+        seek: Option<Vec<u8>>,
+        walk: u32,
+    },
 }
 
 /// Entries kept in memory at each end of the order: [`ENDS`] of each when built, then kept
@@ -143,22 +196,44 @@ impl Ends {
 }
 
 /// Where a bound falls: its bucket's fence, the entries of all buckets before it, the
-/// entries the bucket holds and the next bucket's fence (`None`: it is the last).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// entries the bucket holds, the next bucket's fence (`None`: it is the last), and where in
+/// the bucket the place is, as far as its prefixes tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Located<'a> {
     pub fence: &'a [u8],
     pub before: u64,
     pub len: u32,
     pub end: Option<&'a [u8]>,
+    pub within: Within,
 }
 
 impl RankIndex {
-    /// An index to build from a walk of `len` entries ([`RankIndex::push`] each).
-    pub fn building(len: u64) -> RankIndex {
+    /// An index to build from a walk of `len` entries ([`RankIndex::push`] each), keeping
+    /// their prefixes if `prefixed`.
+    pub fn building(len: u64, prefixed: bool) -> RankIndex {
         RankIndex {
             expect: len,
+            prefixed,
             ..RankIndex::default()
         }
+    }
+
+    /// Whether the index keeps its entries' prefixes.
+    pub fn prefixed(&self) -> bool {
+        self.prefixed
+    }
+
+    /// Drops the prefixes (a build that outgrew its budget with them).
+    pub fn drop_prefixes(&mut self) {
+        if self.prefixed {
+            self.bytes -= self.prefix_bytes();
+            self.prefixes = Vec::new();
+            self.prefixed = false;
+        }
+    }
+
+    fn prefix_bytes(&self) -> usize {
+        self.prefixes.len() * PREFIXES_OVERHEAD + self.total as usize * PREFIX_BYTES
     }
 
     /// Adds the next entry of a build, in score order ([`RankIndex::finish`] ends it).
@@ -180,8 +255,18 @@ impl RankIndex {
             self.bytes += fence.len() + FENCE_OVERHEAD;
             self.fences.push(fence);
             self.counts.push(0);
+            if self.prefixed {
+                self.prefixes.push(Vec::with_capacity(BUCKET as usize));
+                self.bytes += PREFIXES_OVERHEAD;
+            }
         }
         *self.counts.last_mut().expect("a bucket was pushed") += 1;
+        if self.prefixed {
+            let last = self.prefixes.last_mut().expect("a bucket was pushed");
+            last.push(prefix(entry));
+            self.bytes += PREFIX_BYTES;
+        }
+        self.short |= entry.len() < 8;
         self.total += 1;
         self.raise_ceiling(entry);
     }
@@ -222,6 +307,10 @@ impl RankIndex {
         self.sums.push(covered + 1);
         self.total += 1;
         self.bytes += entry.len() + FENCE_OVERHEAD;
+        if self.prefixed {
+            self.prefixes.push(vec![prefix(entry)]);
+            self.bytes += PREFIXES_OVERHEAD + PREFIX_BYTES;
+        }
     }
 
     /// Drops bucket `i` (empty, not the last): the bucket before it takes its range, or for
@@ -234,6 +323,10 @@ impl RankIndex {
         let fence = self.fences.remove(i);
         self.counts.remove(i);
         self.bytes -= fence.len() + FENCE_OVERHEAD;
+        if self.prefixed {
+            self.prefixes.remove(i);
+            self.bytes -= PREFIXES_OVERHEAD;
+        }
         self.sum_counts();
     }
 
@@ -279,6 +372,13 @@ impl RankIndex {
             if self.counts[i] == 0 {
                 return false; // not an entry this index counted
             }
+            if self.prefixed {
+                let Ok(at) = self.prefixes[i].binary_search(&prefix(e)) else {
+                    return false; // not an entry this index counted
+                };
+                self.prefixes[i].remove(at);
+                self.bytes -= PREFIX_BYTES;
+            }
             self.ends.remove(e);
             self.add(i, -1);
             if self.counts[i] == 0 && i + 1 < self.counts.len() {
@@ -286,6 +386,7 @@ impl RankIndex {
             }
         }
         if let Some(e) = added {
+            self.short |= e.len() < 8;
             self.ends.add(e, self.total);
             if *e > *self.ceiling && self.counts.last().is_some_and(|&n| n >= BUCKET) {
                 self.open_bucket(e);
@@ -296,6 +397,12 @@ impl RankIndex {
                 }
                 let i = self.bucket_of(e);
                 self.add(i, 1);
+                if self.prefixed {
+                    let p = prefix(e);
+                    let at = self.prefixes[i].partition_point(|&q| q <= p);
+                    self.prefixes[i].insert(at, p);
+                    self.bytes += PREFIX_BYTES;
+                }
                 if self.counts[i] > MAX_BUCKET {
                     return false;
                 }
@@ -308,17 +415,32 @@ impl RankIndex {
     /// The bucket an entry or bound `at` falls in: the entries before `at` are `before` plus
     /// those from `fence` up to `at`.
     pub fn locate(&self, at: &[u8]) -> Located<'_> {
-        self.located(self.bucket_of(at))
+        let i = self.bucket_of(at);
+        let within = self.within_at(i, at, false);
+        self.located(i, within)
     }
 
-    /// Bucket `i` (any `i` if there are none).
-    fn located(&self, i: usize) -> Located<'_> {
+    /// [`RankIndex::locate`] of an entry the index counts (a member's own): a prefix it
+    /// shares with no other entry of its bucket places it.
+    pub fn locate_entry(&self, entry: &[u8]) -> Located<'_> {
+        let i = self.bucket_of(entry);
+        let within = self.within_at(i, entry, true);
+        self.located(i, within)
+    }
+
+    /// Bucket `i` (any `i` if there are none), the place in it `within`.
+    fn located(&self, i: usize, within: Within) -> Located<'_> {
         if self.counts.is_empty() {
             return Located {
                 fence: &[],
                 before: 0,
                 len: 0,
                 end: None,
+                within: Within::From {
+                    skip: 0,
+                    seek: None,
+                    walk: 0,
+                },
             };
         }
         Located {
@@ -326,6 +448,47 @@ impl RankIndex {
             before: self.before(i),
             len: self.counts[i],
             end: self.fences.get(i + 1).map(|f| &f[..]),
+            within,
+        }
+    }
+
+    /// Where bound `at` falls in bucket `i`, by the bucket's prefixes: the entries of smaller
+    /// prefixes sort before it, those of greater ones after it, and those of its own
+    /// (ties) too when `at` is no longer than a prefix and no entry is shorter, or when `at`
+    /// is `counted` (an entry of the bucket) and the one entry of its prefix.
+    fn within_at(&self, i: usize, at: &[u8], counted: bool) -> Within {
+        let Some(prefixes) = self.prefixes.get(i) else {
+            return self.walk_bucket(i, u32::MAX);
+        };
+        let p = prefix(at);
+        let lo = prefixes.partition_point(|&q| q < p);
+        let ties = prefixes[lo..].partition_point(|&q| q == p);
+        if ties == 0 || (ties == 1 && counted) || (at.len() <= 8 && !self.short) {
+            return Within::Exact(lo as u32);
+        }
+        self.walk_from_prefix(i, p, lo, ties as u32)
+    }
+
+    /// A walk of at most `walk` entries from bucket `i`'s fence (no prefixes kept).
+    fn walk_bucket(&self, i: usize, walk: u32) -> Within {
+        Within::From {
+            skip: 0,
+            seek: None,
+            walk: walk.min(self.counts.get(i).copied().unwrap_or(0)),
+        }
+    }
+
+    /// A walk of at most `walk` entries from the first of bucket `i`'s entries of prefix `p`,
+    /// `lo` of them before it.
+    fn walk_from_prefix(&self, i: usize, p: u64, lo: usize, walk: u32) -> Within {
+        let key = first_of_prefix(p);
+        // A tie of the bucket before may sort at or after the key: then the walk starts at
+        // the fence (and no entry of this bucket sorts before the key: `lo` is 0).
+        let seek = (*key > *self.fences[i]).then_some(key);
+        Within::From {
+            skip: lo as u32,
+            seek,
+            walk,
         }
     }
 
@@ -334,7 +497,7 @@ impl RankIndex {
     pub fn locate_rank(&self, rank: u64) -> Located<'_> {
         let n = self.sums.len();
         if n == 0 {
-            return self.located(0);
+            return self.located(0, self.walk_bucket(0, 0));
         }
         // The Fenwick descent: the most buckets whose entries together are <= rank.
         let (mut pos, mut rest) = (0usize, rank);
@@ -346,7 +509,17 @@ impl RankIndex {
             }
             step >>= 1;
         }
-        self.located(pos.min(n - 1))
+        let i = pos.min(n - 1);
+        let k = rank - self.before(i);
+        // The entry is the `k`th of the bucket: sought at its prefix's first entry.
+        let within = match self.prefixes.get(i).and_then(|p| p.get(k as usize)) {
+            Some(&p) => {
+                let lo = self.prefixes[i].partition_point(|&q| q < p);
+                self.walk_from_prefix(i, p, lo, (k - lo as u64) as u32)
+            }
+            None => self.walk_bucket(i, u32::try_from(k).unwrap_or(u32::MAX)),
+        };
+        self.located(i, within)
     }
 
     /// Splits the bucket fenced at `fence`, which a reader walked and found to hold `len`
@@ -383,6 +556,22 @@ impl RankIndex {
             .iter()
             .map(|f| f.len() + FENCE_OVERHEAD)
             .sum::<usize>();
+        if self.prefixed {
+            // Sorted entries have sorted prefixes: the parts' prefixes are the bucket's in
+            // runs of the parts' counts.
+            let whole = std::mem::take(&mut self.prefixes[i]);
+            let mut rest = &whole[..];
+            let split: Vec<Vec<u64>> = counts
+                .iter()
+                .map(|&n| {
+                    let (part, after) = rest.split_at(n as usize);
+                    rest = after;
+                    part.to_vec()
+                })
+                .collect();
+            self.bytes += parts * PREFIXES_OVERHEAD;
+            self.prefixes.splice(i..i + 1, split);
+        }
         self.fences.splice(i + 1..i + 1, fences);
         self.counts.splice(i..i + 1, counts);
         self.sum_counts();
@@ -459,6 +648,7 @@ pub struct RankIndexes {
     refusals: AtomicU64,
     splits: AtomicU64,
     build_waits: AtomicU64,
+    placed: AtomicU64,
 }
 
 /// One reader's claim to build an index ([`RankIndexes::claim_build`]); dropping it wakes
@@ -490,6 +680,8 @@ pub struct RankStats {
     pub splits: u64,
     /// Queries that waited for another's build of the index they needed.
     pub build_waits: u64,
+    /// Places in a bucket found from its prefixes alone, without a seek ([`Within::Exact`]).
+    pub placed: u64,
 }
 
 impl RankIndexes {
@@ -503,12 +695,18 @@ impl RankIndexes {
             refusals: AtomicU64::new(0),
             splits: AtomicU64::new(0),
             build_waits: AtomicU64::new(0),
+            placed: AtomicU64::new(0),
         }
     }
 
     /// Counts a query answered through an index.
     pub fn note_answer(&self) {
         self.answers.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a place found from an index's prefixes alone.
+    pub fn note_placed(&self) {
+        self.placed.fetch_add(1, Relaxed);
     }
 
     /// Runs `f` on the index of generation `gen`, if there is one.
@@ -655,6 +853,7 @@ impl RankIndexes {
             refusals: self.refusals.load(Relaxed),
             splits: self.splits.load(Relaxed),
             build_waits: self.build_waits.load(Relaxed),
+            placed: self.placed.load(Relaxed),
         }
     }
 }
@@ -676,21 +875,54 @@ mod tests {
     }
 
     fn built(entries: &BTreeSet<Vec<u8>>) -> RankIndex {
-        let mut idx = RankIndex::building(entries.len() as u64);
+        built_with(entries, true)
+    }
+
+    fn built_with(entries: &BTreeSet<Vec<u8>>, prefixed: bool) -> RankIndex {
+        let mut idx = RankIndex::building(entries.len() as u64, prefixed);
         for e in entries {
             idx.push(e);
         }
         idx.finish()
     }
 
-    /// The rank the index gives `at`: the buckets before plus a walk from the fence.
+    /// The rank the index gives `at` as `cmd::ranked` counts it: the buckets before, what the
+    /// prefixes tell, and a walk from where they leave off (no longer than they say).
     fn rank_of(idx: &RankIndex, set: &BTreeSet<Vec<u8>>, at: &[u8]) -> u64 {
-        let l = idx.locate(at);
-        l.before
-            + set
-                .range(l.fence.to_vec()..)
-                .take_while(|e| e.as_slice() < at)
-                .count() as u64
+        rank_from(idx.locate(at), set, at)
+    }
+
+    /// [`rank_of`] for an entry of `set`, placed as one ([`RankIndex::locate_entry`]).
+    fn rank_of_entry(idx: &RankIndex, set: &BTreeSet<Vec<u8>>, e: &[u8]) -> u64 {
+        assert!(set.contains(e));
+        rank_from(idx.locate_entry(e), set, e)
+    }
+
+    fn rank_from(l: Located<'_>, set: &BTreeSet<Vec<u8>>, at: &[u8]) -> u64 {
+        match l.within {
+            Within::Exact(k) => l.before + u64::from(k),
+            Within::From { skip, seek, walk } => {
+                let from = seek.unwrap_or_else(|| l.fence.to_vec());
+                let n = set.range(from..).take_while(|e| e.as_slice() < at).count();
+                assert!(n <= walk as usize, "walked {n}, told at most {walk}");
+                l.before + u64::from(skip) + n as u64
+            }
+        }
+    }
+
+    /// The entry the index finds at `rank`: sought where it says, then stepped to.
+    fn entry_at<'s>(idx: &RankIndex, set: &'s BTreeSet<Vec<u8>>, rank: u64) -> Option<&'s Vec<u8>> {
+        let l = idx.locate_rank(rank);
+        let Within::From { skip, seek, walk } = l.within else {
+            panic!("a rank is always walked to");
+        };
+        let steps = rank - l.before - u64::from(skip);
+        assert!(
+            steps <= u64::from(walk),
+            "{steps} steps, told at most {walk}"
+        );
+        let from = seek.unwrap_or_else(|| l.fence.to_vec());
+        set.range(from..).nth(steps as usize)
     }
 
     /// Every `step`th entry of `set`: its rank as the index counts it, and the entry the index
@@ -698,12 +930,32 @@ mod tests {
     fn assert_ranks(idx: &RankIndex, set: &BTreeSet<Vec<u8>>, step: usize) {
         for (rank, e) in set.iter().enumerate().step_by(step) {
             assert_eq!(rank_of(idx, set, e), rank as u64);
-            let l = idx.locate_rank(rank as u64);
-            let nth = set
-                .range(l.fence.to_vec()..)
-                .nth((rank as u64 - l.before) as usize);
-            assert_eq!(nth, Some(e));
+            assert_eq!(rank_of_entry(idx, set, e), rank as u64);
+            assert_eq!(entry_at(idx, set, rank as u64), Some(e));
         }
+    }
+
+    /// The index's prefixes are its buckets' entries' prefixes, sorted, and its bytes count
+    /// them.
+    fn assert_prefixes(idx: &RankIndex) {
+        if !idx.prefixed {
+            return assert!(idx.prefixes.is_empty());
+        }
+        assert_eq!(idx.prefixes.len(), idx.counts.len());
+        for (p, &n) in idx.prefixes.iter().zip(&idx.counts) {
+            assert_eq!(p.len(), n as usize);
+            assert!(p.is_sorted());
+        }
+        let fences: usize = idx.fences.iter().map(|f| f.len() + FENCE_OVERHEAD).sum();
+        let prefixes = idx.counts.len() * PREFIXES_OVERHEAD + idx.total as usize * PREFIX_BYTES;
+        assert_eq!(
+            idx.bytes,
+            fences + prefixes,
+            "the bytes counted follow the edits"
+        );
+        let mut without = idx.clone();
+        without.drop_prefixes();
+        assert_eq!(without.bytes, fences);
     }
 
     /// What a query that lands at `at` does (`cmd::ranked`): walks its bucket and splits it.
@@ -870,65 +1122,146 @@ mod tests {
         assert_eq!(t.with(1, RankIndex::total), Some(10_001));
     }
 
+    /// Builds an index of `start` (with prefixes if `prefixed`), applies `edits` (add or
+    /// remove an entry) with a query splitting the bucket it lands in now and then (`splits`),
+    /// and checks the index against the edited set: its total, the rank of each probe and of
+    /// every entry, the entry at each rank, what its ends hold, and its prefixes' bytes.
+    fn check_edits(
+        start: BTreeSet<Vec<u8>>,
+        edits: Vec<(bool, Vec<u8>)>,
+        splits: Vec<Vec<u8>>,
+        probes: Vec<Vec<u8>>,
+        prefixed: bool,
+    ) -> Result<(), TestCaseError> {
+        let mut set = start;
+        let mut idx = built_with(&set, prefixed);
+        let every = edits.len() / (splits.len() + 1) + 1;
+        for (i, (add, e)) in edits.into_iter().enumerate() {
+            let applied = match (add, set.contains(&e)) {
+                (true, false) => {
+                    set.insert(e.clone());
+                    idx.apply(None, Some(&e))
+                }
+                (false, true) => {
+                    set.remove(&e);
+                    idx.apply(Some(&e), None)
+                }
+                _ => true,
+            };
+            if !applied {
+                // Dropped (an empty build, or a bucket grown too far): built again.
+                idx = built_with(&set, prefixed);
+            }
+            // Now and then a query splits the bucket it lands in, if big enough to split.
+            if let Some(at) = splits.get(i / every).filter(|_| i % every == 0) {
+                if idx.total() > 0 && idx.locate(at).len >= BUCKET + BUCKET / 2 {
+                    prop_assert!(split_at(&mut idx, &set, at));
+                }
+            }
+        }
+        prop_assert_eq!(idx.total(), set.len() as u64);
+        prop_assert_eq!(
+            idx.total(),
+            idx.counts.iter().map(|&n| u64::from(n)).sum::<u64>()
+        );
+        assert_prefixes(&idx);
+        for at in &probes {
+            prop_assert_eq!(
+                rank_of(&idx, &set, at),
+                set.range(..at.clone()).count() as u64
+            );
+        }
+        for (rank, e) in set.iter().enumerate() {
+            prop_assert_eq!(rank_of(&idx, &set, e), rank as u64);
+            prop_assert_eq!(rank_of_entry(&idx, &set, e), rank as u64);
+            prop_assert_eq!(entry_at(&idx, &set, rank as u64), Some(e));
+        }
+        // What the ends hold is exactly the entries at those ranks.
+        let all: Vec<&Vec<u8>> = set.iter().collect();
+        let len = all.len() as u64;
+        for (lo, n) in [
+            (0, 10),
+            (0, 1),
+            (5, 3),
+            (len.saturating_sub(10), 10),
+            (len / 2, 4),
+        ] {
+            let hi = (lo + n - 1).min(len.saturating_sub(1));
+            if lo > hi || len == 0 {
+                continue;
+            }
+            if let Some(held) = idx.at_ends(lo, hi) {
+                let want = &all[lo as usize..=hi as usize];
+                prop_assert_eq!(held.len(), want.len());
+                for (h, w) in held.iter().zip(want) {
+                    prop_assert_eq!(&h[..], &w[..]);
+                }
+            }
+        }
+        prop_assert!(idx.ends.head.len() <= 2 * ENDS && idx.ends.tail.len() <= 2 * ENDS);
+        Ok(())
+    }
+
+    /// A sorted set's score-index entry: a score of few values (many ties) and a member.
+    fn scored(score: u8, member: u16) -> Vec<u8> {
+        let mut e = (u64::from(score) << 40).to_be_bytes().to_vec();
+        e.extend_from_slice(&member.to_be_bytes()[..usize::from(member % 3)]);
+        e
+    }
+
+    /// Bytes of a small alphabet and any length: short entries, shared prefixes, zeros.
+    fn few_bytes() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(0u8..3, 0..11)
+    }
+
     proptest! {
-        /// After any edits, the index's ranks are the true ranks of the edited set.
+        /// After any edits, the index's ranks are the true ranks of the edited set, with and
+        /// without prefixes.
         #[test]
         fn ranks_stay_exact_under_edits(
             start in proptest::collection::btree_set(0u32..5000, 0..2000),
             edits in proptest::collection::vec((any::<bool>(), 0u32..5000), 0..600),
             splits in proptest::collection::vec(0u32..5000, 0..20),
+            prefixed in any::<bool>(),
         ) {
-            let mut set: BTreeSet<Vec<u8>> = start.iter().map(|&n| entry(n)).collect();
-            let mut idx = built(&set);
-            let every = edits.len() / (splits.len() + 1) + 1;
-            for (i, (add, n)) in edits.into_iter().enumerate() {
-                let e = entry(n);
-                let applied = match (add, set.contains(&e)) {
-                    (true, false) => { set.insert(e.clone()); idx.apply(None, Some(&e)) }
-                    (false, true) => { set.remove(&e); idx.apply(Some(&e), None) }
-                    _ => true,
-                };
-                if !applied {
-                    // Dropped (an empty build, or a bucket grown too far): built again.
-                    idx = built(&set);
-                }
-                // Now and then a query splits the bucket it lands in, if big enough to split.
-                if let Some(&at) = splits.get(i / every).filter(|_| i % every == 0) {
-                    let at = entry(at);
-                    if idx.total() > 0 && idx.locate(&at).len >= BUCKET + BUCKET / 2 {
-                        prop_assert!(split_at(&mut idx, &set, &at));
-                    }
-                }
-            }
-            prop_assert_eq!(idx.total(), set.len() as u64);
-            prop_assert_eq!(idx.total(), idx.counts.iter().map(|&n| u64::from(n)).sum::<u64>());
-            for n in (0..5000).step_by(37) {
-                let at = entry(n);
-                prop_assert_eq!(rank_of(&idx, &set, &at), set.range(..at.clone()).count() as u64);
-            }
-            for (rank, e) in set.iter().enumerate().step_by(29) {
-                let l = idx.locate_rank(rank as u64);
-                prop_assert!(l.before <= rank as u64);
-                let nth = set.range(l.fence.to_vec()..).nth((rank as u64 - l.before) as usize);
-                prop_assert_eq!(nth, Some(e));
-            }
-            // What the ends hold is exactly the entries at those ranks.
-            let all: Vec<&Vec<u8>> = set.iter().collect();
-            let len = all.len() as u64;
-            for (lo, n) in [(0, 10), (0, 1), (5, 3), (len.saturating_sub(10), 10), (len / 2, 4)] {
-                let hi = (lo + n - 1).min(len.saturating_sub(1));
-                if lo > hi || len == 0 {
-                    continue;
-                }
-                if let Some(held) = idx.at_ends(lo, hi) {
-                    let want = &all[lo as usize..=hi as usize];
-                    prop_assert_eq!(held.len(), want.len());
-                    for (h, w) in held.iter().zip(want) {
-                        prop_assert_eq!(&h[..], &w[..]);
-                    }
-                }
-            }
-            prop_assert!(idx.ends.head.len() <= 2 * ENDS && idx.ends.tail.len() <= 2 * ENDS);
+            check_edits(
+                start.iter().map(|&n| entry(n)).collect(),
+                edits.into_iter().map(|(add, n)| (add, entry(n))).collect(),
+                splits.into_iter().map(entry).collect(),
+                (0..5000).step_by(37).map(entry).collect(),
+                prefixed,
+            )?;
+        }
+
+        /// Scores shared by many members: counts to a score are placed by the prefixes alone,
+        /// ranks walk the ties only.
+        #[test]
+        fn ranks_among_tied_scores_stay_exact_under_edits(
+            start in proptest::collection::btree_set((0u8..20, any::<u16>()), 0..1500),
+            edits in proptest::collection::vec((any::<bool>(), 0u8..20, any::<u16>()), 0..500),
+            splits in proptest::collection::vec((0u8..20, any::<u16>()), 0..20),
+        ) {
+            let probes = (0..=20u8)
+                .flat_map(|s| [scored(s, 0), scored(s, 1)[..8].to_vec(), scored(s, 2)])
+                .collect();
+            check_edits(
+                start.into_iter().map(|(s, m)| scored(s, m)).collect(),
+                edits.into_iter().map(|(add, s, m)| (add, scored(s, m))).collect(),
+                splits.into_iter().map(|(s, m)| scored(s, m)).collect(),
+                probes,
+                true,
+            )?;
+        }
+
+        /// Entries shorter than a prefix, and prefixes that end in zeros.
+        #[test]
+        fn ranks_of_short_entries_stay_exact_under_edits(
+            start in proptest::collection::btree_set(few_bytes(), 0..1500),
+            edits in proptest::collection::vec((any::<bool>(), few_bytes()), 0..500),
+            splits in proptest::collection::vec(few_bytes(), 0..20),
+            probes in proptest::collection::vec(few_bytes(), 0..50),
+        ) {
+            check_edits(start, edits, splits, probes, true)?;
         }
 
         /// A fresh build holds both ends; a top ten stays held through edits at the top.

@@ -8,7 +8,8 @@
 //! where a walk down the member bytes costs dozens of seeks per pick. Either way the
 //! collection is one the hot cache holds as its meta (`cache-sets`, `cache-big-hashes`), and a
 //! query asks the index how many entries lie in the buckets before the place it wants and
-//! walks only inside that bucket, on the reader's snapshot. The snapshot was taken after the
+//! walks only inside that bucket, on the reader's snapshot (with a sorted set's scores in the
+//! index, only among the entries of the place's score, or not at all: [`Within`]). The snapshot was taken after the
 //! key's fill token, and an answer is kept only if no write of the collection began or ended
 //! since that token ([`Ranked::whole`]), so the index and the snapshot describe the same
 //! members; otherwise the caller walks as before (a writer holds the key's lock, so its token
@@ -16,7 +17,7 @@
 //! collection (what one rank from the middle cost before); writes keep it current, and a query
 //! that lands in a bucket inserts have grown past `rank-index-split-len` splits it first.
 
-use crate::cache::rank::{Located, RankIndex, BUCKET, MIN_SPLIT_LEN};
+use crate::cache::rank::{Located, RankIndex, Within, BUCKET, MIN_SPLIT_LEN};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
 use crate::cmd::collection::{CollWrite, Entry};
 use crate::cmd::ctx::{CmdError, Ctx};
@@ -66,6 +67,8 @@ pub(crate) struct Ranked<'a> {
     /// Read on an I/O thread: a query that would build the index or split a bucket (a long
     /// walk) goes to a worker instead.
     no_wait: bool,
+    /// A build keeps its entries' prefixes (a sorted set's scores, `zset-rank-index-scores`).
+    prefixed: bool,
 }
 
 /// How long a query waits for another's build of the index it needs, and how many times it
@@ -80,18 +83,25 @@ pub(crate) type Picks = Result<Option<Vec<Entry>>, CmdError>;
 /// Whether a cursor's walk reached its end or must give way to the plain walk.
 pub(crate) type Counted = Result<Option<u64>, CmdError>;
 
+/// Where a query's place in a collection is, as its index tells: `before` entries sort
+/// before the place, or before `seek` if given, a key to walk the rest from.
+struct Place {
+    before: u64,
+    seek: Option<Vec<u8>>,
+}
+
 impl<'a> Ranked<'a> {
     /// The rank index of a collection of `len` entries cached under generation `gen` (`token`:
     /// the key's fill token, taken before the snapshot it is read from), if one may serve it:
     /// `min_len` entries or more (0: never). Nothing is built yet: the first lookup that needs
     /// the index builds it ([`Ranked::ready`]), so a query that can do without it costs
-    /// nothing more.
+    /// nothing more. A build keeps the entries' prefixes if `prefixed`.
     pub(crate) fn open(
         ctx: &Ctx<'_>,
         cache: &'a Cache,
         (gen, token): (u64, FillToken),
-        len: u64,
-        min_len: u64,
+        (len, min_len): (u64, u64),
+        prefixed: bool,
     ) -> Option<Ranked<'a>> {
         let split_len = ctx.server.config.rank_index_split_len.load(Relaxed) as u32;
         (min_len != 0 && len >= min_len && !cache.ranks().refused(gen)).then_some(Ranked {
@@ -104,6 +114,7 @@ impl<'a> Ranked<'a> {
                 split_len.max(MIN_SPLIT_LEN)
             },
             no_wait: ctx.mode.no_wait(),
+            prefixed,
         })
     }
 
@@ -145,14 +156,20 @@ impl<'a> Ranked<'a> {
         // A build that outgrows the budget stops there, and the set is not tried again (each
         // query would walk it twice).
         let budget = self.cache.rank_budget();
-        let mut index = RankIndex::building(set.len());
+        let mut index = RankIndex::building(set.len(), self.prefixed);
         let mut c = set.entries();
         c.first();
         while let Some((entry, _)) = c.entry() {
             index.push(entry);
             if index.bytes() > budget {
-                ranks.refuse(self.gen);
-                return Ok(false);
+                // Without the prefixes if it fits so (8 bytes an entry, most of an index).
+                if index.prefixed() {
+                    index.drop_prefixes();
+                }
+                if index.bytes() > budget {
+                    ranks.refuse(self.gen);
+                    return Ok(false);
+                }
             }
             c.next();
         }
@@ -185,14 +202,38 @@ impl<'a> Ranked<'a> {
         }
     }
 
-    /// The entries of `set` that sort before `bound` (`None`: all).
+    /// The entries of `set` that sort before `bound` (`None`: all): from the index alone if
+    /// its prefixes place `bound`, else by a walk from where they leave off.
     pub(crate) fn count_before<'v>(&self, set: &impl Ordered<'v>, bound: Option<&[u8]>) -> Counted {
-        let Some(bound) = bound else {
-            return Ok(Some(set.len()));
-        };
-        let Some((mut c, before)) = self.at_bucket(set, |index| index.locate(bound))? else {
+        match bound {
+            Some(bound) => self.count_to(set, bound, |index| index.locate(bound)),
+            None => Ok(Some(set.len())),
+        }
+    }
+
+    /// The rank of `entry`, one of `set`'s (a member's own score-index entry): as
+    /// [`Ranked::count_before`], placed without a walk when no other entry of its bucket
+    /// shares its prefix (its score).
+    pub(crate) fn rank_of<'v>(&self, set: &impl Ordered<'v>, entry: &[u8]) -> Counted {
+        self.count_to(set, entry, |index| index.locate_entry(entry))
+    }
+
+    /// The entries of `set` before `bound`, placed by `locate`.
+    fn count_to<'v>(
+        &self,
+        set: &impl Ordered<'v>,
+        bound: &[u8],
+        locate: impl Fn(&RankIndex) -> Located<'_>,
+    ) -> Counted {
+        let Some(place) = self.bucket(set, locate)? else {
             return Ok(None);
         };
+        let Some(from) = place.seek else {
+            self.cache.ranks().note_placed();
+            return Ok(Some(place.before));
+        };
+        let mut c = set.entries();
+        c.seek(&from);
         let mut n = 0u64;
         while let Some((entry, _)) = c.entry() {
             if entry >= bound {
@@ -202,7 +243,7 @@ impl<'a> Ranked<'a> {
             c.next();
         }
         c.status()?;
-        Ok(Some(before + n))
+        Ok(Some(place.before + n))
     }
 
     /// The entries of ascending ranks `lo..=hi` (`lo <= hi < len`) of a set of `len`
@@ -239,10 +280,14 @@ impl<'a> Ranked<'a> {
         c: &mut MemberCursor<'v>,
         rank: u64,
     ) -> Result<bool, CmdError> {
-        let Some((fence, before)) = self.bucket(set, |index| index.locate_rank(rank))? else {
+        let Some(Place {
+            before,
+            seek: Some(from),
+        }) = self.bucket(set, |index| index.locate_rank(rank))?
+        else {
             return Ok(false);
         };
-        c.seek(&fence);
+        c.seek(&from);
         for _ in before..rank {
             c.next();
         }
@@ -285,54 +330,48 @@ impl<'a> Ranked<'a> {
         Ok(self.stands().then(|| out.into_iter().flatten().collect()))
     }
 
-    /// A cursor of `set`'s entries at the fence of the bucket `locate` picks, and the entries
-    /// before that bucket; `None` if there is no index to ask.
-    fn at_bucket<'v>(
-        &self,
-        set: &impl Ordered<'v>,
-        locate: impl Fn(&RankIndex) -> Located<'_>,
-    ) -> Result<Option<(MemberCursor<'v>, u64)>, CmdError> {
-        let Some((fence, before)) = self.bucket(set, locate)? else {
-            return Ok(None);
-        };
-        let mut c = set.entries();
-        c.seek(&fence);
-        Ok(Some((c, before)))
-    }
-
-    /// The fence of the bucket `locate` picks in `set`'s index (built first if need be), and
-    /// the entries before that bucket; `None` if there is no index to ask.
-    /// A bucket holding more than [`Ranked::split_len`] entries is split first (one walk of
-    /// it, which the next queries there are spared) and `locate` asked again.
+    /// Where the place `locate` finds in `set`'s index is (the index built first if need
+    /// be); `None` if there is no index to ask. A query whose walk inside its bucket could
+    /// take more than [`Ranked::split_len`] entries splits the bucket first (one walk of it,
+    /// which the next queries there are spared) and asks `locate` again.
     fn bucket<'v>(
         &self,
         set: &impl Ordered<'v>,
         locate: impl Fn(&RankIndex) -> Located<'_>,
-    ) -> Result<Option<(Vec<u8>, u64)>, CmdError> {
+    ) -> Result<Option<Place>, CmdError> {
         if !self.ready(set)? {
             return Ok(None);
         }
         let ranks = self.cache.ranks();
         let found = |index: &RankIndex| {
             let at = locate(index);
-            let big = (self.split_len != 0 && at.len > self.split_len)
-                .then(|| (at.len, at.end.map(<[u8]>::to_vec)));
-            (at.fence.to_vec(), at.before, big)
+            let (place, walk) = match at.within {
+                Within::Exact(k) => {
+                    let before = at.before + u64::from(k);
+                    (Place { before, seek: None }, 0)
+                }
+                Within::From { skip, seek, walk } => {
+                    let before = at.before + u64::from(skip);
+                    let seek = Some(seek.unwrap_or_else(|| at.fence.to_vec()));
+                    (Place { before, seek }, walk)
+                }
+            };
+            let big = (self.split_len != 0 && walk > self.split_len)
+                .then(|| (at.fence.to_vec(), at.len, at.end.map(<[u8]>::to_vec)));
+            (place, big)
         };
-        let Some((fence, before, big)) = ranks.with(self.gen, found) else {
+        let Some((place, big)) = ranks.with(self.gen, found) else {
             return Ok(None);
         };
-        if let Some((len, end)) = big {
+        if let Some((fence, len, end)) = big {
             if self.no_wait {
                 return Err(CmdError::WOULD_BLOCK);
             }
             if self.split(set, &fence, len, end.as_deref())? {
-                return Ok(ranks
-                    .with(self.gen, found)
-                    .map(|(fence, before, _)| (fence, before)));
+                return Ok(ranks.with(self.gen, found).map(|(place, _)| place));
             }
         }
-        Ok(Some((fence, before)))
+        Ok(Some(place))
     }
 
     /// Splits the bucket fenced at `fence` (up to `end`, the next fence), which the index
@@ -443,7 +482,7 @@ pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distin
     let (Some(gen), Some(ranks)) = (gen, random_ranks(meta.len, n, distinct)) else {
         return Ok(None);
     };
-    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), meta.len, 1) else {
+    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), (meta.len, 1), false) else {
         return Ok(None);
     };
     let members = Members {
@@ -471,7 +510,7 @@ pub(crate) fn held_picks(ctx: &Ctx<'_>, w: &CollWrite<'_, '_>, n: u64) -> Picks 
     };
     let cache = w.storage.cache();
     let token = cache.fill_token(w.db, w.key);
-    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), w.len(), 1) else {
+    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), (w.len(), 1), false) else {
         return Ok(None);
     };
     let members = Members {

@@ -549,6 +549,7 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("zset_rank_index_refusals", ranks.refusals);
     w.field("zset_rank_index_splits", ranks.splits);
     w.field("zset_rank_index_build_waits", ranks.build_waits);
+    w.field("zset_rank_index_placed", ranks.placed);
     w.field("rtc_commands", s.rtc_commands.load(Relaxed));
     w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
     w.field("rtc_lock_retries", s.rtc_lock_retries.load(Relaxed));

@@ -492,6 +492,11 @@ fn reply_pairs(out: &mut Reply, items: &[Item]) {
 }
 
 /// Counts a keyspace hit or miss, for commands that look up several keys in one view.
+/// Whether sorted sets' rank indexes keep their members' scores (`zset-rank-index-scores`).
+fn scores_indexed(ctx: &Ctx<'_>) -> bool {
+    ctx.server.config.zset_rank_index_scores.load(Relaxed)
+}
+
 fn count_lookup(ctx: &Ctx<'_>, found: bool) {
     use std::sync::atomic::Ordering;
     let stats = &ctx.server.stats;
@@ -584,7 +589,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         if let Some(big) = big {
             let cache = ctx.server.storage.cache();
             let id = (big.gen(), big.token());
-            set.ranked = Ranked::open(ctx, cache, id, set.len, min_len);
+            set.ranked = Ranked::open(ctx, cache, id, (set.len, min_len), scores_indexed(ctx));
             set.held = Some(HeldMembers {
                 big,
                 cache,
@@ -622,7 +627,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
     fn rank(&self, member: &[u8], score: f64) -> Result<Option<u64>, CmdError> {
         let target = index_entry(score, member);
         if let Some(r) = &self.ranked {
-            if let Some(n) = r.count_before(self, Some(&target))? {
+            if let Some(n) = r.rank_of(self, &target)? {
                 if r.stands() {
                     return Ok(Some(n));
                 }
@@ -1156,7 +1161,13 @@ impl<'a, 'k> ZWriter<'a, 'k> {
         if let Some(gen) = self.held.as_ref().and_then(HeldColl::big_gen) {
             let cache = self.storage.cache();
             let token = cache.fill_token(self.db, self.key);
-            set.ranked = Ranked::open(ctx, cache, (gen, token), set.len, min_len);
+            set.ranked = Ranked::open(
+                ctx,
+                cache,
+                (gen, token),
+                (set.len, min_len),
+                scores_indexed(ctx),
+            );
         }
         set
     }
