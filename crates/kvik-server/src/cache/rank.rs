@@ -45,6 +45,7 @@
 //! in all by [`RankIndexes::new`]'s budget; the least recently used index is dropped first,
 //! and a build that outgrows the budget with prefixes goes on without them.
 
+use crate::fast_hash::FastHash;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -602,7 +603,7 @@ struct Held {
 
 #[derive(Default)]
 struct Table {
-    by_gen: HashMap<u64, Held>,
+    by_gen: HashMap<u64, Held, FastHash>,
     bytes: usize,
     clock: u64,
     /// Generations whose index outgrew the budget while being built (the last few).
