@@ -649,9 +649,17 @@ fn dataset(p: &mut Peer) -> Vec<(String, Frame, Frame)> {
 }
 
 /// Runs the sequence of `seed` on both servers; returns the first difference, if any.
-fn run_sequence(seed: u64, kvik: &mut Peer, redis: &mut Peer) -> Result<(), String> {
-    let templates = templates();
-    let transactions = only_filter().is_none_or(|only| only.iter().any(|c| c == "multi"));
+/// One sequence of `seed`, of the templates of the commands `only` names (all if `None`).
+fn run_sequence(
+    seed: u64,
+    kvik: &mut Peer,
+    redis: &mut Peer,
+    only: &Option<Vec<String>>,
+) -> Result<(), String> {
+    let templates = templates(only);
+    let transactions = only
+        .as_ref()
+        .is_none_or(|only| only.iter().any(|c| c == "multi"));
     let mut rng = Rng::new(seed);
     for p in [&mut *kvik, &mut *redis] {
         p.call(&["CLIENT".into(), "TRACKING".into(), "off".into()]);
@@ -736,8 +744,7 @@ fn normalize_exec(queued: &[Vec<String>], frame: Frame) -> Frame {
 
 /// The templates to draw from: all, or those whose command is in `KVIK_DIFF_ONLY` (a
 /// comma-separated list of command names), to chase one family's differences.
-fn templates() -> Vec<&'static str> {
-    let only = only_filter();
+fn templates(only: &Option<Vec<String>>) -> Vec<&'static str> {
     TEMPLATES
         .iter()
         .chain(SCRIPT_TEMPLATES)
@@ -784,17 +791,49 @@ fn random_sequences_match_redis_with_hashes_cached_by_field() {
     sequences_match_redis(&["--cache-max-hash-fields", "2"]);
 }
 
+/// The same sequences with every sorted set counted through a rank index and its scores
+/// (`zset-rank-index-min-len 1`): ranks, counts, rank ranges, far offsets and pops of small
+/// sets take the paths a set of thousands of members takes by default.
+#[test]
+fn random_sequences_match_redis_with_every_sorted_set_rank_indexed() {
+    // Sorted-set commands only (and transactions), so that most reads meet an index.
+    let zsets = TEMPLATES
+        .iter()
+        .filter_map(|t| t.split(' ').next())
+        .filter(|name| name.starts_with('Z') || name.starts_with("BZ") || *name == "MULTI")
+        .map(str::to_ascii_lowercase)
+        .chain(["multi".to_string()])
+        .collect();
+    let only = only_filter().or(Some(zsets));
+    let server = sequences_match_redis_of(&["--zset-rank-index-min-len", "1"], &only);
+    let mut c = server.client();
+    let answers = info_field(&mut c, "stats", "zset_rank_index_answers").unwrap();
+    let placed = info_field(&mut c, "stats", "zset_rank_index_placed").unwrap();
+    eprintln!("answered through a rank index: {answers}, placed by the scores: {placed}");
+    assert!(
+        answers > 0 && placed > 0,
+        "the sequences reach the rank index"
+    );
+}
+
 fn sequences_match_redis(server_args: &[&str]) {
+    sequences_match_redis_of(server_args, &only_filter());
+}
+
+/// Runs the sequences of the commands `only` names against kvik started with
+/// `server_args` and a redis-server; returns the kvik server for a look at its counters.
+fn sequences_match_redis_of(server_args: &[&str], only: &Option<Vec<String>>) -> TestServer {
     let server = TestServer::start_with(server_args);
     let redis = RedisServer::start(&[]);
     let mut kvik = Peer::connect(server.port);
     let mut real = Peer::connect(redis.port);
     let failures: Vec<String> = seeds()
         .into_iter()
-        .filter_map(|seed| run_sequence(seed, &mut kvik, &mut real).err())
+        .filter_map(|seed| run_sequence(seed, &mut kvik, &mut real, only).err())
         .take(3)
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    server
 }
 
 #[test]
