@@ -1351,7 +1351,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "zset-rank-index-scores",
         default: "yes",
         mutable: true,
-        help: "a sorted set's rank index (zset-rank-index-min-len) also keeps each member's score, 8 bytes a member: ZCOUNT is counted in memory, ZRANK and ZREVRANK of a member whose score no other member of its bucket shares too, and a rank from the middle (ZRANGE, far LIMIT offsets, ZRANDMEMBER) seeks its member's score instead of walking from its bucket's start; a build that would outgrow the indexes' memory with the scores is kept without them; no: fences and counts only (~0.8 bytes a member), each such query walks inside a bucket of ~64; a change drops the indexes held",
+        help: "a sorted set's rank index (zset-rank-index-min-len) also keeps each member's score, 8 bytes a member: ZCOUNT is counted in memory, ZRANK and ZREVRANK of a member whose score no other member of its bucket shares too, and a rank from the middle (ZRANGE, LIMIT offsets, ZRANDMEMBER) seeks its member's score instead of walking from its bucket's start, so ranges 32 or more members from an end or a range's start go through the index (128 without); a build that would outgrow the indexes' memory with the scores is kept without them; no: fences and counts only (~0.8 bytes a member), each such query walks inside a bucket of ~64; a change drops the indexes held",
         get: |c| if c.zset_rank_index_scores.load(Relaxed) { "yes" } else { "no" }.into(),
         set: |c, v| {
             c.zset_rank_index_scores.store(parse_bool(v)?, Relaxed);

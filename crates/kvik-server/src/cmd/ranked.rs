@@ -118,6 +118,19 @@ impl<'a> Ranked<'a> {
         })
     }
 
+    /// Whether reaching a place `steps` entries past where a plain walk starts is cheaper
+    /// through the index (a seek, then the steps inside a bucket) than by the walk: past two
+    /// buckets, or with the scores kept (a seek lands at the place's own score) past half a
+    /// bucket.
+    pub(crate) fn worth_a_seek(&self, steps: u64) -> bool {
+        let past = if self.prefixed {
+            BUCKET / 2
+        } else {
+            2 * BUCKET
+        };
+        steps > u64::from(past)
+    }
+
     /// Whether the index can answer for `set`: present and counting its entries, or built
     /// now by walking it. `false` when it is not to be indexed (a build outgrew the budget)
     /// or a write raced the build.

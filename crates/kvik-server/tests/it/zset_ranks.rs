@@ -107,7 +107,8 @@ fn check_queries(c: &mut Connection, key: &str, model: &BTreeMap<String, i64>, r
     let (rs, re) = (len - 1 - stop, len - 1 - start);
     let got: Vec<String> = q(c, &["ZRANGE", key, &rs.to_string(), &re.to_string(), "REV"]);
     assert_eq!(got, rev_want, "ZRANGE {rs} {re} REV");
-    // Score ranges with far offsets (past two buckets: skipped through the index), both ways.
+    // Score ranges with far offsets (skipped through the index past half a bucket with the
+    // scores kept, past two without), both ways.
     let (a, b) = (rng.below(1100) as i64 - 50, rng.below(1100) as i64 - 50);
     let (lo, hi) = (a.min(b), a.max(b));
     // Now and then open ends, spelled -inf and +inf.

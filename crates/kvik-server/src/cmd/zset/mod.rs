@@ -684,7 +684,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
                 }
                 return Ok(out);
             }
-            if skip > 2 * u64::from(crate::cache::rank::BUCKET) {
+            if r.worth_a_seek(skip) {
                 if let Some(mut c) = r.seek_rank(self, lo)? {
                     let mut out = Vec::with_capacity(n.min(1 << 16));
                     while out.len() < n {
@@ -859,7 +859,7 @@ impl<'a, 'k> ZSet<'a, 'k> {
         let Some(ranked) = &self.ranked else {
             return Ok(None);
         };
-        if offset <= 2 * i64::from(crate::cache::rank::BUCKET) {
+        if !ranked.worth_a_seek(offset.max(0) as u64) {
             return Ok(None);
         }
         let Some(edge) = edge(ranked)? else {
