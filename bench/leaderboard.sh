@@ -7,7 +7,8 @@
 # Rows: a player's rank (ZREVRANK) and score (ZSCORE), the top ten (ZREVRANGE 0 9 WITHSCORES,
 # and by score: ZREVRANGEBYSCORE +inf -inf WITHSCORES LIMIT 0 10),
 # ten from the middle (ZRANGE by rank, through the rank index), the players in a score band
-# (ZRANGEBYSCORE ... LIMIT 0 10) and how many there are (ZCOUNT). Members are m<12 digits>,
+# (ZRANGEBYSCORE ... LIMIT 0 10, and its eleventh page, LIMIT 100 10) and how many there are
+# (ZCOUNT). Members are m<12 digits>,
 # what redis-benchmark's __rand_int__ writes, at random scores below N.
 #
 #   bench/leaderboard.sh                   # N=1000000 ROUNDS=3 REQUESTS=100000
@@ -68,6 +69,7 @@ COMMANDS=(
   "ZREVRANGEBYSCORE lb +inf -inf WITHSCORES LIMIT 0 10"
   "ZRANGE lb $MID $((MID + 9))"
   "ZRANGEBYSCORE lb $BAND +inf WITHSCORES LIMIT 0 10"
+  "ZRANGEBYSCORE lb $BAND +inf WITHSCORES LIMIT 100 10"
   "ZCOUNT lb $BAND +inf"
 )
 

@@ -25,7 +25,7 @@
 //! set that grows at its end and shrinks at its front (a sliding window of timestamps, ids
 //! that only grow) keeps its index and about one fence per [`BUCKET`] entries. A bucket that
 //! inserts at one place grow past `rank-index-split-len` entries (new members of a leaderboard
-//! all at score 0) is split into buckets of [`BUCKET`] by the next query that lands in it: it
+//! all at score 0) is split into buckets of [`BUCKET`] by the next query that must walk it: it
 //! walks the bucket once, on its snapshot, and the split is installed on the same terms as a
 //! build ([`RankIndexes::split`]). A bucket that grows past [`MAX_BUCKET`] entries before any
 //! query splits it drops the index, and the next rank query builds it again.
@@ -414,7 +414,7 @@ impl RankIndex {
     }
 
     /// The bucket an entry or bound `at` falls in: the entries before `at` are `before` plus
-    /// those from `fence` up to `at`.
+    /// those of the bucket before it, as `within` tells or a walk counts.
     pub fn locate(&self, at: &[u8]) -> Located<'_> {
         let i = self.bucket_of(at);
         let within = self.within_at(i, at, false);
@@ -494,7 +494,7 @@ impl RankIndex {
     }
 
     /// The bucket holding the entry of 0-based rank `rank` (or the last bucket if there is
-    /// none): that entry is the `rank - before`th from `fence`.
+    /// none): that entry is the `rank - before - skip`th from `within`'s seek.
     pub fn locate_rank(&self, rank: u64) -> Located<'_> {
         let n = self.sums.len();
         if n == 0 {

@@ -9,13 +9,14 @@
 //! collection is one the hot cache holds as its meta (`cache-sets`, `cache-big-hashes`), and a
 //! query asks the index how many entries lie in the buckets before the place it wants and
 //! walks only inside that bucket, on the reader's snapshot (with a sorted set's scores in the
-//! index, only among the entries of the place's score, or not at all: [`Within`]). The snapshot was taken after the
-//! key's fill token, and an answer is kept only if no write of the collection began or ended
-//! since that token ([`Ranked::whole`]), so the index and the snapshot describe the same
-//! members; otherwise the caller walks as before (a writer holds the key's lock, so its token
-//! stands). The first query that needs the index builds it by one walk of the whole
-//! collection (what one rank from the middle cost before); writes keep it current, and a query
-//! that lands in a bucket inserts have grown past `rank-index-split-len` splits it first.
+//! index, only among the entries of the place's score, or not at all: [`Within`]). The
+//! snapshot was taken after the key's fill token, and an answer is kept only if no write of
+//! the collection began or ended since that token ([`Ranked::whole`]), so the index and the
+//! snapshot describe the same members; otherwise the caller walks as before (a writer holds
+//! the key's lock, so its token stands). The first query that needs the index builds it by
+//! one walk of the whole collection (what one rank from the middle cost before); writes keep
+//! it current, and a query that would walk more than `rank-index-split-len` entries of a
+//! bucket inserts have grown splits it first.
 
 use crate::cache::rank::{Located, RankIndex, Within, BUCKET, MIN_SPLIT_LEN};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
