@@ -127,6 +127,8 @@ pub struct Config {
     pub zset_rank_index_scores: AtomicBool,
     /// `set-rank-index` (see `cmd::ranked::member_picks`).
     pub set_rank_index: AtomicBool,
+    /// `set-rank-index-prefixes` (see `cache::rank`).
+    pub set_rank_index_prefixes: AtomicBool,
     /// `rank-index-split-len` (see `cache::rank`; 0: buckets are never split).
     pub rank_index_split_len: AtomicU64,
     /// How long an I/O thread polls without sleeping after a busy turn (`net::io_thread`).
@@ -1370,6 +1372,17 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "set-rank-index-prefixes",
+        default: "yes",
+        mutable: true,
+        help: "a set's or hash's rank index (set-rank-index) also keeps 8 bytes of each member, taken after the bytes its first and last members share (element:0000 of element:000000012345), so a random pick seeks its own member instead of walking from its bucket's start; 8 bytes a member, within the indexes' memory (a build that would outgrow it with them is kept without them); no: fences and counts only; a change drops the indexes held",
+        get: |c| if c.set_rank_index_prefixes.load(Relaxed) { "yes" } else { "no" }.into(),
+        set: |c, v| {
+            c.set_rank_index_prefixes.store(parse_bool(v)?, Relaxed);
+            Ok(())
+        },
+    },
+    Setting {
         name: "rank-index-split-len",
         default: "512",
         mutable: true,
@@ -1724,6 +1737,7 @@ impl Default for Config {
             zset_rank_index_min_len: AtomicU64::new(2048),
             zset_rank_index_scores: AtomicBool::new(true),
             set_rank_index: AtomicBool::new(true),
+            set_rank_index_prefixes: AtomicBool::new(true),
             rank_index_split_len: AtomicU64::new(512),
             io_poll_spin_us: AtomicU64::new(0),
             rtc_storage_read: AtomicBool::new(true),

@@ -291,6 +291,7 @@ impl Server {
         if (lower == "zset-rank-index-min-len"
             && self.config.zset_rank_index_min_len.load(Ordering::Relaxed) == 0)
             || lower == "zset-rank-index-scores"
+            || lower == "set-rank-index-prefixes"
         {
             // Off: the indexes' memory back, and writes no longer keep them. The scores
             // switched: the next queries build the indexes again, with or without them.

@@ -33,8 +33,9 @@
 //! An index also holds the entries at both ends of its order ([`ENDS`] each when built, kept
 //! exact by the same edits), so a sorted set's top ten is read without a seek.
 //!
-//! A sorted set's index may also keep, per bucket, the first 8 bytes of each entry it holds
-//! (the member's score; `zset-rank-index-scores`), sorted: a bound that shares its prefix with
+//! An index may also keep, per bucket, 8 bytes of each entry it holds, after the bytes all
+//! its entries share (a sorted set's member's score, `zset-rank-index-scores`; a set's or
+//! hash's member, `set-rank-index-prefixes`), sorted: a bound that shares its prefix with
 //! no entry of its bucket (a score no member has, or a member whose score is its own in that
 //! bucket) is placed without any walk, and one that does is walked from the first entry of
 //! that prefix rather than from the fence ([`Within`]). ZCOUNT then reads nothing from
@@ -81,12 +82,9 @@ fn prefix(entry: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
-/// The smallest key whose prefix is `p` (its bytes less trailing zeros): every entry of
-/// prefix `p` sorts at or after it, every entry of a smaller prefix before it.
-fn first_of_prefix(p: u64) -> Vec<u8> {
-    let b = p.to_be_bytes();
-    let n = 8 - (p.trailing_zeros() / 8) as usize;
-    b[..n.min(8)].to_vec()
+/// The bytes `a` and `b` start with alike.
+pub fn shared_start(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// One collection's buckets: `fences[i]` is the smallest index entry bucket `i` may hold
@@ -109,12 +107,17 @@ pub struct RankIndex {
     /// The entries a build expects (its collection's length), so that it keeps the last
     /// [`ENDS`] it is given; 0: unknown, no tail kept.
     expect: u64,
-    /// Per bucket, the [`prefix`] of each entry it holds, sorted (`prefixes[i].len() ==
-    /// counts[i]`); empty if the index keeps none.
+    /// Per bucket, the [`prefix`] of each entry it holds after `common`, sorted
+    /// (`prefixes[i].len() == counts[i]`); empty if the index keeps none.
     prefixes: Vec<Vec<u64>>,
     prefixed: bool,
-    /// An entry of fewer than 8 bytes was counted: it shares its prefix with longer entries
-    /// that sort after it, so a bound of 8 bytes or fewer no longer places a prefix's ties.
+    /// Bytes every entry counted starts with (those its first and last entries shared when
+    /// built: members named `element:0000...`): the prefixes are taken after them, where
+    /// entries differ. An entry added without them drops the prefixes.
+    common: Box<[u8]>,
+    /// An entry of fewer than `common` and 8 bytes was counted: it shares its prefix with
+    /// longer entries that sort after it, so a bound no longer than a prefix no longer places
+    /// a prefix's ties.
     short: bool,
 }
 
@@ -224,21 +227,64 @@ impl RankIndex {
         self.prefixed
     }
 
-    /// Drops the prefixes (a build that outgrew its budget with them).
+    /// Takes the prefixes after `common`, bytes every entry to come starts with (called
+    /// before the first [`RankIndex::push`]).
+    pub fn sharing(mut self, common: &[u8]) -> RankIndex {
+        if self.prefixed {
+            self.common = common.into();
+            self.bytes += common.len();
+        }
+        self
+    }
+
+    /// Drops the prefixes (a build that outgrew its budget with them, an entry added that
+    /// does not start with `common`).
     pub fn drop_prefixes(&mut self) {
         if self.prefixed {
             self.bytes -= self.prefix_bytes();
             self.prefixes = Vec::new();
+            self.common = Box::default();
             self.prefixed = false;
         }
     }
 
     fn prefix_bytes(&self) -> usize {
-        self.prefixes.len() * PREFIXES_OVERHEAD + self.total as usize * PREFIX_BYTES
+        self.prefixes.len() * PREFIXES_OVERHEAD
+            + self.total as usize * PREFIX_BYTES
+            + self.common.len()
+    }
+
+    /// The prefix of `entry` after `common`; `None` if it does not start with `common`.
+    fn prefix_of(&self, entry: &[u8]) -> Option<u64> {
+        entry.strip_prefix(&*self.common).map(prefix)
+    }
+
+    /// The prefix of an entry about to be counted, if prefixes are kept; one that does not
+    /// start with `common` drops them.
+    fn keep_prefix(&mut self, entry: &[u8]) -> Option<u64> {
+        if !self.prefixed {
+            return None;
+        }
+        self.short |= entry.len() < self.common.len() + 8;
+        let p = self.prefix_of(entry);
+        if p.is_none() {
+            self.drop_prefixes();
+        }
+        p
+    }
+
+    /// The smallest key whose prefix after `common` is `p` (`common`, then `p`'s bytes less
+    /// trailing zeros): every entry of prefix `p` sorts at or after it, every entry of a
+    /// smaller prefix before it.
+    fn first_of_prefix(&self, p: u64) -> Vec<u8> {
+        let b = p.to_be_bytes();
+        let n = 8 - (p.trailing_zeros() / 8) as usize;
+        [&self.common[..], &b[..n.min(8)]].concat()
     }
 
     /// Adds the next entry of a build, in score order ([`RankIndex::finish`] ends it).
     pub fn push(&mut self, entry: &[u8]) {
+        let p = self.keep_prefix(entry);
         if self.total < ENDS as u64 {
             self.ends.head.push(entry.into());
             self.ends.bytes += entry.len() + END_OVERHEAD;
@@ -262,12 +308,11 @@ impl RankIndex {
             }
         }
         *self.counts.last_mut().expect("a bucket was pushed") += 1;
-        if self.prefixed {
+        if let Some(p) = p {
             let last = self.prefixes.last_mut().expect("a bucket was pushed");
-            last.push(prefix(entry));
+            last.push(p);
             self.bytes += PREFIX_BYTES;
         }
-        self.short |= entry.len() < 8;
         self.total += 1;
         self.raise_ceiling(entry);
     }
@@ -298,7 +343,7 @@ impl RankIndex {
 
     /// A last bucket, fenced at `entry` (past every entry counted), holding it: appends by a
     /// growing score or member fill new buckets instead of one that outgrows [`MAX_BUCKET`].
-    fn open_bucket(&mut self, entry: &[u8]) {
+    fn open_bucket(&mut self, entry: &[u8], p: Option<u64>) {
         // The Fenwick node of the new bucket (1-based `n`) sums the buckets after node
         // `n - lowbit(n)` up to it.
         let n = self.counts.len() + 1;
@@ -308,8 +353,8 @@ impl RankIndex {
         self.sums.push(covered + 1);
         self.total += 1;
         self.bytes += entry.len() + FENCE_OVERHEAD;
-        if self.prefixed {
-            self.prefixes.push(vec![prefix(entry)]);
+        if let Some(p) = p {
+            self.prefixes.push(vec![p]);
             self.bytes += PREFIXES_OVERHEAD + PREFIX_BYTES;
         }
     }
@@ -374,7 +419,10 @@ impl RankIndex {
                 return false; // not an entry this index counted
             }
             if self.prefixed {
-                let Ok(at) = self.prefixes[i].binary_search(&prefix(e)) else {
+                let found = self
+                    .prefix_of(e)
+                    .map(|p| self.prefixes[i].binary_search(&p));
+                let Some(Ok(at)) = found else {
                     return false; // not an entry this index counted
                 };
                 self.prefixes[i].remove(at);
@@ -387,10 +435,10 @@ impl RankIndex {
             }
         }
         if let Some(e) = added {
-            self.short |= e.len() < 8;
+            let p = self.keep_prefix(e);
             self.ends.add(e, self.total);
             if *e > *self.ceiling && self.counts.last().is_some_and(|&n| n >= BUCKET) {
-                self.open_bucket(e);
+                self.open_bucket(e, p);
             } else {
                 if *e < *self.fences[0] {
                     self.bytes = self.bytes + e.len() - self.fences[0].len();
@@ -398,8 +446,7 @@ impl RankIndex {
                 }
                 let i = self.bucket_of(e);
                 self.add(i, 1);
-                if self.prefixed {
-                    let p = prefix(e);
+                if let Some(p) = p {
                     let at = self.prefixes[i].partition_point(|&q| q <= p);
                     self.prefixes[i].insert(at, p);
                     self.bytes += PREFIX_BYTES;
@@ -461,10 +508,18 @@ impl RankIndex {
         let Some(prefixes) = self.prefixes.get(i) else {
             return self.walk_bucket(i, u32::MAX);
         };
-        let p = prefix(at);
+        let Some(rest) = at.strip_prefix(&*self.common) else {
+            // Without the bytes every entry starts with, `at` sorts before them all or after.
+            return Within::Exact(if *at < *self.common {
+                0
+            } else {
+                self.counts[i]
+            });
+        };
+        let p = prefix(rest);
         let lo = prefixes.partition_point(|&q| q < p);
         let ties = prefixes[lo..].partition_point(|&q| q == p);
-        if ties == 0 || (ties == 1 && counted) || (at.len() <= 8 && !self.short) {
+        if ties == 0 || (ties == 1 && counted) || (rest.len() <= 8 && !self.short) {
             return Within::Exact(lo as u32);
         }
         self.walk_from_prefix(i, p, lo, ties as u32)
@@ -482,7 +537,7 @@ impl RankIndex {
     /// A walk of at most `walk` entries from the first of bucket `i`'s entries of prefix `p`,
     /// `lo` of them before it.
     fn walk_from_prefix(&self, i: usize, p: u64, lo: usize, walk: u32) -> Within {
-        let key = first_of_prefix(p);
+        let key = self.first_of_prefix(p);
         // A tie of the bucket before may sort at or after the key: then the walk starts at
         // the fence (and no entry of this bucket sorts before the key: `lo` is 0).
         let seek = (*key > *self.fences[i]).then_some(key);
@@ -879,8 +934,13 @@ mod tests {
         built_with(entries, true)
     }
 
+    /// An index of `entries` as `cmd::ranked` builds one: with prefixes after the bytes the
+    /// first and last entries share if `prefixed`.
     fn built_with(entries: &BTreeSet<Vec<u8>>, prefixed: bool) -> RankIndex {
         let mut idx = RankIndex::building(entries.len() as u64, prefixed);
+        if let (Some(a), Some(b)) = (entries.first(), entries.last()) {
+            idx = idx.sharing(&a[..shared_start(a, b)]);
+        }
         for e in entries {
             idx.push(e);
         }
@@ -948,7 +1008,9 @@ mod tests {
             assert!(p.is_sorted());
         }
         let fences: usize = idx.fences.iter().map(|f| f.len() + FENCE_OVERHEAD).sum();
-        let prefixes = idx.counts.len() * PREFIXES_OVERHEAD + idx.total as usize * PREFIX_BYTES;
+        let prefixes = idx.counts.len() * PREFIXES_OVERHEAD
+            + idx.total as usize * PREFIX_BYTES
+            + idx.common.len();
         assert_eq!(
             idx.bytes,
             fences + prefixes,
@@ -1249,6 +1311,37 @@ mod tests {
                 start.into_iter().map(|(s, m)| scored(s, m)).collect(),
                 edits.into_iter().map(|(add, s, m)| (add, scored(s, m))).collect(),
                 splits.into_iter().map(|(s, m)| scored(s, m)).collect(),
+                probes,
+                true,
+            )?;
+        }
+
+        /// Members that share their first bytes (`element:` and zeros): the prefixes are taken
+        /// after them; an entry added without them drops the prefixes; bounds without them
+        /// sort before or after every entry.
+        #[test]
+        fn ranks_after_a_shared_start_stay_exact_under_edits(
+            start in proptest::collection::btree_set(few_bytes(), 0..1500),
+            edits in proptest::collection::vec((0u8..20, few_bytes()), 0..500),
+            splits in proptest::collection::vec(few_bytes(), 0..20),
+            probes in proptest::collection::vec(few_bytes(), 0..50),
+        ) {
+            let named = |b: Vec<u8>| [&b"element:00"[..], &b].concat();
+            let mut probes: Vec<Vec<u8>> = probes.into_iter().map(named).collect();
+            for p in [&b""[..], b"a", b"element", b"element:", b"element:0", b"element:1", b"z"] {
+                probes.push(p.to_vec());
+            }
+            check_edits(
+                start.into_iter().map(named).collect(),
+                // Now and then an entry without the shared start.
+                edits
+                    .into_iter()
+                    .map(|(k, b)| match k {
+                        0 => (true, [&b"elem"[..], &b].concat()),
+                        k => (k % 2 == 0, named(b)),
+                    })
+                    .collect(),
+                splits.into_iter().map(named).collect(),
                 probes,
                 true,
             )?;

@@ -18,7 +18,7 @@
 //! it current, and a query that would walk more than `rank-index-split-len` entries of a
 //! bucket inserts have grown splits it first.
 
-use crate::cache::rank::{Located, RankIndex, Within, BUCKET, MIN_SPLIT_LEN};
+use crate::cache::rank::{shared_start, Located, RankIndex, Within, BUCKET, MIN_SPLIT_LEN};
 use crate::cache::{Cache, CachedValue, CollValue, FillToken, Hit, Known};
 use crate::cmd::collection::{CollWrite, Entry};
 use crate::cmd::ctx::{CmdError, Ctx};
@@ -173,6 +173,16 @@ impl<'a> Ranked<'a> {
         let mut index = RankIndex::building(set.len(), self.prefixed);
         let mut c = set.entries();
         c.first();
+        if self.prefixed {
+            // The prefixes are taken after the bytes the first and last entries share (and so
+            // every entry between them).
+            let mut last = set.entries();
+            last.last();
+            if let (Some((a, _)), Some((b, _))) = (c.entry(), last.entry()) {
+                index = index.sharing(&a[..shared_start(a, b)]);
+            }
+            last.status()?;
+        }
         while let Some((entry, _)) = c.entry() {
             index.push(entry);
             if index.bytes() > budget {
@@ -451,6 +461,11 @@ fn sets_indexed(ctx: &Ctx<'_>) -> bool {
     ctx.server.config.set_rank_index.load(Relaxed)
 }
 
+/// Whether their indexes keep their members' prefixes (`set-rank-index-prefixes`).
+fn members_prefixed(ctx: &Ctx<'_>) -> bool {
+    ctx.server.config.set_rank_index_prefixes.load(Relaxed)
+}
+
 /// `n` random members of set or hash `key` of `kind`, with their values, drawn by random ranks
 /// through the rank index of its member order (`set-rank-index`): distinct and in random
 /// order, or with repeats. For a collection no deck holds, on a worker (the first pick of a
@@ -496,7 +511,13 @@ pub(crate) fn member_picks(ctx: &Ctx<'_>, key: &[u8], kind: Kind, n: u64, distin
     let (Some(gen), Some(ranks)) = (gen, random_ranks(meta.len, n, distinct)) else {
         return Ok(None);
     };
-    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), (meta.len, 1), false) else {
+    let Some(ranked) = Ranked::open(
+        ctx,
+        cache,
+        (gen, token),
+        (meta.len, 1),
+        members_prefixed(ctx),
+    ) else {
         return Ok(None);
     };
     let members = Members {
@@ -524,7 +545,13 @@ pub(crate) fn held_picks(ctx: &Ctx<'_>, w: &CollWrite<'_, '_>, n: u64) -> Picks 
     };
     let cache = w.storage.cache();
     let token = cache.fill_token(w.db, w.key);
-    let Some(ranked) = Ranked::open(ctx, cache, (gen, token), (w.len(), 1), false) else {
+    let Some(ranked) = Ranked::open(
+        ctx,
+        cache,
+        (gen, token),
+        (w.len(), 1),
+        members_prefixed(ctx),
+    ) else {
         return Ok(None);
     };
     let members = Members {

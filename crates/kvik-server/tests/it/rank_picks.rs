@@ -57,7 +57,19 @@ fn tenths(c: &mut Connection, cmd: &str, key: &str) -> ([u32; 10], Vec<String>) 
 
 #[test]
 fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
-    let s = TestServer::start();
+    drawn_by_rank_uniformly("yes");
+}
+
+#[test]
+fn random_members_are_drawn_uniformly_without_the_members_prefixes_in_the_index() {
+    drawn_by_rank_uniformly("no");
+}
+
+/// Picks of a big set and hash through their rank indexes, with the members' prefixes kept
+/// in them (`set-rank-index-prefixes`: each pick sought at its member) or not (a walk from its
+/// bucket's fence): uniform, from the collection, and kept right by the writes.
+fn drawn_by_rank_uniformly(prefixes: &str) {
+    let s = TestServer::start_with(&["--set-rank-index-prefixes", prefixes]);
     let mut c = s.client();
     load(&mut c);
     let (builds, answers) = rank_stats(&mut c);
@@ -96,6 +108,9 @@ fn random_members_of_big_sets_and_hashes_are_drawn_by_rank_uniformly() {
     let (b, a) = rank_stats(&mut c);
     assert_eq!(b - builds, 2, "one index per collection");
     assert_eq!(a - answers, 11, "every draw came through an index");
+    // 8 bytes a member with the prefixes (after the `m` every member starts with).
+    let bytes = info_field(&mut c, "stats", "zset_rank_index_bytes").unwrap();
+    assert_eq!(bytes > 2 * 8 * N, prefixes == "yes", "{bytes} bytes");
     // More picks than that take one pass per million picks; drawn uniformly too.
     let picks: Vec<String> = q(&mut c, &["SRANDMEMBER", "s", "-1100000"]);
     assert_eq!(picks.len(), 1_100_000);
