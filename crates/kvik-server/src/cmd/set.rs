@@ -638,31 +638,18 @@ fn write_sources<'a, 'k>(
         .collect()
 }
 
-/// Calls `f` with the members of `src` in chunks of up to [`CHUNK`], until it returns false.
+/// Calls `f` with the members of `src` a chunk at a time (`View::for_each_chunk`), until it
+/// returns false.
 fn for_each_chunk(
     db: u16,
     src: &Source<'_, '_>,
-    mut f: impl FnMut(Vec<Vec<u8>>) -> Result<bool, CmdError>,
+    f: impl FnMut(Vec<Vec<u8>>) -> Result<bool, CmdError>,
 ) -> Result<(), CmdError> {
     let Some((view, meta)) = &src.found else {
         return Ok(());
     };
     let coll = Coll::new(db, src.key, meta);
-    let mut c = view.members(Cf::Data, &coll);
-    c.first();
-    loop {
-        let mut chunk = Vec::with_capacity(CHUNK);
-        while chunk.len() < CHUNK {
-            let Some((m, _)) = c.entry() else { break };
-            chunk.push(m.to_vec());
-            c.next();
-        }
-        c.status()?;
-        let done = chunk.len() < CHUNK;
-        if chunk.is_empty() || !f(chunk)? || done {
-            return Ok(());
-        }
-    }
+    view.for_each_chunk(Cf::Data, &coll, CHUNK, |m, _| m.to_vec(), f)
 }
 
 /// For each of `members`, whether it is in `src`.
@@ -679,7 +666,8 @@ fn contains(db: u16, src: &Source<'_, '_>, members: &[Vec<u8>]) -> Result<Vec<bo
 }
 
 /// The intersection of `sources`, stopping once `limit` members are found (0 = no limit): its
-/// size, and its members if `keep` (SINTERCARD only counts, so it holds no members).
+/// size, and its members if `keep` (SINTERCARD only counts, so it holds no members, and counts
+/// one key named any number of times by its length alone).
 fn intersect(
     db: u16,
     sources: &[Source<'_, '_>],
@@ -694,6 +682,11 @@ fn intersect(
     let mut order: Vec<&Source> = sources.iter().collect();
     order.sort_by_key(|s| s.len());
     let (smallest, others) = order.split_first().expect("at least one key");
+    if !keep && others.iter().all(|o| o.key == smallest.key) {
+        // One set, however often named: its size is in its meta record.
+        let n = smallest.len();
+        return Ok((if limit > 0 { n.min(limit) } else { n }, out));
+    }
     for_each_chunk(db, smallest, |mut chunk| {
         for other in others {
             if other.key == smallest.key {
@@ -732,18 +725,18 @@ fn union(db: u16, sources: &[Source<'_, '_>]) -> Result<Vec<Vec<u8>>, CmdError> 
     Ok(all.into_iter().collect())
 }
 
-/// The members of the first source that are in none of the others.
+/// The members of the first source that are in none of the others; empty at once if the first
+/// is named again.
 fn difference(db: u16, sources: &[Source<'_, '_>]) -> Result<Vec<Vec<u8>>, CmdError> {
     let mut out = Vec::new();
     let (first, others) = sources.split_first().expect("at least one key");
+    if others.iter().any(|o| o.key == first.key) {
+        return Ok(out);
+    }
     for_each_chunk(db, first, |mut chunk| {
         for other in others {
             if other.found.is_none() {
                 continue;
-            }
-            if other.key == first.key {
-                chunk.clear();
-                break;
             }
             let drop = contains(db, other, &chunk)?;
             let mut it = drop.iter();

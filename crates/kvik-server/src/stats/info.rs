@@ -877,6 +877,10 @@ const TICKERS: &[(&str, Ticker)] = &[
     // Entries iterators stepped over without returning them: tombstones and older versions
     // (a pop from a sorted set's head reading past the members popped before it).
     ("iter_skipped", Ticker::NumberIterSkip),
+    // Steps and seeks of iterators: what a walk over members read (a count that stops at its
+    // LIMIT steps over a chunk, not the whole set).
+    ("iter_next", Ticker::NumberDbNext),
+    ("iter_seek", Ticker::NumberDbSeek),
     // What flushes and compactions wrote and read; the `marked` ones are the compactions of
     // files marked dense in deletions (`rocksdb-tombstone-cleanup`).
     ("flush_write_bytes", Ticker::FlushWriteBytes),

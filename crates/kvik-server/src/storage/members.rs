@@ -17,8 +17,13 @@ use super::encoding::{
 };
 use super::txn::RawCursor;
 use super::CF_META;
-use super::{expiry_index, Batch, Storage, StorageResult, Wait, CF_DATA, CF_EXPIRY, CF_SCORE};
+use super::{
+    expiry_index, Batch, Storage, StorageError, StorageResult, Wait, CF_DATA, CF_EXPIRY, CF_SCORE,
+};
 use rocksdb::{ReadOptions, SnapshotWithThreadMode, DB};
+
+/// Entries in the first chunk of [`View::for_each_chunk`].
+pub const FIRST_CHUNK: usize = 16;
 
 /// The column family of a collection entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +259,38 @@ impl<'a> View<'a> {
             c.next();
         }
         c.status()
+    }
+
+    /// Calls `f` with the collection's entries in `cf`, in order, each as `map(member, value)`,
+    /// in chunks of [`FIRST_CHUNK`] entries doubling up to `max`, until it returns false. For
+    /// the set algebra, which tests each chunk against other collections with one multi-get:
+    /// chunks of `max` keep those reads batched, and the small first ones keep a count that
+    /// stops at a low LIMIT from reading hundreds of members it does not need.
+    pub fn for_each_chunk<T, E: From<StorageError>>(
+        &self,
+        cf: Cf,
+        coll: &Coll,
+        max: usize,
+        mut map: impl FnMut(&[u8], &[u8]) -> T,
+        mut f: impl FnMut(Vec<T>) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        let mut c = self.members(cf, coll);
+        c.first();
+        let mut size = FIRST_CHUNK.min(max);
+        loop {
+            let mut chunk = Vec::with_capacity(size);
+            while chunk.len() < size {
+                let Some((m, v)) = c.entry() else { break };
+                chunk.push(map(m, v));
+                c.next();
+            }
+            c.status()?;
+            let last = chunk.len() < size;
+            if chunk.is_empty() || !f(chunk)? || last {
+                return Ok(());
+            }
+            size = (size * 2).min(max);
+        }
     }
 
     /// Everything stored for `key` (live), type-blind: for RENAME, COPY, MOVE, DUMP and slot

@@ -199,6 +199,9 @@ const TEMPLATES: &[&str] = &[
     "ZINTERSTORE K 2 K K AGGREGATE max",
     "ZDIFFSTORE K 2 K K",
     "ZINTERCARD 2 K K",
+    "ZINTERCARD 2 K K LIMIT C",
+    "ZINTER 3 K K K WEIGHTS 2 1 -1 ?WITHSCORES",
+    "ZDIFF 3 K K K",
     "ZSCAN K 0 COUNT 1000",
     "ZRANDMEMBER K C",
     // lexicographic ranges: on z0 only, where every score is 0

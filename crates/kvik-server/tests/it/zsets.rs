@@ -1426,3 +1426,149 @@ fn pops_stay_exact_around_writes_past_where_they_left_off() {
         .collect();
     assert_eq!(all, want);
 }
+
+/// ZINTER, ZINTERCARD and ZDIFF of sets past one chunk (512 members) of their first input,
+/// with inputs named twice, WEIGHTS, a plain set among them and LIMITs: every reply checked
+/// against the members computed here. And what they read, counted by RocksDB (INFO rocksdb
+/// `iter_next`), not timed: a count with a LIMIT stops walking after the chunk that reaches it,
+/// and the first chunk is small (it walked all 3,500 members of the smallest input before),
+/// and a count or a difference of one key named twice walks nothing (they walked all of it).
+#[test]
+fn intersections_and_differences_of_big_sets_read_only_what_they_need() {
+    let s = TestServer::start();
+    let mut c = s.client();
+    let mut pipe = redis::pipe();
+    for i in 0..5000 {
+        pipe.cmd("ZADD")
+            .arg("a")
+            .arg(i)
+            .arg(format!("m{i}"))
+            .ignore();
+        if i % 2 == 0 {
+            pipe.cmd("ZADD")
+                .arg("b")
+                .arg(-i)
+                .arg(format!("m{i}"))
+                .ignore();
+        }
+        if i % 3 == 0 {
+            pipe.cmd("SADD").arg("s").arg(format!("m{i}")).ignore();
+        }
+    }
+    for i in 0..1000 {
+        pipe.cmd("ZADD")
+            .arg("b")
+            .arg(i)
+            .arg(format!("x{i}"))
+            .ignore();
+    }
+    let () = pipe.query(&mut c).unwrap();
+    let card = |c: &mut Connection, args: &[&str]| q::<i64>(c, args);
+    let steps = |c: &mut Connection| info_field(c, "rocksdb", "iter_next").unwrap();
+
+    // What the replies must be.
+    assert_eq!(card(&mut c, &["ZINTERCARD", "2", "a", "b"]), 2500);
+    assert_eq!(
+        card(&mut c, &["ZINTERCARD", "2", "b", "a", "LIMIT", "3000"]),
+        2500
+    );
+    assert_eq!(
+        card(&mut c, &["ZINTERCARD", "2", "a", "b", "LIMIT", "0"]),
+        2500
+    );
+    assert_eq!(card(&mut c, &["ZINTERCARD", "3", "a", "b", "s"]), 834);
+    assert_eq!(
+        card(&mut c, &["ZINTERCARD", "3", "a", "b", "s", "LIMIT", "600"]),
+        600
+    );
+    assert_eq!(card(&mut c, &["ZINTERCARD", "1", "a"]), 5000);
+    assert_eq!(
+        card(&mut c, &["ZINTERCARD", "3", "a", "a", "a", "LIMIT", "7"]),
+        7
+    );
+    assert_eq!(card(&mut c, &["ZINTERCARD", "2", "a", "nokey"]), 0);
+    let scored = |c: &mut Connection, args: &[&str]| -> Vec<(String, f64)> { q(c, args) };
+    let twice = scored(
+        &mut c,
+        &["ZINTER", "2", "a", "a", "WEIGHTS", "1", "2", "WITHSCORES"],
+    );
+    assert_eq!(twice.len(), 5000);
+    for (k, (m, score)) in twice.iter().enumerate() {
+        assert_eq!((m, *score), (&format!("m{k}"), 3.0 * k as f64));
+    }
+    let max = scored(
+        &mut c,
+        &[
+            "ZINTER",
+            "3",
+            "b",
+            "a",
+            "a",
+            "WEIGHTS",
+            "2",
+            "1",
+            "-1",
+            "AGGREGATE",
+            "MAX",
+            "WITHSCORES",
+        ],
+    );
+    let mut want: Vec<(String, f64)> = (0..5000)
+        .step_by(2)
+        .map(|i| (format!("m{i}"), i as f64))
+        .collect();
+    want.sort_by(|x, y| x.1.total_cmp(&y.1).then(x.0.cmp(&y.0)));
+    assert_eq!(max, want);
+    let with_set = scored(&mut c, &["ZINTER", "2", "a", "s", "WITHSCORES"]);
+    assert_eq!(with_set.len(), 1667);
+    assert!(with_set.iter().all(|(m, score)| {
+        let i: f64 = m[1..].parse().unwrap();
+        i % 3.0 == 0.0 && *score == i + 1.0
+    }));
+    assert_eq!(range(&mut c, &["ZDIFF", "2", "a", "a"]), strs(&[]));
+    let odd = range(&mut c, &["ZDIFF", "2", "a", "b"]);
+    let want: Vec<String> = (0..5000)
+        .filter(|i| i % 2 == 1)
+        .map(|i| format!("m{i}"))
+        .collect();
+    assert_eq!(odd, want);
+    let xs: Vec<String> = (0..1000).map(|i| format!("x{i}")).collect();
+    assert_eq!(range(&mut c, &["ZDIFF", "3", "b", "a", "nokey"]), xs);
+    q::<i64>(&mut c, &["ZADD", "d", "1", "old"]);
+    assert_eq!(card(&mut c, &["ZDIFFSTORE", "d", "2", "b", "b"]), 0);
+    assert_eq!(card(&mut c, &["EXISTS", "d"]), 0);
+    assert_eq!(card(&mut c, &["ZINTERSTORE", "d", "2", "a", "b"]), 2500);
+    // i + -i: every score 0, so member order.
+    assert_eq!(
+        range(&mut c, &["ZRANGE", "d", "0", "1"]),
+        strs(&["m0", "m10"])
+    );
+    assert_eq!(range(&mut c, &["SDIFF", "s", "s"]), strs(&[]));
+    assert_eq!(
+        card(&mut c, &["SINTERCARD", "2", "s", "s", "LIMIT", "5"]),
+        5
+    );
+    assert_eq!(card(&mut c, &["SINTERCARD", "1", "s"]), 1667);
+
+    // What they read.
+    let before = steps(&mut c);
+    assert_eq!(
+        card(&mut c, &["ZINTERCARD", "2", "a", "b", "LIMIT", "10"]),
+        10
+    );
+    let limited = steps(&mut c) - before;
+    assert!(
+        limited < 200,
+        "a count to 10 stepped {limited} times (a first chunk: 16; all of b: 3,500)"
+    );
+    let before = steps(&mut c);
+    assert_eq!(card(&mut c, &["ZINTERCARD", "2", "a", "a"]), 5000);
+    assert_eq!(range(&mut c, &["ZDIFF", "2", "a", "a"]), strs(&[]));
+    assert_eq!(range(&mut c, &["SDIFF", "s", "s"]), strs(&[]));
+    assert_eq!(card(&mut c, &["SINTERCARD", "2", "s", "s"]), 1667);
+    let twice = steps(&mut c) - before;
+    assert!(
+        twice < 500,
+        "keys named twice stepped {twice} times (all of them: ~13,300)"
+    );
+}

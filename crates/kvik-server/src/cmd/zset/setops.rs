@@ -6,6 +6,12 @@
 //! largest (a stable sort), the intersection walks the smallest input and probes the others with
 //! multi-gets, and a weighted score that is NaN (0 * inf) counts as 0, as does a SUM of +inf and
 //! -inf. Results come out in score order, ties by member, like Redis's result skiplist.
+//!
+//! The intersection and the difference walk their first input a chunk at a time, so they hold
+//! one chunk of it beside their result; ZINTERCARD's LIMIT stops the walk at the chunk that
+//! reaches it, as Redis stops its loop. A key named twice is known to hold every member of
+//! itself: it is not probed, ZDIFF of it is empty without a read, and ZINTERCARD of one key
+//! however often named is its length (a million-member set counted against itself took 3 s).
 
 use super::{count_lookup, reply_items, store_result, Item};
 use crate::cmd::ctx::{Args, CmdError, CmdResult, Ctx};
@@ -78,13 +84,31 @@ impl Source<'_> {
     /// Every (member, unweighted score).
     fn items(&self, view: &View) -> Result<Vec<Item>, CmdError> {
         let mut out = Vec::with_capacity(self.len.min(1 << 16) as usize);
-        if let Some(coll) = &self.coll {
-            view.for_each_member(Cf::Data, coll, |m, v| {
-                out.push((m.to_vec(), self.score_of(v)));
-                true
-            })?;
-        }
+        self.for_each_chunk(view, |chunk| {
+            out.extend(chunk);
+            Ok(true)
+        })?;
         Ok(out)
+    }
+
+    /// Calls `f` with the (member, unweighted score) pairs in member order, a chunk at a
+    /// time (`View::for_each_chunk`), until it returns false.
+    fn for_each_chunk(
+        &self,
+        view: &View,
+        f: impl FnMut(Vec<Item>) -> Result<bool, CmdError>,
+    ) -> Result<(), CmdError> {
+        let Some(coll) = &self.coll else {
+            return Ok(());
+        };
+        let score = |m: &[u8], v: &[u8]| (m.to_vec(), self.score_of(v));
+        view.for_each_chunk(Cf::Data, coll, PROBE_BATCH, score, f)
+    }
+
+    /// Whether `other` is the same key as this input (named twice in one command): it holds
+    /// every member of this one at the same score, so it needs no probe.
+    fn same_key(&self, other: &Source) -> bool {
+        matches!((&self.coll, &other.coll), (Some(a), Some(b)) if a.key == b.key)
     }
 
     /// The unweighted scores of `members` (`None` where absent).
@@ -193,16 +217,16 @@ fn setop_generic(
             _ => return Err(CmdError::syntax()),
         }
     }
-    let mut items = match op {
-        SetOp::Union => union(&view, sources, aggregate)?,
-        SetOp::Inter => inter(&view, sources, aggregate, card_only)?,
-        SetOp::Diff => diff(&view, &sources)?,
-    };
     if card_only {
-        let n = items.len() as u64;
-        ctx.out.int(if limit > 0 { n.min(limit) } else { n } as i64);
+        let (n, _) = inter(&view, sources, aggregate, true, limit)?;
+        ctx.out.int(n as i64);
         return Ok(());
     }
+    let mut items = match op {
+        SetOp::Union => union(&view, sources, aggregate)?,
+        SetOp::Inter => inter(&view, sources, aggregate, false, 0)?.1,
+        SetOp::Diff => diff(&view, &sources)?,
+    };
     // -0 and 0 tie (compared by member), as in Redis's skiplist; no score is NaN here.
     items.sort_by(|a, b| {
         a.1.partial_cmp(&b.1)
@@ -251,64 +275,108 @@ fn union(view: &View, mut sources: Vec<Source>, agg: Aggregate) -> Result<Vec<It
     Ok(acc.into_iter().collect())
 }
 
+/// The intersection, walking the smallest input a chunk at a time and probing the others with
+/// its members. `limit` (ZINTERCARD's LIMIT, 0 = none) stops the walk once that many members
+/// are found; a count returns no members. An input named again beside the smallest one is not
+/// probed (its scores are the chunk's own), and a count of one key named any number of times
+/// is its length, read from nothing but the meta record.
 fn inter(
     view: &View,
     mut sources: Vec<Source>,
     agg: Aggregate,
     card_only: bool,
-) -> Result<Vec<Item>, CmdError> {
+    limit: u64,
+) -> Result<(u64, Vec<Item>), CmdError> {
     sources.sort_by_key(|s| s.len);
-    if sources.first().is_none_or(|s| s.len == 0) {
-        return Ok(Vec::new());
+    let Some((first, others)) = sources.split_first() else {
+        return Ok((0, Vec::new()));
+    };
+    if first.len == 0 {
+        return Ok((0, Vec::new()));
     }
-    let first = &sources[0];
-    let mut acc: Vec<Item> = first
-        .items(view)?
-        .into_iter()
-        .map(|(m, s)| (m, weighted(s, first.weight)))
-        .collect();
-    for src in &sources[1..] {
-        if acc.is_empty() {
-            break;
-        }
-        let members: Vec<&[u8]> = acc.iter().map(|(m, _)| m.as_slice()).collect();
-        let found = src.probe(view, &members)?;
-        let mut kept = Vec::with_capacity(acc.len());
-        for ((m, mut score), f) in acc.into_iter().zip(found) {
-            if let Some(s) = f {
-                if !card_only {
-                    agg.apply(&mut score, s * src.weight);
-                }
-                kept.push((m, score));
+    if card_only && others.iter().all(|o| o.same_key(first)) {
+        return Ok((capped(first.len, limit), Vec::new()));
+    }
+    let mut n = 0u64;
+    let mut out = Vec::new();
+    first.for_each_chunk(view, |chunk| {
+        // (member, the first input's unweighted score, the aggregate so far)
+        let mut acc: Vec<(Vec<u8>, f64, f64)> = chunk
+            .into_iter()
+            .map(|(m, s)| (m, s, weighted(s, first.weight)))
+            .collect();
+        for src in others {
+            if acc.is_empty() {
+                break;
             }
+            if src.same_key(first) {
+                if !card_only {
+                    for (_, own, score) in &mut acc {
+                        agg.apply(score, *own * src.weight);
+                    }
+                }
+                continue;
+            }
+            let members: Vec<&[u8]> = acc.iter().map(|(m, _, _)| m.as_slice()).collect();
+            let found = src.probe(view, &members)?;
+            let mut kept = Vec::with_capacity(acc.len());
+            for ((m, own, mut score), f) in acc.into_iter().zip(found) {
+                if let Some(s) = f {
+                    if !card_only {
+                        agg.apply(&mut score, s * src.weight);
+                    }
+                    kept.push((m, own, score));
+                }
+            }
+            acc = kept;
         }
-        acc = kept;
-    }
-    Ok(acc)
+        if card_only {
+            n += acc.len() as u64;
+            return Ok(limit == 0 || n < limit);
+        }
+        n += acc.len() as u64;
+        out.extend(acc.into_iter().map(|(m, _, score)| (m, score)));
+        Ok(true)
+    })?;
+    Ok((capped(n, limit), out))
 }
 
+/// A count cut at `limit` (0 = no limit).
+fn capped(n: u64, limit: u64) -> u64 {
+    if limit > 0 {
+        n.min(limit)
+    } else {
+        n
+    }
+}
+
+/// The members of the first input that are in none of the others, walking the first a chunk at
+/// a time; empty at once if the first is named again.
 fn diff(view: &View, sources: &[Source]) -> Result<Vec<Item>, CmdError> {
-    let Some(first) = sources.first() else {
+    let Some((first, others)) = sources.split_first() else {
         return Ok(Vec::new());
     };
-    let mut acc = first.items(view)?;
-    for src in &sources[1..] {
-        if acc.is_empty() {
-            break;
-        }
-        if src.len == 0 {
-            continue;
-        }
-        let members: Vec<&[u8]> = acc.iter().map(|(m, _)| m.as_slice()).collect();
-        let found = src.probe(view, &members)?;
-        acc = acc
-            .into_iter()
-            .zip(found)
-            .filter(|(_, f)| f.is_none())
-            .map(|(item, _)| item)
-            .collect();
+    if others.iter().any(|o| o.same_key(first)) {
+        return Ok(Vec::new());
     }
-    Ok(acc)
+    let mut out = Vec::new();
+    first.for_each_chunk(view, |mut chunk| {
+        for src in others {
+            if chunk.is_empty() {
+                break;
+            }
+            if src.len == 0 {
+                continue;
+            }
+            let members: Vec<&[u8]> = chunk.iter().map(|(m, _)| m.as_slice()).collect();
+            let found = src.probe(view, &members)?;
+            let mut it = found.iter();
+            chunk.retain(|_| it.next().is_some_and(|f| f.is_none()));
+        }
+        out.extend(chunk);
+        Ok(true)
+    })?;
+    Ok(out)
 }
 
 /// ZUNION numkeys key [key ...] [WEIGHTS weight ...] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
