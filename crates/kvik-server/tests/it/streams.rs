@@ -279,6 +279,38 @@ fn group_commands_match_redis() {
     ]);
 }
 
+/// XREADGROUP `>` after XGROUP SETID moved the group back over delivered entries: those are
+/// pending already and move to the reading consumer (the group's count unchanged), while the
+/// entries past the largest pending ID are new to the PEL (read without a lookup each).
+#[test]
+fn redelivery_after_setid_moves_pending_entries_between_consumers_as_redis() {
+    mirror(&[
+        "XADD s 1-1 a 1",
+        "XADD s 2-1 a 2",
+        "XADD s 3-1 a 3",
+        "XADD s 4-1 a 4",
+        "XADD s 5-1 a 5",
+        "XGROUP CREATE s g 0",
+        "XREADGROUP GROUP g c1 STREAMS s >",
+        "XPENDING s g",
+        "XGROUP SETID s g 2-1",
+        "XADD s 6-1 a 6",
+        "XREADGROUP GROUP g c2 COUNT 2 STREAMS s >",
+        "XPENDING s g",
+        "XREADGROUP GROUP g c2 STREAMS s >",
+        "XPENDING s g",
+        "XREADGROUP GROUP g c1 STREAMS s 0",
+        "XACK s g 1-1 2-1 6-1",
+        "XPENDING s g",
+        "XGROUP SETID s g 0",
+        "XREADGROUP GROUP g c3 NOACK COUNT 4 STREAMS s >",
+        "XPENDING s g",
+        "XADD s 7-1 a 7",
+        "XREADGROUP GROUP g c3 STREAMS s >",
+        "XPENDING s g",
+    ]);
+}
+
 #[test]
 fn time_dependent_replies_have_redis_shapes() {
     let srv = TestServer::start();

@@ -365,9 +365,20 @@ pub fn xreadgroup(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
                     continue;
                 }
                 created = s.seen_consumer(group, &mut g, consumer, ctx.now_ms)?;
+                // Entries past the group's last ID are pending already only if XGROUP SETID
+                // moved it back over delivered ones: past the group's largest pending ID
+                // (one seek) none is, and its PEL needs no read per entry.
+                let newest_pending = if r.noack {
+                    None
+                } else {
+                    s.last_pending_id(group)?
+                };
                 for (id, _) in &out {
                     if !r.noack {
-                        let old = s.pending(group, *id)?;
+                        let old = match newest_pending {
+                            Some(p) if *id <= p => s.pending(group, *id)?,
+                            _ => None,
+                        };
                         let rec = PendingRec {
                             delivery_ms: ctx.now_ms,
                             delivery_count: 1,
