@@ -408,6 +408,9 @@ pub(crate) fn spawn_compactor(server: Arc<Server>) -> std::thread::JoinHandle<()
         .expect("spawn compactor thread")
 }
 
+/// How often the primary's timer clears the marks of copies left unfinished.
+const BUILDS_EVERY: Duration = Duration::from_secs(60);
+
 /// The timer's active expiry: due keys, then due hash fields, within the share of each tick
 /// that `tick_share_percent` gives (more while the last tick's cycle ended behind).
 #[derive(Default)]
@@ -514,6 +517,7 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
         .spawn(move || {
             let mut expiry = ExpiryCycles::default();
             let mut last_sync = Instant::now();
+            let mut builds_cleared: Option<Instant> = None;
             let mut next_tick = Instant::now();
             while !server.is_shutting_down() {
                 let hz = server.config.hz.load(Ordering::Relaxed).max(1);
@@ -563,6 +567,17 @@ pub(crate) fn spawn_timer(server: Arc<Server>) -> std::thread::JoinHandle<()> {
                     };
                     if let Err(e) = folded {
                         tracing::warn!(error = %e, "folding the key counts failed");
+                    }
+                    // Copies an earlier run (or a former primary) left unfinished: soon after
+                    // start, then once a minute (`storage::building`).
+                    let builds_due = builds_cleared.is_none_or(|t| t.elapsed() >= BUILDS_EVERY);
+                    if builds_due && !failed && !replica && !server.pause.writes_paused() {
+                        builds_cleared = Some(Instant::now());
+                        match server.storage.clear_abandoned_builds() {
+                            Ok(0) => {}
+                            Ok(n) => tracing::info!(n, "cleared unfinished copies' marks"),
+                            Err(e) => tracing::warn!(error = %e, "clearing copies' marks failed"),
+                        }
                     }
                     if !failed && server.storage.fsync_policy() == FsyncPolicy::Everysec {
                         if let Err(e) = server.storage.sync_wal() {

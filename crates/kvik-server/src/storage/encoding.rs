@@ -30,7 +30,7 @@
 //!
 //! Every collection entry (data or score CF) starts with [`data_prefix`], so one key's members are
 //! one prefix, a key is copied or exported without knowing its type, and the data compaction
-//! filter (`expire::data_filter`) recognises stale members by their version alone. The member part
+//! filter (`expire::DataFilter`) recognises stale members by their version alone. The member part
 //! is the type's business: a hash field, a set member, a list position ([`list_index`]), a sorted
 //! set member (data CF, value = score) or score + member ([`encode_score`], score CF), or a
 //! bitmap segment (see below).

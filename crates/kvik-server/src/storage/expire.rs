@@ -6,7 +6,7 @@
 //!    It reads the expiry index (`expiry_index`) from each database's scan start up to now, so
 //!    it costs O(keys that expired), and nothing at all while no key is due; it deletes the due
 //!    keys under their locks, re-checking after locking so a key rewritten meanwhile survives.
-//! 3. At compaction, for collection members only: [`data_filter`] drops the members of
+//! 3. At compaction, for collection members only: [`DataFilter`] drops the members of
 //!    collections that are gone: deleted, overwritten (a new version), or expired, and the
 //!    expired fields of hashes with field TTLs. This is what makes DEL of a big collection O(1).
 //!
@@ -21,51 +21,154 @@
 //! expiry index must see every removal, so an expired key's meta record goes by active expiry,
 //! through a commit like any write.
 
+use super::building;
 use super::counts::{DbCounts, KeyState};
 use super::encoding::{
     data_key, db_prefix, decode_data_key, field_expired, meta_key, prefix_successor,
-    split_field_value, Kind, Meta,
+    split_field_value, DataKey, Kind, Meta,
 };
 use super::members::{Cf, Coll};
 use super::{expiry_index, Batch, Storage, StorageResult, CF_DATA, CF_EXPIRY, CF_META};
 use crate::clock::unix_ms;
 use crate::key_list::KeyList;
-use rocksdb::compaction_filter::Decision;
+use rocksdb::compaction_filter::{CompactionFilter, Decision};
+use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::{ReadOptions, DB};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
-/// Compaction filter for the data and score column families: keeps an entry only while its
-/// collection's meta record exists, is live, and has the entry's version. A failed metadata read
-/// keeps the entry (it is looked at again in a later compaction).
-/// `value` is the entry's value: an expired field of a hash with field TTLs is dropped too (and
-/// counted in `dropped_fields`).
-pub fn data_filter(db: &DB, raw_key: &[u8], value: &[u8], dropped_fields: &AtomicU64) -> Decision {
-    let Some(k) = decode_data_key(raw_key) else {
-        return Decision::Keep;
-    };
-    let Some(cf) = db.cf_handle(CF_META) else {
-        return Decision::Keep;
-    };
-    match db.get_pinned_cf(cf, meta_key(k.db, k.key)) {
-        Ok(Some(raw)) => match Meta::decode(&raw) {
-            Some(m) if m.is_collection() && m.version == k.version && !m.is_expired(unix_ms()) => {
-                if m.kind == Kind::Hash
-                    && m.field_ttls
-                    && field_expired(split_field_value(value).0, unix_ms())
-                {
-                    dropped_fields.fetch_add(1, Ordering::Relaxed);
+/// The compaction filter of the data and score column families, one per compaction (RocksDB
+/// asks [`DataFilterFactory`] for it): keeps an entry only while its collection's meta record
+/// exists, is live, and names the entry's version, or while that version is being built
+/// (`building`). A compaction meets the entries of one collection version one after another,
+/// so the verdict for a version is read once and reused for the entries that follow it: one
+/// meta read per collection and compaction, where a read per entry made compacting a deleted
+/// million-member set read the meta record two million times. Reusing a verdict is safe both
+/// ways: keeping is always safe, and a version once stale never becomes live again (versions
+/// are never reused, and one built across several commits is marked from its first).
+pub struct DataFilter {
+    name: &'static CStr,
+    db: Arc<OnceLock<Weak<DB>>>,
+    closing: Arc<AtomicBool>,
+    dropped_fields: Arc<AtomicU64>,
+    /// The data prefix (database, slot, key, version) of the last verdict, and the verdict.
+    last: Option<(Vec<u8>, Verdict)>,
+}
+
+/// What a collection version's meta record says of its entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Keep,
+    /// A live hash with field TTLs: keep its entries but the expired fields.
+    KeepLiveFields,
+    Remove,
+}
+
+/// Creates a [`DataFilter`] for each compaction of the data and score column families.
+pub struct DataFilterFactory {
+    /// The name RocksDB's LOG shows (the factory's and its filters').
+    pub name: &'static CStr,
+    pub db: Arc<OnceLock<Weak<DB>>>,
+    pub closing: Arc<AtomicBool>,
+    /// Counts the expired hash fields the filters dropped.
+    pub dropped_fields: Arc<AtomicU64>,
+}
+
+impl CompactionFilterFactory for DataFilterFactory {
+    type Filter = DataFilter;
+
+    fn create(&mut self, _context: CompactionFilterContext) -> DataFilter {
+        DataFilter {
+            name: self.name,
+            db: self.db.clone(),
+            closing: self.closing.clone(),
+            dropped_fields: self.dropped_fields.clone(),
+            last: None,
+        }
+    }
+
+    fn name(&self) -> &CStr {
+        self.name
+    }
+}
+
+impl CompactionFilter for DataFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+        if self.closing.load(Ordering::Relaxed) {
+            return Decision::Keep;
+        }
+        let Some(k) = decode_data_key(key) else {
+            return Decision::Keep;
+        };
+        let prefix = &key[..key.len() - k.member.len()];
+        let verdict = match &self.last {
+            Some((p, v)) if p[..] == *prefix => *v,
+            _ => {
+                // The database is gone while it closes: keep, and remember nothing.
+                let Some(db) = self.db.get().and_then(Weak::upgrade) else {
+                    return Decision::Keep;
+                };
+                let Some(v) = verdict(&db, &k) else {
+                    return Decision::Keep;
+                };
+                self.last = Some((prefix.to_vec(), v));
+                v
+            }
+        };
+        match verdict {
+            Verdict::Keep => Decision::Keep,
+            Verdict::Remove => Decision::Remove,
+            Verdict::KeepLiveFields => {
+                if field_expired(split_field_value(value).0, unix_ms()) {
+                    self.dropped_fields.fetch_add(1, Ordering::Relaxed);
                     Decision::Remove
                 } else {
                     Decision::Keep
                 }
             }
-            Some(_) => Decision::Remove,
-            None => Decision::Keep,
-        },
-        Ok(None) => Decision::Remove,
-        Err(_) => Decision::Keep,
+        }
     }
+
+    fn name(&self) -> &CStr {
+        self.name
+    }
+}
+
+/// The verdict for the entries of version `k.version` of `k.key`; `None` if a read failed or
+/// a record could not be decoded (keep them: they are looked at again in a later compaction).
+///
+/// Entries the meta record does not name when first read are kept while their version is
+/// being built (`building`: a copy commits its entries before the meta record), and kept if
+/// the meta record names them by a second read (the copy ended after the first, deleting the
+/// mark in the batch that put the record; read in this order, one of the reads sees it).
+fn verdict(db: &DB, k: &DataKey<'_>) -> Option<Verdict> {
+    let cf = db.cf_handle(CF_META)?;
+    if let Some(v) = named(db, cf, k)? {
+        return Some(v);
+    }
+    if building::is_building(db, k.version) {
+        return Some(Verdict::Keep);
+    }
+    Some(named(db, cf, k)?.unwrap_or(Verdict::Remove))
+}
+
+/// What the key's meta record says of version `k.version`: `Some(None)` if it does not name
+/// it as a live collection (no record, another version, expired); `None` if unreadable.
+fn named(db: &DB, meta_cf: &rocksdb::ColumnFamily, k: &DataKey<'_>) -> Option<Option<Verdict>> {
+    let Some(raw) = db.get_pinned_cf(meta_cf, meta_key(k.db, k.key)).ok()? else {
+        return Some(None);
+    };
+    let m = Meta::decode(&raw)?;
+    if !m.is_collection() || m.version != k.version || m.is_expired(unix_ms()) {
+        return Some(None);
+    }
+    Some(Some(if m.kind == Kind::Hash && m.field_ttls {
+        Verdict::KeepLiveFields
+    } else {
+        Verdict::Keep
+    }))
 }
 
 /// The active expiry cycle; each database's scan start is kept in its counts

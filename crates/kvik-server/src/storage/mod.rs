@@ -22,6 +22,7 @@
 
 pub mod backlog;
 pub mod budget;
+mod building;
 pub mod checkpoint;
 #[cfg(test)]
 mod count_tests;
@@ -256,6 +257,8 @@ pub struct Storage {
     /// Last collection version handed out, and the persisted floor it must stay below.
     version: AtomicU64,
     version_floor: Mutex<u64>,
+    /// The first version this process handed out (versions below it are older runs').
+    first_version: AtomicU64,
     observers: RwLock<Vec<Arc<dyn WriteObserver>>>,
     /// Set before the DB closes, so the data compaction filter stops looking up metadata.
     closing: Arc<AtomicBool>,
@@ -326,18 +329,13 @@ impl Storage {
         let handle: Arc<OnceLock<Weak<DB>>> = Arc::default();
         let closing = Arc::new(AtomicBool::new(false));
         let compaction_expired_fields = Arc::new(AtomicU64::new(0));
-        let data_cf_opts = |name: &'static str, role: CfRole| {
+        let data_cf_opts = |name: &'static std::ffi::CStr, role: CfRole| {
             let mut o = options::cf_options(&opts, &shared, tuning, role);
-            let (handle, closing) = (handle.clone(), closing.clone());
-            let dropped = compaction_expired_fields.clone();
-            o.set_compaction_filter(name, move |_level: u32, key: &[u8], value: &[u8]| {
-                if closing.load(Ordering::Relaxed) {
-                    return rocksdb::compaction_filter::Decision::Keep;
-                }
-                match handle.get().and_then(Weak::upgrade) {
-                    Some(db) => expire::data_filter(&db, key, value, &dropped),
-                    None => rocksdb::compaction_filter::Decision::Keep,
-                }
+            o.set_compaction_filter_factory(expire::DataFilterFactory {
+                name,
+                db: handle.clone(),
+                closing: closing.clone(),
+                dropped_fields: compaction_expired_fields.clone(),
             });
             o
         };
@@ -347,8 +345,8 @@ impl Storage {
 
         let cfs = vec![
             ColumnFamilyDescriptor::new(CF_META, meta_opts),
-            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts("kvik-data-stale", CfRole::Data)),
-            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts("kvik-score-stale", CfRole::Score)),
+            ColumnFamilyDescriptor::new(CF_DATA, data_cf_opts(c"kvik-data-stale", CfRole::Data)),
+            ColumnFamilyDescriptor::new(CF_SCORE, data_cf_opts(c"kvik-score-stale", CfRole::Score)),
             ColumnFamilyDescriptor::new(CF_EXPIRY, expiry_opts),
             ColumnFamilyDescriptor::new(CF_COUNTS, counts_opts),
         ];
@@ -367,6 +365,7 @@ impl Storage {
             cache,
             version: AtomicU64::new(0),
             version_floor: Mutex::new(0),
+            first_version: AtomicU64::new(0),
             observers: RwLock::new(Vec::new()),
             closing,
             counts: KeyCounts::default(),
@@ -402,6 +401,7 @@ impl Storage {
             .unwrap_or(0);
         let start = floor.max(crate::clock::unix_ms().saturating_mul(1000));
         self.version.store(start, Ordering::SeqCst);
+        self.first_version.store(start + 1, Ordering::SeqCst);
         self.write_version_floor(start + VERSION_RESERVE)?;
         *self.version_floor.lock() = start + VERSION_RESERVE;
         Ok(())

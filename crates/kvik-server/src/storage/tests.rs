@@ -141,6 +141,81 @@ mod collections {
         s.property_sum("rocksdb.estimate-num-keys")
     }
 
+    /// Writes `n` fields of a hash under `meta`'s version without its meta record (what a big
+    /// copy commits before the batch that names the version), marked as being built if `mark`.
+    fn write_unnamed(s: &Storage, key: &[u8], meta: &super::Meta, n: usize, mark: bool) {
+        let mut b = Batch::default();
+        for i in 0..n {
+            let field = format!("field-{i:08}");
+            b.put_member(
+                s,
+                Cf::Data,
+                &Coll::new(0, key, meta),
+                field.as_bytes(),
+                b"v",
+            );
+        }
+        if mark {
+            b.mark_building(s, meta.version);
+        }
+        s.commit(b).unwrap();
+    }
+
+    /// Entries committed before the meta record that names their version survive compactions
+    /// while the version is marked as being built (a compaction in the middle of a big RENAME
+    /// dropped them); unmarked ones go as before; and the mark of a copy an earlier run left
+    /// unfinished is cleared, after which its entries go too.
+    #[test]
+    fn entries_of_a_version_being_built_survive_compaction_until_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let hash = |s: &Storage| super::Meta::collection(Kind::Hash, s.next_version().unwrap(), 0);
+        let abandoned = {
+            let s = Storage::open(dir.path()).unwrap();
+            let m = hash(&s);
+            write_unnamed(&s, b"abandoned", &m, 100, true);
+            s.sync_wal().unwrap();
+            m
+        };
+        let s = Storage::open(dir.path()).unwrap();
+        let mut copy = hash(&s);
+        copy.len = 100;
+        write_unnamed(&s, b"copy", &copy, 100, true);
+        let unmarked = hash(&s);
+        write_unnamed(&s, b"unmarked", &unmarked, 100, false);
+        s.compact_all();
+        assert_eq!(
+            members(&s, b"copy", &copy),
+            100,
+            "marked, in the middle of a copy"
+        );
+        assert_eq!(
+            members(&s, b"abandoned", &abandoned),
+            100,
+            "marked, not cleared yet"
+        );
+        assert_eq!(members(&s, b"unmarked", &unmarked), 0);
+        // The earlier run's mark goes; this run's stays while its copy goes on.
+        assert_eq!(s.clear_abandoned_builds().unwrap(), 1);
+        assert_eq!(s.clear_abandoned_builds().unwrap(), 0);
+        s.compact_all();
+        assert_eq!(members(&s, b"abandoned", &abandoned), 0);
+        assert_eq!(members(&s, b"copy", &copy), 100);
+        // The copy ends: its meta record and the end of the mark in one batch.
+        let mut b = Batch::default();
+        b.put_meta(&s, 0, b"copy", &copy);
+        b.unmark_building(&s, copy.version);
+        s.commit(b).unwrap();
+        s.compact_all();
+        assert_eq!(members(&s, b"copy", &copy), 100);
+        assert_eq!(members(&s, b"abandoned", &abandoned), 0);
+        // With the mark gone its entries are stale like any others once the key is.
+        let mut b = Batch::default();
+        b.delete_meta(&s, 0, b"copy");
+        s.commit(b).unwrap();
+        s.compact_all();
+        assert_eq!(members(&s, b"copy", &copy), 0, "the mark outlived its copy");
+    }
+
     #[test]
     fn versions_grow_and_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
