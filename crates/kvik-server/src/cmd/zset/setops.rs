@@ -330,13 +330,11 @@ fn inter(
             }
             acc = kept;
         }
-        if card_only {
-            n += acc.len() as u64;
-            return Ok(limit == 0 || n < limit);
-        }
         n += acc.len() as u64;
-        out.extend(acc.into_iter().map(|(m, _, score)| (m, score)));
-        Ok(true)
+        if !card_only {
+            out.extend(acc.into_iter().map(|(m, _, score)| (m, score)));
+        }
+        Ok(limit == 0 || n < limit)
     })?;
     Ok((capped(n, limit), out))
 }
