@@ -20,7 +20,7 @@
 //! that limit.
 
 use super::ctx::{Args, CmdError, CmdResult, Ctx, ErrorKind, Mode, Reply};
-use super::spec::{CommandSpec, DbRef, Flags, InMulti, KeySpec};
+use super::spec::{CacheEffect, CommandSpec, DbRef, Flags, InMulti, KeySpec};
 use super::{table, Entry};
 use crate::server::Server;
 use crate::session::{MultiState, Queued, Session};
@@ -266,6 +266,13 @@ fn exec(ctx: &mut Ctx<'_>, _args: &Args) -> CmdResult {
             .keys()
             .map(|(db, k)| (db, Bytes::copy_from_slice(k))),
     );
+    // A queued flush must not wait for writers that wait for this EXEC's keys: it closes the
+    // flush gate before they are locked (`storage::flush_gate`).
+    let flushes = state
+        .queue
+        .iter()
+        .any(|q| table().entry(q.id).spec.cache == CacheEffect::Flush);
+    let _closed = flushes.then(|| storage.close_flush_gate());
     let dbs = storage.dbs();
     let _guard = storage.lock_in(keys.iter().map(|(db, k)| (dbs.physical(*db), &k[..])));
     let dirty = ctx.session.watches.is_dirty(storage, ctx.now_ms);

@@ -17,7 +17,11 @@
 //! transaction is written ([`KeyLocks::release_retained`]), as a worker's EXEC holds its keys to the end.
 //! A bounded lock ([`KeyLocks::try_lock_in_for`]) by a thread that keeps no stripe may wait
 //! longer than one by a thread that does ([`Patience`]): only the second could close a cycle.
+//!
+//! A thread holding stripes also holds the flush gate shared (`flush_gate`), so a FLUSHDB or
+//! FLUSHALL never falls between a write's reads and its commit.
 
+use super::flush_gate::{Closed, FlushGate};
 use crate::fast_hash::FastHash;
 use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
 use parking_lot::RawMutex;
@@ -35,6 +39,8 @@ const STRIPES: usize = 1 << 16;
 pub struct KeyLocks {
     stripes: Box<[RawMutex]>,
     seed: u64,
+    /// Held shared by every thread that holds stripes; FLUSHDB and FLUSHALL close it.
+    gate: FlushGate,
 }
 
 /// How long a bounded lock ([`KeyLocks::try_lock_in_for`]) waits for a stripe another thread
@@ -94,6 +100,7 @@ impl Default for KeyLocks {
         KeyLocks {
             stripes: (0..STRIPES).map(|_| RawMutex::INIT).collect(),
             seed: rand::random::<u64>(),
+            gate: FlushGate::default(),
         }
     }
 }
@@ -130,6 +137,7 @@ impl KeyLocks {
                 held.borrow_mut()
                     .extend(acquired.iter().map(|&i| (owner, i)))
             });
+            self.gate.took(acquired.len());
         }
         KeyGuard {
             locks: self,
@@ -145,6 +153,46 @@ impl KeyLocks {
             // a retained entry, or a partial acquisition being undone) and is unlocked once.
             unsafe { self.stripes[i].unlock() };
         }
+    }
+
+    /// Unlocks stripes a guard recorded as held, and leaves the flush gate after the last.
+    fn release(&self, idx: &[usize]) {
+        let owner = self.id();
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            for &i in idx {
+                held.remove(&(owner, i));
+            }
+        });
+        self.unlock(idx);
+        self.gate.released(idx.len());
+    }
+
+    /// Closes the flush gate (see `flush_gate`): once no other thread holds a stripe, and
+    /// until the guard is dropped. A thread that holds stripes lets go of them while it waits
+    /// (one of the holders it waits for may be waiting for them) and has them back on return.
+    pub fn close_gate(&self) -> Closed<'_> {
+        if !self.gate.shared_here() {
+            return self.gate.close();
+        }
+        let owner = self.id();
+        let mut mine: Vec<usize> = HELD.with(|held| {
+            held.borrow()
+                .iter()
+                .filter(|(o, _)| *o == owner)
+                .map(|&(_, i)| i)
+                .collect()
+        });
+        mine.sort_unstable();
+        self.unlock(&mine);
+        self.gate.released(mine.len());
+        let closed = self.gate.close();
+        // No other thread holds a stripe now: these are free.
+        for &i in &mine {
+            self.stripes[i].lock();
+        }
+        self.gate.took(mine.len());
+        closed
     }
 
     /// True if another thread holds the stripe of `key` (a writer of it, or of a key sharing
@@ -163,6 +211,9 @@ impl KeyLocks {
     /// Locks the stripes of keys that may live in different databases (MOVE, COPY ... DB).
     pub fn lock_in<'a, 'k>(&'a self, keys: impl Iterator<Item = (u16, &'k [u8])>) -> KeyGuard<'a> {
         let idx = self.to_take(keys);
+        if !idx.is_empty() {
+            self.gate.enter();
+        }
         for &i in &idx {
             self.stripes[i].lock();
         }
@@ -180,21 +231,29 @@ impl KeyLocks {
         patience: Patience,
     ) -> Option<KeyGuard<'a>> {
         let idx = self.to_take(keys);
-        // The clock is read only if a stripe is taken.
+        if idx.is_empty() {
+            return Some(self.guard(idx));
+        }
+        // The clock is read only if the gate or a stripe is taken.
         let mut deadline = None;
+        let mut until = || {
+            *deadline.get_or_insert_with(|| {
+                let wait = if self.keeps_any() {
+                    patience.keeping
+                } else {
+                    patience.not_keeping
+                };
+                Instant::now() + wait
+            })
+        };
+        if !self.gate.try_enter_until(None) && !self.gate.try_enter_until(Some(until())) {
+            return None;
+        }
         for (n, &i) in idx.iter().enumerate() {
             let stripe = &self.stripes[i];
-            if stripe.try_lock() {
-                continue;
-            }
-            let wait = if self.keeps_any() {
-                patience.keeping
-            } else {
-                patience.not_keeping
-            };
-            let until = *deadline.get_or_insert_with(|| Instant::now() + wait);
-            if !stripe.try_lock_until(until) {
+            if !stripe.try_lock() && !stripe.try_lock_until(until()) {
                 self.unlock(&idx[..n]);
+                self.gate.released(0);
                 return None;
             }
         }
@@ -225,16 +284,9 @@ impl KeyLocks {
             });
             kept
         });
-        if kept.is_empty() {
-            return;
+        if !kept.is_empty() {
+            self.release(&kept);
         }
-        HELD.with(|held| {
-            let mut held = held.borrow_mut();
-            for &i in &kept {
-                held.remove(&(owner, i));
-            }
-        });
-        self.unlock(&kept);
     }
 }
 
@@ -251,13 +303,7 @@ impl Drop for KeyGuard<'_> {
             });
             return;
         }
-        HELD.with(|held| {
-            let mut held = held.borrow_mut();
-            for &i in &self.acquired {
-                held.remove(&(owner, i));
-            }
-        });
-        self.locks.unlock(&self.acquired);
+        self.locks.release(&self.acquired);
     }
 }
 
@@ -276,6 +322,44 @@ mod tests {
         drop(locks.lock(1, &[b"k1", b"k1"]));
         // Everything was released: the same keys can be taken again.
         drop(locks.lock(0, &keys));
+    }
+
+    /// A thread holding "a" closes the flush gate while another holds "b" and waits for "a":
+    /// the closer lets "a" go until the other finishes (no deadlock), and has it back after.
+    #[test]
+    fn a_stripe_holder_closes_the_flush_gate_while_another_waits_for_its_stripe() {
+        let locks = Arc::new(KeyLocks::default());
+        let mine = locks.lock(0, &[b"a"]);
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let l2 = locks.clone();
+        let other = std::thread::spawn(move || {
+            let _b = l2.lock(0, &[b"b"]);
+            held_tx.send(()).unwrap();
+            let _a = l2.lock(0, &[b"a"]);
+        });
+        held_rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let closed = locks.close_gate();
+        other.join().unwrap();
+        assert!(!free_for_others(&locks, b"a"), "its stripe is back");
+        let l3 = locks.clone();
+        let other_got_one = std::thread::spawn(move || {
+            let c = [(0u16, &b"c"[..])];
+            l3.try_lock_in_for(c.into_iter(), Patience::uniform(Duration::ZERO))
+                .is_some()
+        });
+        assert!(
+            !other_got_one.join().unwrap(),
+            "others are held off while closed"
+        );
+        drop(closed);
+        assert!(
+            !free_for_others(&locks, b"a"),
+            "held on after the gate opens"
+        );
+        drop(mine);
+        assert!(free_for_others(&locks, b"a"));
+        HELD.with(|h| assert!(h.borrow().is_empty()));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod dbmap;
 pub mod encoding;
 pub mod expire;
 pub mod expiry_index;
+pub mod flush_gate;
 pub mod health;
 mod introspect;
 pub mod locks;
@@ -864,25 +865,43 @@ impl Storage {
 
     /// Removes every key of database `db` (and its cache entries).
     pub fn flush_db(&self, db: u16) -> StorageResult<()> {
-        let r = self.delete_dbs(db, db + 1);
-        self.cache.clear_db(db);
-        self.flushed(Some(db));
-        r
+        self.flush_dbs(db, db + 1, || self.cache.clear_db(db), Some(db))
     }
 
     /// Removes every key of every user database (and the whole cache).
     pub fn flush_all(&self) -> StorageResult<()> {
-        let r = self.delete_dbs(0, INTERNAL_DB);
-        self.cache.clear();
-        self.flushed(None);
+        self.flush_dbs(0, INTERNAL_DB, || self.cache.clear(), None)
+    }
+
+    /// Empties databases `from..to` (`told`: the one FLUSHDB empties, `None` for FLUSHALL) with
+    /// the flush gate closed: no write is between its reads and its commit, and the next one
+    /// reads the keys after the cache dropped them (see `flush_gate`).
+    fn flush_dbs(
+        &self,
+        from: u16,
+        to: u16,
+        clear_cache: impl FnOnce(),
+        told: Option<u16>,
+    ) -> StorageResult<()> {
+        // What an open transaction of this thread buffered goes first (see `txn`).
+        self.settle_txn()?;
+        let _closed = self.close_flush_gate();
+        let r = self.delete_dbs(from, to);
+        clear_cache();
+        self.flushed(told);
         r
+    }
+
+    /// Keeps every other thread from taking key locks until the guard is dropped, once those
+    /// that hold some let go (see `flush_gate`): EXEC closes it before it locks its keys when
+    /// it runs a flush.
+    pub fn close_flush_gate(&self) -> flush_gate::Closed<'_> {
+        self.locks.close_gate()
     }
 
     /// Range-deletes databases `from..to` in every column family, their counts included, in one
     /// batch, while no commit is between its state reads and its counts update.
     fn delete_dbs(&self, from: u16, to: u16) -> StorageResult<()> {
-        // What an open transaction of this thread buffered goes first (see `txn`).
-        self.settle_txn()?;
         let _gate = self.commit_gate.write();
         self.flushes.fetch_add(1, Ordering::AcqRel);
         let mut batch = rocksdb::WriteBatch::default();
