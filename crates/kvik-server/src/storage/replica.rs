@@ -371,6 +371,10 @@ impl Storage {
         self.clear_repl_position()?;
         let names = DB::list_cf(&Options::default(), dir)?;
         let src = DB::open_cf_for_read_only(&Options::default(), dir, &names, false)?;
+        // A write still in progress from before this server became a replica commits before
+        // the data is replaced, not into it (see `flush_gate`); the cache and the counts are
+        // reset before writers come back.
+        let _closed = self.close_flush_gate();
         let _gate = self.commit_gate.write();
         let mut no_wal = WriteOptions::default();
         no_wal.disable_wal(true);
