@@ -190,7 +190,7 @@ fn object(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let Some(encoding) = super::keys::encoding_of(ctx, key)? else {
         return Err(CmdError::fixed("no such key"));
     };
-    let meta = ctx.lookup_write(key)?;
+    let meta = ctx.lookup_read(key)?;
     let len = meta.as_ref().map_or(0, |m| {
         if m.is_collection() {
             m.len
