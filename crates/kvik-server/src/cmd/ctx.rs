@@ -285,6 +285,10 @@ impl<'a> Ctx<'a> {
     /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock, so a
     /// cached entry is current and answers without a RocksDB read.
     pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        if !self.storage().key_held_here(self.db(), key) {
+            let lookups = &self.server.stats.unlocked_write_lookups;
+            lookups.fetch_add(1, Ordering::Relaxed);
+        }
         match self.storage().cache().held(self.db(), key, self.now_ms) {
             Some(Known::Present(hit)) => Ok(Some(hit.to_meta())),
             Some(Known::Absent) => Ok(None),

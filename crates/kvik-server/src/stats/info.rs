@@ -554,6 +554,10 @@ fn cache_fields(server: &Server, w: &mut Lines<'_>) {
     w.field("rtc_fallbacks", s.rtc_fallbacks.load(Relaxed));
     w.field("rtc_lock_retries", s.rtc_lock_retries.load(Relaxed));
     w.field(
+        "unlocked_write_lookups",
+        s.unlocked_write_lookups.load(Relaxed),
+    );
+    w.field(
         "io_key_affinity_moves",
         s.io_key_affinity_moves.load(Relaxed),
     );

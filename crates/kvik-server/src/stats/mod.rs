@@ -45,6 +45,10 @@ pub struct Stats {
     /// Of those, the ones put off to the I/O thread's next turn (a key another thread held;
     /// `rtc-lock-retries`) instead of going to the pool.
     pub rtc_lock_retries: AtomicU64,
+    /// Writes that read a key's record without holding its lock (`Ctx::lookup_write`): a
+    /// command that forgot its lock, which a flush or another writer could fall inside. The
+    /// integration tests expect 0.
+    pub unlocked_write_lookups: AtomicU64,
     /// Connections moved to the I/O thread of a key another I/O thread held
     /// (`io-key-affinity`).
     pub io_key_affinity_moves: AtomicU64,
@@ -95,6 +99,7 @@ impl Stats {
             rtc_commands: ShardedU64::default(),
             rtc_fallbacks: AtomicU64::new(0),
             rtc_lock_retries: AtomicU64::new(0),
+            unlocked_write_lookups: AtomicU64::new(0),
             io_key_affinity_moves: AtomicU64::new(0),
             rtc_backoff_skips: AtomicU64::new(0),
             rtc_disk_gate_closes: AtomicU64::new(0),
@@ -184,6 +189,7 @@ impl Stats {
             &self.expired_keys,
             &self.rtc_fallbacks,
             &self.rtc_lock_retries,
+            &self.unlocked_write_lookups,
             &self.io_key_affinity_moves,
             &self.rtc_backoff_skips,
             &self.rtc_disk_gate_closes,

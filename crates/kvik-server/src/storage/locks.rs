@@ -203,6 +203,13 @@ impl KeyLocks {
         self.stripes[i].is_locked() && !HELD.with(|h| h.borrow().contains(&(self.id(), i)))
     }
 
+    /// True if this thread holds `key`'s stripe (INFO `unlocked_write_lookups` counts writes
+    /// that read a key without it).
+    pub fn held_here(&self, db: u16, key: &[u8]) -> bool {
+        let i = self.stripe(db, key);
+        HELD.with(|h| h.borrow().contains(&(self.id(), i)))
+    }
+
     /// Locks the stripes of `keys` in database `db`.
     pub fn lock<'a, K: AsRef<[u8]>>(&'a self, db: u16, keys: &[K]) -> KeyGuard<'a> {
         self.lock_in(keys.iter().map(|k| (db, k.as_ref())))

@@ -517,6 +517,11 @@ impl Storage {
         self.locks.lock(db, keys)
     }
 
+    /// True if this thread holds `key`'s lock stripe.
+    pub fn key_held_here(&self, db: u16, key: &[u8]) -> bool {
+        self.locks.held_here(db, key)
+    }
+
     /// Releases the stripes this thread kept after their guards went (see `locks::retain`).
     pub fn release_retained_locks(&self) {
         self.locks.release_retained();

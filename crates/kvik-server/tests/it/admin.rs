@@ -1077,4 +1077,5 @@ fn flushes_among_concurrent_writes_leave_every_collection_whole() {
         }
     }
     assert!(round >= 30, "{round} flush rounds");
+    assert_eq!(crate::common::stat(&mut c, "unlocked_write_lookups"), 0);
 }

@@ -836,6 +836,9 @@ fn sequences_match_redis_of(server_args: &[&str], only: &Option<Vec<String>>) ->
         .take(3)
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // Every write read its keys under their locks (`storage::flush_gate`'s premise).
+    let unlocked = crate::common::stat(&mut server.client(), "unlocked_write_lookups");
+    assert_eq!(unlocked, 0, "writes that read a key without its lock");
     server
 }
 
