@@ -99,6 +99,7 @@ pub struct Config {
     pub cache_shards: AtomicU64,
     pub cache_max_key_size: AtomicU64,
     pub cache_max_hash_fields: AtomicU64,
+    pub cache_list_elements: AtomicU64,
     pub cache_policy: RwLock<crate::cache::Policy>,
     pub cache_fill_delay_us: AtomicU64,
     /// Answer cache hits of rtc commands on the I/O thread.
@@ -1141,6 +1142,14 @@ pub static SETTINGS: &[Setting] = &[
         set: |c, v| set_range(&c.cache_max_hash_fields, v, 0, u32::MAX as u64),
     },
     Setting {
+        name: "cache-list-elements",
+        default: "1024",
+        mutable: true,
+        help: "most elements of a list's head the hot cache holds (at most 64 KiB of them), filled by LRANGE and LINDEX, so reads of a list's first elements (LRANGE 0 N, LINDEX, LLEN) answer from memory on the I/O thread; a write of the list drops it (0: lists are not cached)",
+        get: |c| c.cache_list_elements.load(Relaxed).to_string(),
+        set: |c, v| set_range(&c.cache_list_elements, v, 0, 1 << 20),
+    },
+    Setting {
         name: "cache-policy",
         default: "lfu",
         mutable: true,
@@ -1721,6 +1730,7 @@ impl Default for Config {
             cache_shards: AtomicU64::new(0),
             cache_max_key_size: AtomicU64::new(0),
             cache_max_hash_fields: AtomicU64::new(0),
+            cache_list_elements: AtomicU64::new(0),
             cache_policy: RwLock::new(crate::cache::Policy::Lfu),
             cache_fill_delay_us: AtomicU64::new(0),
             rtc_read: AtomicBool::new(true),
@@ -1888,6 +1898,7 @@ impl Config {
             shards: self.cache_shards.load(Relaxed) as usize,
             max_key: self.cache_max_key_size.load(Relaxed) as usize,
             max_fields: self.cache_max_hash_fields.load(Relaxed) as usize,
+            list_elements: self.cache_list_elements.load(Relaxed) as usize,
             policy: *self.cache_policy.read(),
             fill_delay_us: self.cache_fill_delay_us.load(Relaxed),
             write_allocate: self.cache_write_allocate.load(Relaxed),

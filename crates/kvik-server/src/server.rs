@@ -226,6 +226,7 @@ impl Server {
         let cache = self.storage.cache();
         cache.set_max_key(s.max_key);
         cache.set_max_fields(s.max_fields);
+        cache.set_list_elements(s.list_elements);
         cache.set_policy(s.policy);
         cache.set_fill_delay_us(s.fill_delay_us);
         cache.set_write_allocate(s.write_allocate);

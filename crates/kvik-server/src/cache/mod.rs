@@ -46,11 +46,13 @@
 mod admission;
 mod fields;
 mod index;
+mod list;
 pub mod rank;
 #[cfg(test)]
 mod sim;
 
 pub use fields::FieldSet;
+pub use list::{CachedList, ListEdit};
 pub use rank::IndexEdit;
 
 use crate::storage::counts::KeyState;
@@ -132,8 +134,9 @@ pub enum CachedValue {
 
 /// A cached collection: a small hash whole (up to `cache-max-hash-fields` fields, filled by
 /// the hash reads, so a hit never sees part of a hash), a small hash with field TTLs whole
-/// until its first field expires ([`ExpiringHash`]), or a bigger hash, a set or a sorted set
-/// as its meta, its members cached one by one ([`BigColl`]). (One variant of
+/// until its first field expires ([`ExpiringHash`]), a bigger hash, a set or a sorted set
+/// as its meta, its members cached one by one ([`BigColl`]), or a list as its meta and its
+/// first elements ([`CachedList`], up to `cache-list-elements`). (One variant of
 /// [`CachedValue`] with the meta boxed keeps an entry at its size: the string variant's only
 /// niche value tells one other variant apart, and an entry fits two cache lines.)
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +144,7 @@ pub enum CollValue {
     Whole(CachedHash),
     Expiring(Box<ExpiringHash>),
     Big(Box<BigColl>),
+    List(std::sync::Arc<CachedList>),
 }
 
 /// A small hash with field TTLs, as a read found it: its fields, all live then, and the time
@@ -210,6 +214,8 @@ pub enum CollUpdate {
         /// entry added) of a sorted set's score index, a set's or hash's members.
         index: Vec<IndexEdit>,
     },
+    /// A list's pushes, pops and trims, in order, for its cached head ([`Cache::apply_list`]).
+    List(Vec<ListEdit>),
 }
 
 /// The fields of a hash without field TTLs, sorted by field bytes (storage order, so replies
@@ -243,6 +249,9 @@ impl CachedValue {
                 std::mem::size_of::<ExpiringHash>() + h.fields.data_len() + 32 * h.fields.len()
             }
             CachedValue::Coll(CollValue::Big(_)) => std::mem::size_of::<BigColl>(),
+            CachedValue::Coll(CollValue::List(l)) => {
+                std::mem::size_of::<CachedList>() + l.mem_size()
+            }
         }
     }
 
@@ -251,6 +260,7 @@ impl CachedValue {
             CachedValue::Str(_) => Kind::String,
             CachedValue::Coll(CollValue::Whole(_) | CollValue::Expiring(_)) => Kind::Hash,
             CachedValue::Coll(CollValue::Big(b)) => b.kind,
+            CachedValue::Coll(CollValue::List(_)) => Kind::List,
         }
     }
 }
@@ -271,6 +281,7 @@ impl Hit {
             CachedValue::Coll(CollValue::Whole(h)) => h.meta(self.expire_at_ms),
             CachedValue::Coll(CollValue::Expiring(h)) => h.meta.clone(),
             CachedValue::Coll(CollValue::Big(h)) => h.meta(self.expire_at_ms),
+            CachedValue::Coll(CollValue::List(l)) => l.meta(self.expire_at_ms),
         }
     }
 }
@@ -414,6 +425,9 @@ pub struct CacheSettings {
     pub shards: usize,
     pub max_key: usize,
     pub max_fields: usize,
+    /// Most elements of a list's head the cache holds (`cache-list-elements`; 0: lists are
+    /// not cached), see [`CachedList`].
+    pub list_elements: usize,
     pub policy: Policy,
     pub fill_delay_us: u64,
     /// A written string enters the cache even if it was not cached (`cache-write-allocate`).
@@ -442,6 +456,7 @@ impl Default for CacheSettings {
             shards: 16,
             max_key: 512,
             max_fields: 512,
+            list_elements: 1024,
             policy: Policy::Lfu,
             fill_delay_us: 0,
             write_allocate: true,
@@ -460,6 +475,7 @@ pub struct Cache {
     max_bytes: AtomicU64,
     max_key: AtomicUsize,
     max_fields: AtomicUsize,
+    list_elements: AtomicUsize,
     policy: AtomicU8,
     /// Testing only (`cache-fill-delay-us`): sleep between a miss's RocksDB read and its fill,
     /// widening the window in which a racing write must be noticed.
@@ -500,6 +516,7 @@ impl Cache {
             max_bytes: AtomicU64::new(s.max_bytes),
             max_key: AtomicUsize::new(s.max_key),
             max_fields: AtomicUsize::new(s.max_fields),
+            list_elements: AtomicUsize::new(s.list_elements),
             policy: AtomicU8::new(s.policy as u8),
             fill_delay_us: AtomicU64::new(s.fill_delay_us),
             write_allocate: AtomicBool::new(s.write_allocate),
@@ -562,6 +579,17 @@ impl Cache {
         self.max_fields.load(Relaxed)
     }
 
+    /// `cache-list-elements`: lowering it drops the lists holding more (0 drops them all).
+    pub fn set_list_elements(&self, n: usize) {
+        if self.list_elements.swap(n, Relaxed) > n {
+            self.clear_lists(n);
+        }
+    }
+
+    pub fn list_elements(&self) -> usize {
+        self.list_elements.load(Relaxed)
+    }
+
     pub fn set_write_allocate(&self, on: bool) {
         self.write_allocate.store(on, Relaxed);
     }
@@ -620,6 +648,19 @@ impl Cache {
                         ..
                     }) if b.kind == kind
                 )
+        });
+    }
+
+    /// Drops the lists whose cached heads hold more than `max` elements.
+    fn clear_lists(&self, max: usize) {
+        self.clear_where(|e| {
+            matches!(
+                &e.known,
+                Known::Present(Hit {
+                    value: CachedValue::Coll(CollValue::List(l)),
+                    ..
+                }) if l.held() > max || max == 0
+            )
         });
     }
 
@@ -928,6 +969,8 @@ impl Cache {
                     CollValue::Big(b) => self.caches_big(kind) && !b.field_ttls,
                     // A writer reads a hash with field TTLs from RocksDB (see `ExpiringHash`).
                     CollValue::Expiring(_) => false,
+                    // A list's writers take its meta from `Cache::held` and drop the copy.
+                    CollValue::List(_) => false,
                 } =>
             {
                 Some((*expire_at_ms, c.clone()))
@@ -1051,12 +1094,13 @@ impl Cache {
         expire_at_ms: u64,
         value: CachedValue,
     ) {
-        let fields = match &value {
-            CachedValue::Coll(CollValue::Whole(h)) => h.fields.len(),
-            CachedValue::Coll(CollValue::Expiring(h)) => h.fields.len(),
-            _ => 0,
+        let too_big = match &value {
+            CachedValue::Coll(CollValue::Whole(h)) => h.fields.len() > self.max_fields(),
+            CachedValue::Coll(CollValue::Expiring(h)) => h.fields.len() > self.max_fields(),
+            CachedValue::Coll(CollValue::List(l)) => l.held() > self.list_elements(),
+            _ => false,
         };
-        if fields > self.max_fields() {
+        if too_big {
             return;
         }
         let hit = Hit {
@@ -1104,8 +1148,25 @@ impl Cache {
         if !self.enabled() || token.epoch >= WRITE_IN_FLIGHT || !self.unchanged(&token) {
             return false;
         }
-        if s.find(hash, db, key).is_some() {
-            return false;
+        if let Some(i) = s.find(hash, db, key) {
+            // Only a list's longer head replaces its shorter one (both read after their
+            // tokens, with no write between, so they agree on what they both hold).
+            let longer = matches!(
+                (&s.entries[i].known, &known),
+                (
+                    Known::Present(Hit { value: CachedValue::Coll(CollValue::List(old)), .. }),
+                    Known::Present(Hit { value: CachedValue::Coll(CollValue::List(new)), .. }),
+                ) if !s.entries[i].pending && new.held() > old.held()
+                    && (new.version, new.len, new.head) == (old.version, old.len, old.head)
+            );
+            if longer {
+                s.replace_at(i, known, size);
+                while s.used > budget && s.entries.len() > 1 {
+                    self.evict_one(&mut s);
+                }
+                self.stats.fills.fetch_add(1, Relaxed);
+            }
+            return longer;
         }
         if self.admission() {
             s.sketch.fit(self.shard_share());
@@ -1254,6 +1315,50 @@ impl Cache {
     /// of its stripe) with what RocksDB still holds, until [`end_write`](Cache::end_write).
     pub fn apply_value_held(&self, db: u16, key: &[u8], put: Option<(u64, CachedValue)>) {
         self.update(db, key, put, 1);
+    }
+
+    /// [`apply_value`](Cache::apply_value) (`held`: [`apply_value_held`](Cache::apply_value_held))
+    /// of a list write that knows its edits at the list's ends, `meta` its new record: a
+    /// cached head of the list is edited in place ([`CachedList::apply`]), or dropped if the
+    /// edits do not lead to `meta`. A list not cached stays so.
+    pub fn apply_list(&self, db: u16, key: &[u8], edits: &[ListEdit], meta: &Meta, held: bool) {
+        let hash = self.hash(db, key);
+        let cell = self.cell(hash);
+        let budget = self.shard_budget();
+        let max = self.list_elements();
+        let mut s = cell.shard.lock();
+        let delta = if held {
+            1
+        } else {
+            1u64.wrapping_sub(WRITE_IN_FLIGHT)
+        };
+        Self::epoch(cell, hash).fetch_add(delta, Release);
+        let Some(i) = s.find(hash, db, key) else {
+            return;
+        };
+        let mut known = std::mem::replace(&mut s.entries[i].known, Known::Absent);
+        let edited = match &mut known {
+            Known::Present(Hit {
+                value: CachedValue::Coll(CollValue::List(l)),
+                expire_at_ms,
+                ..
+            }) if l.version == meta.version => {
+                // In place unless a reader still holds the copy it was handed.
+                let l = std::sync::Arc::make_mut(l);
+                *expire_at_ms = meta.expire_at_ms;
+                l.apply(edits, max) && (l.len, l.head) == (meta.len, meta.head)
+            }
+            _ => false,
+        };
+        let size = entry_size(key, &known);
+        if !edited || !fits(size, budget) {
+            s.remove_at(i);
+            return;
+        }
+        s.replace_at(i, known, size);
+        while s.used > budget && s.entries.len() > 1 {
+            self.evict_one(&mut s);
+        }
     }
 
     /// Ends a write that [`apply_value_held`](Cache::apply_value_held) left in flight, once it

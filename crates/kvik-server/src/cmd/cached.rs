@@ -11,7 +11,8 @@
 
 use super::bitmap::segments::{self, BitValue};
 use super::ctx::{
-    string_of_hit, BigCollRead, Ctx, DeferredLookups, FieldBytes, FieldValues, HashRead, MemberRead,
+    string_of_hit, BigCollRead, Ctx, DeferredLookups, FieldBytes, FieldValues, HashRead, ListRead,
+    MemberRead,
 };
 use crate::cache::{CachedValue, Hit, Known};
 use crate::error::CmdError;
@@ -129,6 +130,13 @@ pub trait KeyReads<'a> {
     fn read_hash(&self, key: &[u8]) -> Result<HashRead<'a>, Self::Error>;
     /// A set or sorted set for a read of some of its members; WRONGTYPE for another kind.
     fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, Self::Error>;
+    /// A list for a read of its elements at indexes `want(len)` (see [`Ctx::read_list`]);
+    /// WRONGTYPE for another kind.
+    fn read_list(
+        &self,
+        key: &[u8],
+        want: impl Fn(u64) -> Option<(u64, u64)>,
+    ) -> Result<ListRead<'a>, Self::Error>;
     /// The values of `fields` of collection `key` cached as its meta, as
     /// [`KeyReads::read_hash`] or [`KeyReads::read_members`] found it: from the hot cache, the
     /// rest from storage.
@@ -204,6 +212,13 @@ impl<'a> KeyReads<'a> for Ctx<'a> {
     }
     fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, CmdError> {
         Ctx::read_members(self, key, kind)
+    }
+    fn read_list(
+        &self,
+        key: &[u8],
+        want: impl Fn(u64) -> Option<(u64, u64)>,
+    ) -> Result<ListRead<'a>, CmdError> {
+        Ctx::read_list(self, key, want)
     }
     fn big_fields<M: AsRef<[u8]>>(
         &self,
@@ -407,6 +422,15 @@ impl<'a> KeyReads<'a> for CacheCtx<'a> {
     fn read_members(&self, key: &[u8], kind: Kind) -> Result<MemberRead<'a>, RtcError> {
         let token = self.server.storage.cache().fill_token(self.db, key);
         self.known_with(key, |known| MemberRead::of_known(known, token, kind))??
+            .ok_or(RtcError::Miss)
+    }
+    /// A list whose cached head holds the elements wanted, or a miss.
+    fn read_list(
+        &self,
+        key: &[u8],
+        want: impl Fn(u64) -> Option<(u64, u64)>,
+    ) -> Result<ListRead<'a>, RtcError> {
+        self.known_with(key, |known| ListRead::of_known(known, want))??
             .ok_or(RtcError::Miss)
     }
     /// Every field from the cache, or a miss.

@@ -136,8 +136,9 @@ impl HeldColl {
                 (Some(Held::Whole(hash.fields.clone())), Some(hash.meta(at)))
             }
             Some((at, CollValue::Big(big))) => (Some(Held::Big(big.gen)), Some(big.meta(at))),
-            // Not held for writers (see `cache::ExpiringHash`): read as if not cached.
-            Some((_, CollValue::Expiring(_))) | None => {
+            // Not held for writers (see `cache::ExpiringHash`; lists are not written here):
+            // read as if not cached.
+            Some((_, CollValue::Expiring(_) | CollValue::List(_))) | None => {
                 let meta = ctx.write_collection(key, kind)?;
                 let big = kind != Kind::Hash
                     || meta

@@ -3,8 +3,8 @@
 //! command gets a [`super::cached::CacheCtx`] instead, which has no storage at all.)
 
 use crate::cache::{
-    Cache, CachedHash, CachedValue, CollValue, ExpiringHash, FieldSet, FillToken, HashFields, Hit,
-    Known,
+    Cache, CachedHash, CachedList, CachedValue, CollValue, ExpiringHash, FieldSet, FillToken,
+    HashFields, Hit, Known,
 };
 use crate::server::Server;
 use crate::session::Session;
@@ -489,6 +489,69 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// A list for a read of the elements at indexes `want(len)` (LRANGE, LINDEX; `None`:
+    /// none, as for an index out of range). A list the hot cache holds with those elements
+    /// ([`CachedList`]) answers from memory, also on the I/O thread; otherwise the list is
+    /// read from a snapshot, and one whose elements asked for start near its head is cached
+    /// with its first elements up to the last one asked for (the walk from the head costs
+    /// at most twice the read's own), unless a write of the key raced the read (fill token).
+    /// Counts a keyspace hit or miss; WRONGTYPE for another kind.
+    pub fn read_list(
+        &self,
+        key: &[u8],
+        want: impl Fn(u64) -> Option<(u64, u64)>,
+    ) -> Result<ListRead<'a>, CmdError> {
+        let cache = self.server.storage.cache();
+        let token = cache.fill_token(self.db(), key);
+        if !self.mode.skips_cache() {
+            let read = cache.get_with(self.db(), key, self.now_ms, |known| {
+                (*known != Known::Absent, ListRead::of_known(known, &want))
+            });
+            if let Some((found, Some(read))) = read.map(|(f, r)| (f, r.transpose())) {
+                self.count_lookup(found);
+                return read;
+            }
+        }
+        let Some((view, meta)) = self.read_collection_noting(key, Kind::List, Some(token))? else {
+            return Ok(ListRead::Missing);
+        };
+        let max = cache.list_elements();
+        if !cache.admits_key(key) || max == 0 {
+            return Ok(ListRead::Stored(view, meta));
+        }
+        let end = match want(meta.len) {
+            None => None,
+            Some((start, end)) if end < max as u64 && start <= end - start + 1 => Some(end),
+            Some(_) => return Ok(ListRead::Stored(view, meta)),
+        };
+        let mut copy = CachedList::new(&meta);
+        if let Some(end) = end {
+            let coll = crate::storage::Coll::new(self.db(), key, &meta);
+            let mut c = view.members(crate::storage::Cf::Data, &coll);
+            c.seek(&crate::storage::encoding::list_index(meta.head));
+            while copy.held() as u64 <= end {
+                let Some((_, v)) = c.entry() else {
+                    c.status()?;
+                    return Err(CmdError::err("list elements missing"));
+                };
+                if !copy.push(v) {
+                    return Ok(ListRead::Stored(view, meta));
+                }
+                c.next();
+            }
+        }
+        let copy = std::sync::Arc::new(copy);
+        cache.fill_value(
+            token,
+            self.db(),
+            key,
+            Kind::List,
+            meta.expire_at_ms,
+            CachedValue::Coll(CollValue::List(copy.clone())),
+        );
+        Ok(ListRead::Cached(copy))
+    }
+
     /// A collection for a write command (the caller holds the key's lock): its live meta,
     /// `None` if the key does not exist, WRONGTYPE if it holds another kind.
     pub fn write_collection(&self, key: &[u8], kind: Kind) -> Result<Option<Meta>, CmdError> {
@@ -622,8 +685,39 @@ impl<'a> HashRead<'a> {
                     view: None,
                 }))
             }
-            CachedValue::Coll(CollValue::Big(_)) => Err(CmdError::wrong_type()),
+            CachedValue::Coll(CollValue::Big(_) | CollValue::List(_)) => {
+                Err(CmdError::wrong_type())
+            }
             CachedValue::Str(_) => Err(CmdError::wrong_type()),
+        }
+    }
+}
+
+/// What [`Ctx::read_list`] found.
+pub enum ListRead<'a> {
+    Missing,
+    /// The hot cache's copy of the list's head, holding every element the read wants.
+    Cached(std::sync::Arc<CachedList>),
+    /// Not cached (or not the elements wanted): read them from this snapshot.
+    Stored(View<'a>, Meta),
+}
+
+impl<'a> ListRead<'a> {
+    /// A cache hit read as a list whose elements at indexes `want(len)` are read: WRONGTYPE
+    /// for another kind; `None` if the cached copy does not hold them.
+    pub(super) fn of_known(
+        known: &Known,
+        want: impl Fn(u64) -> Option<(u64, u64)>,
+    ) -> Result<Option<ListRead<'a>>, CmdError> {
+        let Known::Present(hit) = known else {
+            return Ok(Some(ListRead::Missing));
+        };
+        match &hit.value {
+            CachedValue::Coll(CollValue::List(l)) => Ok(match want(l.len) {
+                Some((_, end)) if end >= l.held() as u64 => None,
+                _ => Some(ListRead::Cached(l.clone())),
+            }),
+            _ => Err(CmdError::wrong_type()),
         }
     }
 }

@@ -28,12 +28,15 @@
 //! WRONGTYPE: Redis 7.0 keeps such a client blocked.
 
 use super::blocked::parse_timeout;
+use super::cached::KeyReads;
 use super::collection::{index_range, notify_write};
-use super::ctx::{Args, CmdError, CmdResult, Ctx};
+use super::ctx::{Args, CmdError, CmdResult, Ctx, ListRead};
 use super::spec::{numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec};
 use crate::blocking::TimeoutReply;
+use crate::cache::{CachedValue, CollUpdate, CollValue, Hit, Known, ListEdit};
 use crate::storage::encoding::{list_index, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage, View};
+use bytes::Bytes;
 use kvik_resp::parse_i64;
 
 const READ: Flags = Flags::READONLY;
@@ -110,12 +113,18 @@ pub static COMMANDS: &[CommandSpec] = &[
         "1.0.0",
         "O(N) where N is the number of elements returned",
     ),
-    l("llen", 2, READ_FAST, KeySpec::ONE, llen, ACL_READ_FAST).doc(
+    l("llen", 2, READ_FAST, KeySpec::ONE, |c, a| llen(c, a), ACL_READ_FAST)
+        .rtc(|c, a| llen(c, a))
+        .rtc_storage()
+        .doc(
         "Returns the length of a list.",
         "1.0.0",
         "O(1)",
     ),
-    l("lindex", 3, READ, KeySpec::ONE, lindex, ACL_READ_SLOW).doc(
+    l("lindex", 3, READ, KeySpec::ONE, |c, a| lindex(c, a), ACL_READ_SLOW)
+        .rtc(|c, a| lindex(c, a))
+        .rtc_storage()
+        .doc(
         "Returns an element from a list by its index.",
         "1.0.0",
         "O(1): kvik reads the element at its position directly.",
@@ -132,7 +141,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.2.0",
         "O(N) where N is the number of elements to traverse before seeing the value pivot, plus the elements kvik shifts (the shorter side of the insertion point).",
     ),
-    l("lrange", 4, READ, KeySpec::ONE, lrange, ACL_READ_SLOW).doc(
+    l("lrange", 4, READ, KeySpec::ONE, |c, a| lrange(c, a), ACL_READ_SLOW)
+        .rtc(|c, a| lrange(c, a))
+        .doc(
         "Returns a range of elements from a list.",
         "1.0.0",
         "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
@@ -293,7 +304,13 @@ fn pop_committed(
     let (storage, db) = (ctx.storage(), ctx.db());
     let mut batch = Batch::default();
     let popped = pop(storage, &ctx.latest(), &mut batch, db, key, meta, end, n)?;
-    put_or_delete(storage, &mut batch, db, key, meta);
+    let edits = caches_head(ctx, key).then(|| {
+        vec![match end {
+            End::Left => ListEdit::PopFront(popped.len() as u64),
+            End::Right => ListEdit::PopBack(popped.len() as u64),
+        }]
+    });
+    put_edited(storage, &mut batch, db, key, meta, edits);
     ctx.commit(batch)?;
     notify_write(ctx, Class::List, end_event(end, false), key, meta.len == 0);
     Ok(popped)
@@ -351,11 +368,41 @@ fn pop(
 }
 
 /// The last step of every list write: the meta record, or its deletion when the list is empty.
+/// (A cached head of the list is dropped by it; see [`put_edited`].)
 fn put_or_delete(storage: &Storage, batch: &mut Batch, db: u16, key: &[u8], meta: &Meta) {
+    put_edited(storage, batch, db, key, meta, None);
+}
+
+/// Whether the hot cache holds a head of list `key`, for a write that edits the list at its
+/// ends: its edits then go to the commit ([`put_edited`]). (The caller holds the key's lock,
+/// so a head filled after this look was read before the write, and the edits apply to it.)
+fn caches_head(ctx: &Ctx<'_>, key: &[u8]) -> bool {
+    let cache = ctx.storage().cache();
+    cache.list_elements() > 0
+        && matches!(
+            cache.held(ctx.db(), key, ctx.now_ms),
+            Some(Known::Present(Hit {
+                value: CachedValue::Coll(CollValue::List(_)),
+                ..
+            }))
+        )
+}
+
+/// [`put_or_delete`] of a list the write changed at its ends by `edits` (`None`: the cache
+/// holds no head of it, see [`caches_head`]): the commit edits the list's cached head
+/// instead of dropping it, so the next read of the head stays on the I/O thread.
+fn put_edited(
+    storage: &Storage,
+    batch: &mut Batch,
+    db: u16,
+    key: &[u8],
+    meta: &Meta,
+    edits: Option<Vec<ListEdit>>,
+) {
     if meta.len == 0 {
         batch.delete_meta(storage, db, key);
     } else {
-        batch.put_meta(storage, db, key, meta);
+        batch.put_meta_with_update(storage, db, key, meta, edits.map(CollUpdate::List));
     }
 }
 
@@ -405,10 +452,19 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args, end: End, only_existing: bool) -
         None => Meta::collection(Kind::List, ctx.next_version()?, 0),
     };
     let mut batch = Batch::default();
+    let mut edits = caches_head(ctx, key).then(Vec::new);
     for elem in &args[2..] {
         push(storage, &mut batch, db, key, &mut meta, end, elem);
+        if let Some(edits) = &mut edits {
+            // A copy: the argument shares the connection's whole read buffer.
+            let elem = Bytes::copy_from_slice(elem);
+            edits.push(match end {
+                End::Left => ListEdit::PushFront(elem),
+                End::Right => ListEdit::PushBack(elem),
+            });
+        }
     }
-    batch.put_meta(storage, db, key, &meta);
+    put_edited(storage, &mut batch, db, key, &meta, edits);
     ctx.commit(batch)?;
     ctx.notify(Class::List, end_event(end, true), key);
     ctx.out.int(meta.len as i64);
@@ -469,60 +525,96 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
 
 // ---- reads -------------------------------------------------------------------------------------
 
-fn llen(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
-    let len = ctx.collection_len(&args[1], Kind::List)?;
-    ctx.out.int(len as i64);
+/// LLEN key: the meta record alone answers (a list the hot cache holds: on the I/O thread).
+fn llen<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
+    let len = match ctx.read_list(&args[1], |_| None)? {
+        ListRead::Missing => 0,
+        ListRead::Cached(l) => l.len,
+        ListRead::Stored(_, meta) => meta.len,
+    };
+    ctx.out().int(len as i64);
     Ok(())
+}
+
+/// The index `index` names in a list of `len` elements (negative: from the tail), if any.
+fn list_position(index: i64, len: u64) -> Option<u64> {
+    let i = if index < 0 {
+        (len as i64).saturating_add(index)
+    } else {
+        index
+    };
+    (i >= 0 && (i as u64) < len).then_some(i as u64)
 }
 
 /// LINDEX key index. As in Redis, the key is looked up (and type-checked) before the index is
 /// parsed: a missing key answers null whatever the index.
-fn lindex(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+fn lindex<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let key = &args[1];
-    let Some((view, meta)) = ctx.read_collection(key, Kind::List)? else {
-        ctx.out.null();
-        return Ok(());
+    let index = parse_int(&args[2]);
+    let want = |len| {
+        let i = list_position(*index.as_ref().ok()?, len)?;
+        Some((i, i))
     };
-    let index = parse_int(&args[2])?;
-    let i = if index < 0 {
-        meta.len as i64 + index
-    } else {
-        index
-    };
-    if i < 0 || i as u64 >= meta.len {
-        ctx.out.null();
+    let read = ctx.read_list(key, want)?;
+    if matches!(read, ListRead::Missing) {
+        ctx.out().null();
         return Ok(());
     }
-    let coll = Coll::new(ctx.db(), key, &meta);
-    let v = view.get_member(&coll, &at(&meta, i as u64))?;
-    ctx.out.bulk_or_null(v.as_deref());
+    let index = index?;
+    match read {
+        ListRead::Missing => unreachable!("answered above"),
+        ListRead::Cached(l) => {
+            let v = list_position(index, l.len).and_then(|i| l.get(i));
+            ctx.out().bulk_or_null(v);
+        }
+        ListRead::Stored(view, meta) => {
+            let v = match list_position(index, meta.len) {
+                Some(i) => view.get_member(&Coll::new(ctx.db(), key, &meta), &at(&meta, i))?,
+                None => None,
+            };
+            ctx.out().bulk_or_null(v.as_deref());
+        }
+    }
     Ok(())
 }
 
-fn lrange(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
+/// LRANGE key start stop: a list's head the hot cache holds answers from memory (on the I/O
+/// thread), any other range is a seek and a cursor walk.
+fn lrange<'a, C: KeyReads<'a>>(ctx: &mut C, args: &Args) -> Result<(), C::Error> {
     let start = parse_int(&args[2])?;
     let end = parse_int(&args[3])?;
     let key = &args[1];
-    let Some((view, meta)) = ctx.read_collection(key, Kind::List)? else {
-        ctx.out.array(0);
-        return Ok(());
-    };
-    let Some((start, end)) = index_range(start, end, meta.len) else {
-        ctx.out.array(0);
-        return Ok(());
-    };
-    let n = end - start + 1;
-    let coll = Coll::new(ctx.db(), key, &meta);
-    let mut c = view.members(Cf::Data, &coll);
-    c.seek(&at(&meta, start));
-    ctx.out.array(n as usize);
-    for _ in 0..n {
-        let Some((_, v)) = c.entry() else {
-            c.status()?;
-            return Err(CmdError::err("list elements missing"));
-        };
-        ctx.out.bulk(v);
-        c.next();
+    let range = |len| index_range(start, end, len);
+    match ctx.read_list(key, range)? {
+        ListRead::Missing => ctx.out().array(0),
+        // Found cached only if the copy holds the range.
+        ListRead::Cached(l) => match range(l.len).and_then(|(s, e)| l.range(s, e)) {
+            Some(elements) => {
+                let out = ctx.out();
+                out.array(elements.len());
+                elements.for_each(|v| out.bulk(v));
+            }
+            None => ctx.out().array(0),
+        },
+        ListRead::Stored(view, meta) => {
+            let Some((start, end)) = range(meta.len) else {
+                ctx.out().array(0);
+                return Ok(());
+            };
+            let n = end - start + 1;
+            let mut c = view.members(Cf::Data, &Coll::new(ctx.db(), key, &meta));
+            c.seek(&at(&meta, start));
+            let out = ctx.out();
+            out.array(n as usize);
+            for _ in 0..n {
+                let Some((_, v)) = c.entry() else {
+                    c.status()?;
+                    return Err(CmdError::err("list elements missing").into());
+                };
+                out.bulk(v);
+                c.next();
+            }
+        }
     }
     Ok(())
 }
@@ -879,9 +971,11 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
         for i in meta.len - rtrim..meta.len {
             batch.delete_member(storage, Cf::Data, &coll, &at(&meta, i));
         }
+        let trim = ListEdit::Trim(ltrim, meta.len - rtrim - 1);
+        let edits = caches_head(ctx, key).then(|| vec![trim]);
         meta.head = meta.head.wrapping_add(ltrim);
         meta.len -= ltrim + rtrim;
-        batch.put_meta(storage, db, key, &meta);
+        put_edited(storage, &mut batch, db, key, &meta, edits);
     }
     storage.commit(batch)?;
     notify_write(ctx, Class::List, "ltrim", key, emptied);

@@ -660,16 +660,7 @@ impl Storage {
                 self.cache.end_write(db, key, result.is_err());
                 continue;
             }
-            // A put that did not decode, or whose whole value is not known, is treated as a
-            // delete: the entry is dropped.
-            let value = put.and_then(|v| cached_value(v, e.update.as_ref()));
-            if let (Some(_), Some(CollUpdate::Fields { gen, edits, index })) = (&value, &e.update) {
-                // Before the entry is served again: a reader of it then finds the new values
-                // (and a sorted set's rank index counts them).
-                self.cache.apply_fields(*gen, edits);
-                self.cache.ranks().apply(*gen, index);
-            }
-            self.cache.apply_value(db, key, value);
+            update_cache(&self.cache, db, key, put, e.update.as_ref(), false);
         }
         for o in observers.iter() {
             if !touched.is_empty() {
@@ -1096,6 +1087,39 @@ impl Storage {
                     .flatten()
             })
             .sum()
+    }
+}
+
+/// Applies one meta put (`None`: a delete) of a batch to the hot cache, after its RocksDB
+/// write (`held`: a transaction's, not written yet, see `Cache::apply_value_held`): the new
+/// value where the write knows it, a big collection's edited members, a list's edited head;
+/// a put that did not decode, or whose whole value is not known, is treated as a delete:
+/// the entry is dropped.
+pub(crate) fn update_cache(
+    cache: &Cache,
+    db: u16,
+    key: &[u8],
+    put: Option<&Bytes>,
+    update: Option<&CollUpdate>,
+    held: bool,
+) {
+    if let (Some(raw), Some(CollUpdate::List(edits))) = (put, update) {
+        if let Some(meta) = Meta::decode(raw).filter(|m| m.kind == Kind::List) {
+            cache.apply_list(db, key, edits, &meta, held);
+            return;
+        }
+    }
+    let value = put.and_then(|v| cached_value(v, update));
+    if let (Some(_), Some(CollUpdate::Fields { gen, edits, index })) = (&value, update) {
+        // Before the entry is served again: a reader of it then finds the new values (and a
+        // sorted set's rank index counts them).
+        cache.apply_fields(*gen, edits);
+        cache.ranks().apply(*gen, index);
+    }
+    if held {
+        cache.apply_value_held(db, key, value);
+    } else {
+        cache.apply_value(db, key, value);
     }
 }
 

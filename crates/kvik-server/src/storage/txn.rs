@@ -26,7 +26,6 @@
 use super::counts::KeyState;
 use super::encoding::decode_meta_key;
 use super::{Batch, CacheEffect, Storage, StorageResult, Wait, CF_DATA, CF_META, CF_SCORE};
-use crate::cache::CollUpdate;
 use crate::fast_hash::FastHash;
 use crate::key_list::KeyList;
 use bytes::Bytes;
@@ -390,20 +389,11 @@ impl Storage {
         for e in &batch.effects {
             if let Some((db, _, key)) = decode_meta_key(&e.raw_key) {
                 self.cache.begin_write(db, key);
-                let value = e
-                    .put
-                    .as_ref()
-                    .and_then(|v| super::cached_value(v, e.update.as_ref()));
                 // As the values the entry shows (see `apply_value_held`): a big hash's edited
                 // fields show the transaction's writes to its writer, and the hash's write
                 // stays in flight, so readers of them look at RocksDB until it is written.
-                if let (Some(_), Some(CollUpdate::Fields { gen, edits, index })) =
-                    (&value, &e.update)
-                {
-                    self.cache.apply_fields(*gen, edits);
-                    self.cache.ranks().apply(*gen, index);
-                }
-                self.cache.apply_value_held(db, key, value);
+                let (put, update) = (e.put.as_ref(), e.update.as_ref());
+                super::update_cache(&self.cache, db, key, put, update, true);
             }
         }
         let quiet = batch.quiet;

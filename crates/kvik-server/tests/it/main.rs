@@ -11,6 +11,7 @@ mod blocked_ready;
 mod blocking;
 mod cache;
 mod cache_hashes;
+mod cache_lists;
 mod cache_sets;
 mod cluster;
 mod cluster_clients;
