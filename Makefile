@@ -67,6 +67,8 @@ bench: build
 	$(BENCH_LOCK) env M=200000 ROUNDS=1 DURATION=3s bash bench/zset_rank.sh
 	$(BENCH_LOCK) env N=200000 ROUNDS=1 bash bench/big_values.sh
 	$(BENCH_LOCK) env SIZES=65536,1048576 ROUNDS=1 bash bench/string_edits.sh
+	$(BENCH_LOCK) env ROUNDS=1 N=20000 PUSHES=100000 bash bench/lrange.sh
+	$(BENCH_LOCK) env LISTS=100000 ROUNDS=1 DURATION=3s WARM=3s bash bench/list_heads.sh
 
 bench-full: build
 	$(BENCH_LOCK) bash bench/baseline.sh
@@ -92,6 +94,8 @@ bench-full: build
 	$(BENCH_LOCK) bash bench/zset_rank.sh
 	$(BENCH_LOCK) bash bench/big_values.sh
 	$(BENCH_LOCK) bash bench/string_edits.sh
+	$(BENCH_LOCK) bash bench/lrange.sh
+	$(BENCH_LOCK) bash bench/list_heads.sh
 
 clean-data:
 	rm -rf ./kvik-data

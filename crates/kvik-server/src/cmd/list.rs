@@ -10,6 +10,9 @@
 //!   blocking commands): O(1) per element, one member write plus the meta put;
 //! - LINDEX LSET: O(1) point read / write by position; LLEN O(1) (the meta record);
 //! - LRANGE: one seek then a cursor walk over the returned range;
+//! - LRANGE, LINDEX and LLEN of a list whose head the hot cache holds (`cache::CachedList`,
+//!   filled by the reads of its first elements): from memory, on the I/O thread. The pushes,
+//!   pops and LTRIM edit that copy with their commit ([`put_edited`]); other writes drop it;
 //! - LTRIM: deletes only the positions it drops (O(dropped)); trimming everything is O(1);
 //! - LINSERT: O(N): finds the pivot by walking from the head, then shifts the shorter side
 //!   (the elements before the insertion point move one position left, or the ones after it one
