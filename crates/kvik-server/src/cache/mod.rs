@@ -969,7 +969,8 @@ impl Cache {
                     CollValue::Big(b) => self.caches_big(kind) && !b.field_ttls,
                     // A writer reads a hash with field TTLs from RocksDB (see `ExpiringHash`).
                     CollValue::Expiring(_) => false,
-                    // A list's writers take its meta from `Cache::held` and drop the copy.
+                    // A list's writers take its meta from `Cache::held` and hand their edits
+                    // to the commit (`Cache::apply_list`).
                     CollValue::List(_) => false,
                 } =>
             {
@@ -1015,10 +1016,7 @@ impl Cache {
             let mut s = self.cell(hash).shard.lock();
             match s.find(hash, FIELDS, &key) {
                 Some(i) if keep => {
-                    s.replace_at(i, known, size);
-                    while s.used > budget && s.entries.len() > 1 {
-                        self.evict_one(&mut s);
-                    }
+                    self.replace_evicting(&mut s, i, known, size, budget);
                 }
                 Some(i) => s.remove_at(i),
                 None if keep && allocate && value.is_some() => {
@@ -1160,10 +1158,7 @@ impl Cache {
                     && (new.version, new.len, new.head) == (old.version, old.len, old.head)
             );
             if longer {
-                s.replace_at(i, known, size);
-                while s.used > budget && s.entries.len() > 1 {
-                    self.evict_one(&mut s);
-                }
+                self.replace_evicting(&mut s, i, known, size, budget);
                 self.stats.fills.fetch_add(1, Relaxed);
             }
             return longer;
@@ -1355,10 +1350,7 @@ impl Cache {
             s.remove_at(i);
             return;
         }
-        s.replace_at(i, known, size);
-        while s.used > budget && s.entries.len() > 1 {
-            self.evict_one(&mut s);
-        }
+        self.replace_evicting(&mut s, i, known, size, budget);
     }
 
     /// Ends a write that [`apply_value_held`](Cache::apply_value_held) left in flight, once it
@@ -1389,10 +1381,7 @@ impl Cache {
             // access frequency (as Redis keeps an overwritten key's LFU counter).
             (Some(i), Some(put)) => match self.cacheable(key, put, budget) {
                 Some((known, size)) => {
-                    s.replace_at(i, known, size);
-                    while s.used > budget && s.entries.len() > 1 {
-                        self.evict_one(&mut s);
-                    }
+                    self.replace_evicting(&mut s, i, known, size, budget);
                     return;
                 }
                 None => {
@@ -1504,6 +1493,15 @@ impl Cache {
             self.evict_one(s);
         }
         s.insert(hash, db, key, known, size);
+    }
+
+    /// Replaces entry `i` in place (a write's new value, a longer list head), then evicts
+    /// until the shard is within `budget` again.
+    fn replace_evicting(&self, s: &mut Shard, i: usize, known: Known, size: usize, budget: usize) {
+        s.replace_at(i, known, size);
+        while s.used > budget && s.entries.len() > 1 {
+            self.evict_one(s);
+        }
     }
 
     fn evict_one(&self, s: &mut Shard) {
