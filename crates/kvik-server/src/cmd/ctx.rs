@@ -285,14 +285,33 @@ impl<'a> Ctx<'a> {
     /// Looks a key up for writing (no hit/miss accounting); callers hold the key's lock, so a
     /// cached entry is current and answers without a RocksDB read.
     pub fn lookup_write(&self, key: &[u8]) -> Result<Option<Meta>, CmdError> {
+        Ok(self.lookup_write_cached(key)?.map(|(meta, _)| meta))
+    }
+
+    /// [`Ctx::lookup_write`], and whether the record came from a hot cache entry that holds
+    /// a list's head (see [`Ctx::write_list`]).
+    fn lookup_write_cached(&self, key: &[u8]) -> Result<Option<(Meta, bool)>, CmdError> {
         if !self.storage().key_held_here(self.db(), key) {
             let lookups = &self.server.stats.unlocked_write_lookups;
             lookups.fetch_add(1, Ordering::Relaxed);
         }
         match self.storage().cache().held(self.db(), key, self.now_ms) {
-            Some(Known::Present(hit)) => Ok(Some(hit.to_meta())),
+            Some(Known::Present(hit)) => {
+                let head = matches!(hit.value, CachedValue::Coll(CollValue::List(_)));
+                Ok(Some((hit.to_meta(), head)))
+            }
             Some(Known::Absent) => Ok(None),
-            None => self.get_live(key),
+            None => Ok(self.get_live(key)?.map(|meta| (meta, false))),
+        }
+    }
+
+    /// A list for a write command (the caller holds the key's lock): its live meta and
+    /// whether the hot cache holds its head, whose edits then go to the commit (`cmd::list`),
+    /// from one cache lookup; `None` if the key does not exist, WRONGTYPE for another kind.
+    pub fn write_list(&self, key: &[u8]) -> Result<Option<(Meta, bool)>, CmdError> {
+        match self.lookup_write_cached(key)? {
+            Some((m, _)) if m.kind != Kind::List => Err(CmdError::wrong_type()),
+            found => Ok(found),
         }
     }
 

@@ -36,7 +36,7 @@ use super::collection::{index_range, notify_write};
 use super::ctx::{Args, CmdError, CmdResult, Ctx, ListRead};
 use super::spec::{numkeys_at_1, numkeys_at_2, Class, CommandSpec, Flags, KeySpec};
 use crate::blocking::TimeoutReply;
-use crate::cache::{CachedValue, CollUpdate, CollValue, Hit, Known, ListEdit};
+use crate::cache::{CollUpdate, ListEdit};
 use crate::storage::encoding::{list_index, Kind, Meta};
 use crate::storage::{Batch, Cf, Coll, Storage, View};
 use bytes::Bytes;
@@ -300,14 +300,14 @@ fn push(
 fn pop_committed(
     ctx: &Ctx<'_>,
     key: &[u8],
-    meta: &mut Meta,
+    (meta, head): (&mut Meta, bool),
     end: End,
     n: u64,
 ) -> Result<Vec<Vec<u8>>, CmdError> {
     let (storage, db) = (ctx.storage(), ctx.db());
     let mut batch = Batch::default();
     let popped = pop(storage, &ctx.latest(), &mut batch, db, key, meta, end, n)?;
-    let edits = caches_head(ctx, key).then(|| {
+    let edits = head.then(|| {
         vec![match end {
             End::Left => ListEdit::PopFront(popped.len() as u64),
             End::Right => ListEdit::PopBack(popped.len() as u64),
@@ -376,23 +376,8 @@ fn put_or_delete(storage: &Storage, batch: &mut Batch, db: u16, key: &[u8], meta
     put_edited(storage, batch, db, key, meta, None);
 }
 
-/// Whether the hot cache holds a head of list `key`, for a write that edits the list at its
-/// ends: its edits then go to the commit ([`put_edited`]). (The caller holds the key's lock,
-/// so a head filled after this look was read before the write, and the edits apply to it.)
-fn caches_head(ctx: &Ctx<'_>, key: &[u8]) -> bool {
-    let cache = ctx.storage().cache();
-    cache.list_elements() > 0
-        && matches!(
-            cache.held(ctx.db(), key, ctx.now_ms),
-            Some(Known::Present(Hit {
-                value: CachedValue::Coll(CollValue::List(_)),
-                ..
-            }))
-        )
-}
-
 /// [`put_or_delete`] of a list the write changed at its ends by `edits` (`None`: the cache
-/// holds no head of it, see [`caches_head`]): the commit edits the list's cached head
+/// holds no head of it, see `Ctx::write_list`): the commit edits the list's cached head
 /// instead of dropping it, so the next read of the head stays on the I/O thread.
 fn put_edited(
     storage: &Storage,
@@ -446,16 +431,16 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &Args, end: End, only_existing: bool) -
     let storage = ctx.storage();
     let db = ctx.db();
     let _g = ctx.lock_keys(&[key])?;
-    let mut meta = match ctx.write_collection(key, Kind::List)? {
-        Some(m) => m,
+    let (mut meta, head) = match ctx.write_list(key)? {
+        Some(found) => found,
         None if only_existing => {
             ctx.out.int(0);
             return Ok(());
         }
-        None => Meta::collection(Kind::List, ctx.next_version()?, 0),
+        None => (Meta::collection(Kind::List, ctx.next_version()?, 0), false),
     };
     let mut batch = Batch::default();
-    let mut edits = caches_head(ctx, key).then(Vec::new);
+    let mut edits = head.then(Vec::new);
     for elem in &args[2..] {
         push(storage, &mut batch, db, key, &mut meta, end, elem);
         if let Some(edits) = &mut edits {
@@ -502,7 +487,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
     };
     let key = &args[1];
     let _g = ctx.lock_keys(&[key])?;
-    let Some(mut meta) = ctx.write_collection(key, Kind::List)? else {
+    let Some((mut meta, head)) = ctx.write_list(key)? else {
         match count {
             Some(_) => ctx.out.null_array(),
             None => ctx.out.null(),
@@ -513,7 +498,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &Args, end: End) -> CmdResult {
         ctx.out.array(0);
         return Ok(());
     }
-    let popped = pop_committed(ctx, key, &mut meta, end, count.unwrap_or(1))?;
+    let popped = pop_committed(ctx, key, (&mut meta, head), end, count.unwrap_or(1))?;
     match count {
         None => ctx.out.bulk(&popped[0]),
         Some(_) => {
@@ -950,7 +935,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
     let storage = ctx.storage();
     let db = ctx.db();
     let _g = storage.lock(db, &[key]);
-    let Some(mut meta) = ctx.write_collection(key, Kind::List)? else {
+    let Some((mut meta, head)) = ctx.write_list(key)? else {
         ctx.out.ok();
         return Ok(());
     };
@@ -975,7 +960,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &Args) -> CmdResult {
             batch.delete_member(storage, Cf::Data, &coll, &at(&meta, i));
         }
         let trim = ListEdit::Trim(ltrim, meta.len - rtrim - 1);
-        let edits = caches_head(ctx, key).then(|| vec![trim]);
+        let edits = head.then(|| vec![trim]);
         meta.head = meta.head.wrapping_add(ltrim);
         meta.len -= ltrim + rtrim;
         put_edited(storage, &mut batch, db, key, &meta, edits);
@@ -1126,12 +1111,14 @@ fn mpop(
     count: u64,
 ) -> Result<Option<Popped>, CmdError> {
     for key in keys {
-        let meta = match ctx.write_collection(key, Kind::List) {
+        let found = match ctx.write_list(key) {
             Err(_) if ctx.serving_waiter() => continue,
             r => r?,
         };
-        let Some(mut meta) = meta else { continue };
-        let vals = pop_committed(ctx, key, &mut meta, end, count)?;
+        let Some((mut meta, head)) = found else {
+            continue;
+        };
+        let vals = pop_committed(ctx, key, (&mut meta, head), end, count)?;
         return Ok(Some((key.clone(), vals)));
     }
     Ok(None)
