@@ -1021,9 +1021,15 @@ fn flushes_among_concurrent_writes_leave_every_collection_whole() {
         })
         .collect();
     let mut f = s.client();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    // A count of rounds, not a time: a loaded machine runs fewer flushes a second (a 2 s
+    // window that expected 30 failed once under `make test` in a fresh clone).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let mut round = 0;
-    while std::time::Instant::now() < deadline {
+    while round < 45 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "45 flush rounds took over two minutes ({round} done)"
+        );
         match round % 3 {
             0 => {
                 let _: () = q(&mut f, &["FLUSHALL"]);
@@ -1076,6 +1082,5 @@ fn flushes_among_concurrent_writes_leave_every_collection_whole() {
             assert_eq!(recorded, listed, "{key}: recorded length and members");
         }
     }
-    assert!(round >= 30, "{round} flush rounds");
     assert_eq!(crate::common::stat(&mut c, "unlocked_write_lookups"), 0);
 }
